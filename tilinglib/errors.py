@@ -37,6 +37,10 @@ class UnsupportedFeatureError(CompileError):
     """Valid CUDA C that the CPU emulator does not execute (the message names the construct)."""
 
 
+class KernelNotFoundError(TilingLibError, LookupError):
+    """`get_function(name)` for a name the module does not define as a kernel."""
+
+
 class LaunchError(TilingLibError, ValueError):
     """A launch configuration (block, grid, shared memory) that a GPU would refuse."""
 

@@ -1,0 +1,23 @@
+"""CUDA C on the CPU: PyCUDA's SourceModule surface, executed by a lockstep SIMT emulator.
+
+```python
+from tilinglib.emulator import SourceModule, In, Out
+mod = SourceModule(open("sgemm_tiled.cu").read(), options=["-DTILE=16"])
+f = mod.get_function("sgemmTiled")
+f(np.int32(N), In(A), In(B), Out(C), block=(16, 16, 1), grid=(N // 16, N // 16))
+print(f.last_report)          # requests, sectors, wavefronts, bank conflicts, hazards
+```
+
+The pipeline, one module per stage: preprocess (pcpp, -D options, CUDA -> C) -> parse
+(pycparser) -> compiler (AST -> closures) -> execute (blocks in batches, lockstep threads)
+with memory, races and report beside it. `docs/emulator.md` lists the CUDA C it supports
+and how it differs from a GPU.
+"""
+
+from .module import Function, In, InOut, Out, SourceModule
+from .execute import LaunchOptions, RaceWarning
+from .report import LaunchReport
+from .races import Hazard
+
+__all__ = ["SourceModule", "Function", "In", "Out", "InOut", "LaunchReport", "LaunchOptions",
+           "RaceWarning", "Hazard"]

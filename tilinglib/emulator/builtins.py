@@ -1,0 +1,190 @@
+"""CUDA's built-in functions for the compiler: barriers, the math library, vector constructors,
+atomics, warp intrinsics and printf.
+
+Input: a call node with its name and argument nodes. Output: a compiled `X` whose closure
+does the work on lane vectors. Argument conversions follow the function's C prototype.
+FLOPs are counted as Nsight Compute counts them: one per float add, subtract or multiply,
+two per fused multiply-add (fmaf); special functions (sqrtf, expf, ...) count none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import ctypes_ as ct
+from .compiler import X, _line
+
+F, D, I, U = ct.FLOAT, ct.DOUBLE, ct.INT, ct.UINT
+
+# name -> (NumPy function, argument types, return type)
+_MATH = {
+    "sqrtf": (np.sqrt, (F,), F), "rsqrtf": (lambda x: np.float32(1) / np.sqrt(x), (F,), F),
+    "expf": (np.exp, (F,), F), "__expf": (np.exp, (F,), F), "exp2f": (np.exp2, (F,), F),
+    "logf": (np.log, (F,), F), "__logf": (np.log, (F,), F), "log2f": (np.log2, (F,), F),
+    "log10f": (np.log10, (F,), F), "fabsf": (np.abs, (F,), F),
+    "sinf": (np.sin, (F,), F), "cosf": (np.cos, (F,), F), "tanf": (np.tan, (F,), F),
+    "__sinf": (np.sin, (F,), F), "__cosf": (np.cos, (F,), F), "tanhf": (np.tanh, (F,), F),
+    "floorf": (np.floor, (F,), F), "ceilf": (np.ceil, (F,), F), "truncf": (np.trunc, (F,), F),
+    "roundf": (lambda x: np.sign(x) * np.floor(np.abs(x) + np.float32(0.5)), (F,), F),
+    "fminf": (np.fmin, (F, F), F), "fmaxf": (np.fmax, (F, F), F),
+    "powf": (np.power, (F, F), F), "__powf": (np.power, (F, F), F),
+    "fmodf": (np.fmod, (F, F), F), "__fdividef": (np.true_divide, (F, F), F),
+    "sqrt": (np.sqrt, (D,), D), "exp": (np.exp, (D,), D), "log": (np.log, (D,), D),
+    "fabs": (np.abs, (D,), D), "floor": (np.floor, (D,), D), "ceil": (np.ceil, (D,), D),
+    "fmin": (np.fmin, (D, D), D), "fmax": (np.fmax, (D, D), D), "pow": (np.power, (D, D), D),
+    "fmod": (np.fmod, (D, D), D), "tanh": (np.tanh, (D,), D),
+    "__float2int_rz": (lambda x: np.trunc(x), (F,), I),
+    "__int2float_rn": (lambda x: x, (F,), F),
+}
+
+_NO_OPS = {"__threadfence", "__threadfence_block", "__threadfence_system"}
+
+
+def _fma(a, b, c, dtype):
+    # The product of two float32s is exact in float64, so one rounding of the sum remains:
+    # equal to a hardware FMA except in rare double-rounding ties.
+    return (np.asarray(a, np.float64) * b + c).astype(dtype) if isinstance(a, np.ndarray) or \
+        isinstance(b, np.ndarray) or isinstance(c, np.ndarray) else dtype.type(
+            np.float64(a) * np.float64(b) + np.float64(c))
+
+
+def compile_builtin_call(comp, node, name, args):
+    line = _line(node)
+    n = len(args)
+
+    def want(count):
+        if n != count:
+            raise comp.error(node, f"{name}() takes {count} argument(s), {n} given")
+
+    if name == "__syncthreads":
+        want(0)
+        return X(lambda ctx: ctx.syncthreads(line), ct.VOID)
+    if name in ("__syncwarp",):
+        return X(lambda ctx: None, ct.VOID)
+    if name in _NO_OPS:
+        return X(lambda ctx: None, ct.VOID)
+    if name in _MATH:
+        func, argtypes, rtype = _MATH[name]
+        want(len(argtypes))
+        fargs = [comp.convert(comp.rvalue(comp.expr(a)), t, a) for a, t in zip(args, argtypes)]
+        dtype = rtype.dtype
+        if len(fargs) == 1:
+            f0 = fargs[0]
+            return X(lambda ctx: _cast(func(f0(ctx)), dtype), rtype)
+        f0, f1 = fargs
+        return X(lambda ctx: _cast(func(f0(ctx), f1(ctx)), dtype), rtype)
+    if name in ("fmaf", "__fmaf_rn", "fma"):
+        want(3)
+        t = F if name != "fma" else D
+        fa, fb, fc = (comp.convert(comp.rvalue(comp.expr(a)), t, a) for a in args)
+        dtype = t.dtype
+
+        def fma(ctx):
+            ctx.flops += 2 * ctx.nactive
+            return _fma(fa(ctx), fb(ctx), fc(ctx), dtype)
+        return X(fma, t)
+    if name in ("min", "max", "umin", "umax", "abs", "llabs"):
+        return _minmax(comp, node, name, args)
+    if name.startswith("make_"):
+        tname = name[len("make_"):]
+        st = ct.VECTOR_TYPES.get(tname)
+        if st is None:
+            raise comp.error(node, f"unknown function '{name}'")
+        want(len(st.fields))
+        fargs = [comp.convert(comp.rvalue(comp.expr(a)), f[1], a) for a, f in zip(args, st.fields)]
+        return X(lambda ctx: tuple(f(ctx) for f in fargs), st)
+    if name == "__ldg":
+        want(1)
+        x = comp.rvalue(comp.expr(args[0]))
+        if not x.ctype.is_pointer:
+            raise comp.error(node, "__ldg() takes a pointer")
+        return comp.memory_lvalue(x.fn, x.ctype.target, node)
+    if name.startswith("atomic"):
+        return _atomic(comp, node, name, args, line)
+    if name in ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync"):
+        return _shuffle(comp, node, name, args)
+    if name in ("__ballot_sync", "__any_sync", "__all_sync"):
+        return _vote(comp, node, name, args)
+    if name == "printf":
+        if n == 0:
+            raise comp.error(node, "printf() needs a format string")
+        fmt = comp.expr(args[0])
+        if not isinstance(fmt.const, str):
+            raise comp.error(node, "printf's format must be a string literal")
+        fargs = [comp.rvalue(comp.expr(a)) for a in args[1:]]
+        conv = [comp.convert(a, ct.DOUBLE if a.ctype == F else a.ctype, a)
+                for a in fargs]
+        text = fmt.const[1:-1].encode().decode("unicode_escape")
+        return X(lambda ctx: ctx.printf(text, [c(ctx) for c in conv], line), ct.INT)
+    raise comp.error(node, f"'{name}' is not a function the kernel can call "
+                           f"(not declared, and not a CUDA built-in the emulator knows)")
+
+
+def _cast(v, dtype):
+    if isinstance(v, np.ndarray):
+        return v.astype(dtype, copy=False)
+    return dtype.type(v)
+
+
+def _minmax(comp, node, name, args):
+    if name in ("abs", "llabs"):
+        if len(args) != 1:
+            raise comp.error(node, f"{name}() takes 1 argument")
+        x = comp.rvalue(comp.expr(args[0]))
+        t = ct.integer_promote(x.ctype)
+        f = comp.convert(x, t, node)
+        return X(lambda ctx: np.abs(f(ctx)), t)
+    if len(args) != 2:
+        raise comp.error(node, f"{name}() takes 2 arguments")
+    a, b = (comp.rvalue(comp.expr(x)) for x in args)
+    t = ct.usual_arithmetic_conversion(a.ctype, b.ctype)
+    fa, fb = comp.convert(a, t, node), comp.convert(b, t, node)
+    func = np.minimum if "min" in name else np.maximum
+    if t.is_floating:
+        func = np.fmin if "min" in name else np.fmax
+    return X(lambda ctx: func(fa(ctx), fb(ctx)), t)
+
+
+def _atomic(comp, node, name, args, line):
+    op = name[len("atomic"):]
+    ops = {"Add", "Sub", "Min", "Max", "Exch", "CAS", "And", "Or", "Xor", "Inc", "Dec"}
+    if op not in ops:
+        raise comp.error(node, f"unknown atomic function '{name}'")
+    want = 3 if op == "CAS" else 2
+    if len(args) != want:
+        raise comp.error(node, f"{name}() takes {want} arguments")
+    p = comp.rvalue(comp.expr(args[0]))
+    if not p.ctype.is_pointer or not p.ctype.target.is_scalar:
+        raise comp.error(node, f"the first argument of {name}() must be a pointer to a number")
+    t = p.ctype.target
+    if t.is_floating and op not in ("Add", "Sub", "Exch", "Min", "Max"):
+        raise comp.error(node, f"{name}() does not exist for {t}")
+    fvals = [comp.convert(comp.rvalue(comp.expr(a)), t, a) for a in args[1:]]
+    fp = p.fn
+
+    def atomic(ctx):
+        return ctx.atomic(op, fp(ctx), t, [f(ctx) for f in fvals], line)
+    return X(atomic, t)
+
+
+def _shuffle(comp, node, name, args):
+    if len(args) not in (3, 4):
+        raise comp.error(node, f"{name}(mask, value, lane_or_delta[, width]) takes 3 or 4 "
+                               "arguments")
+    v = comp.rvalue(comp.expr(args[1]))
+    t = v.ctype
+    fv = v.fn
+    fl = comp.convert(comp.rvalue(comp.expr(args[2])), ct.INT, node)
+    fw = comp.convert(comp.rvalue(comp.expr(args[3])), ct.INT, node) if len(args) == 4 else None
+    kind = name[len("__shfl"):-len("_sync")].strip("_") or "idx"
+    line = _line(node)
+    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else 32, t, line), t)
+
+
+def _vote(comp, node, name, args):
+    if len(args) != 2:
+        raise comp.error(node, f"{name}(mask, predicate) takes 2 arguments")
+    fp = comp.convert(comp.rvalue(comp.expr(args[1])), ct.BOOL, node)
+    kind = name[2:-len("_sync")]
+    rtype = ct.UINT if kind == "ballot" else ct.INT
+    return X(lambda ctx: ctx.vote(kind, fp(ctx)), rtype)

@@ -1,0 +1,580 @@
+"""Stage 4: launch a compiled kernel over a grid, blocks in batches, threads in lockstep.
+
+Input: a `KernelCode`, the launch's arguments (NumPy scalars and In/Out/InOut arrays), block,
+grid and dynamic shared-memory size. Output: the Out/InOut arrays filled, and a
+`LaunchReport`.
+
+Each batch holds several whole blocks; every value is a NumPy array with one entry per
+thread of the batch (or a scalar when it is the same for all). Running the blocks of a
+batch side by side is a legal schedule: CUDA promises nothing about the order of blocks.
+`Context` is the state the compiled closures see: the active mask, the variables, the
+built-in indices, memory, counters and the hazard tracker.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import (BarrierError, KernelArgumentError, KernelRuntimeError, MemoryAccessError,
+                      RaceError, StepBudgetExceeded)
+from . import memory as M
+from .races import Hazard, RaceTracker
+from .report import LaunchReport
+
+BATCH_THREADS = 1 << 16
+DEFAULT_MAX_STEPS = 2_000_000
+
+
+class RaceWarning(UserWarning):
+    """Issued after a launch in which the emulator found shared-memory hazards."""
+
+
+@dataclass
+class LaunchOptions:
+    """Per-call emulator settings.
+
+    hazards: "warn" (default: record in the report and issue a RaceWarning), "raise" (stop at
+    the first hazard with RaceError) or "ignore" (do not track; faster).
+    check_uninitialized: report reads of shared memory nothing wrote.
+    max_steps: loop iterations (summed over batches) before StepBudgetExceeded.
+    max_bytes: global memory the launch may allocate.
+    """
+
+    hazards: str = "warn"
+    check_uninitialized: bool = True
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_bytes: int = 1 << 30
+    batch_threads: int = BATCH_THREADS
+
+
+class Context:
+    """Run-time state of one batch of blocks."""
+
+    def __init__(self, launch, block_ids: np.ndarray):
+        self.launch = launch
+        kc = launch.kernel
+        self.kernel_name = kc.name
+        bx, by, bz = launch.block
+        gx, gy, _ = launch.grid
+        tpb = bx * by * bz
+        self.tpb = tpb
+        self.nblocks = nb = len(block_ids)
+        self.T = T = nb * tpb
+        lin = np.arange(T, dtype=np.int64)
+        self.tib = tib = lin % tpb                      # linear thread id in its block
+        self.blk = blk = lin // tpb                     # block index within the batch
+        self.tid = ((tib % bx).astype(np.uint32), ((tib // bx) % by).astype(np.uint32),
+                    (tib // (bx * by)).astype(np.uint32))
+        b = block_ids[blk]
+        self.block_ids = block_ids
+        self.bid = ((b % gx).astype(np.uint32), ((b // gx) % gy).astype(np.uint32),
+                    (b // (gx * gy)).astype(np.uint32))
+        self.bdim = tuple(np.uint32(d) for d in launch.block)
+        self.gdim = tuple(np.uint32(d) for d in launch.grid)
+        warps_per_block = -(-tpb // M.WARP)
+        self.warp = blk * warps_per_block + tib // M.WARP
+        self.lane = tib % M.WARP
+        self.full_warps = tpb % M.WARP == 0
+        self.counters = launch.counters
+        self.flops = 0
+        self.env = None
+        self.depth = 0
+        self.mask = np.ones(T, dtype=bool)
+        self.full, self.any, self.nactive = True, True, T
+        self.ret = np.zeros(T, dtype=bool)
+        self.kernel_ret = self.ret
+        self.brk = np.zeros(T, dtype=bool)
+        self.cont = np.zeros(T, dtype=bool)
+        self.gmem = launch.gmem
+        self.constant_addresses = launch.constant_addresses
+        self.shared_bytes = launch.shared_stride
+        self.dynamic_shared_address = np.int64(M.make_address(M.SHARED_REGION,
+                                                              launch.dynamic_offset))
+        self.shared = np.zeros(nb * self.shared_bytes, dtype=np.uint8)
+        self.shared_views = {}
+        self.local_bytes = launch.local_stride
+        self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
+        self.local_views = {}
+        opts = launch.options
+        track = opts.hazards != "ignore"
+        self.races = None
+        if kc.static_shared_bytes or launch.dynamic_bytes:
+            if track or opts.check_uninitialized:
+                self.races = RaceTracker(nb, self.shared_bytes, check_races=track,
+                                         check_uninitialized=opts.check_uninitialized)
+
+    # ------------------------------------------------------------------ masks
+    def set_mask(self, m: np.ndarray) -> None:
+        self.mask = m
+        n = int(np.count_nonzero(m))
+        self.nactive, self.full, self.any = n, n == self.T, n > 0
+
+    def state(self):
+        return self.full, self.any, self.nactive
+
+    def restore(self, mask, state) -> None:
+        self.mask = mask
+        self.full, self.any, self.nactive = state
+
+    def jumped(self) -> np.ndarray:
+        return self.brk | self.cont | self.ret
+
+    def step(self, line) -> None:
+        launch = self.launch
+        launch.steps += 1
+        if launch.steps > launch.options.max_steps:
+            lane = int(np.flatnonzero(self.mask)[0]) if self.any else 0
+            block, thread = self.coords(lane)
+            raise StepBudgetExceeded(
+                f"{self.kernel_name} ran more than {launch.options.max_steps:,} loop iterations "
+                f"(the loop at kernel.cu:{line}, thread {thread} in block {block}). "
+                f"Is the loop's condition ever false? (A larger launch can raise the budget: "
+                f"f(..., max_steps=...).)", kernel=self.kernel_name, line=line, block=block,
+                thread=thread)
+
+    def coords(self, lane: int) -> tuple[tuple, tuple]:
+        """(blockIdx, threadIdx) of a lane of this batch, as 3-tuples of ints."""
+        return (tuple(int(c[lane]) for c in self.bid), tuple(int(c[lane]) for c in self.tid))
+
+    def thread_of(self, tib: int) -> tuple:
+        bx, by, _ = self.launch.block
+        return (tib % bx, (tib // bx) % by, tib // (bx * by))
+
+    # ------------------------------------------------------------------ memory
+    def _active(self, addr):
+        """Active lanes (None when all) and their addresses as an int64 array."""
+        if self.full:
+            lanes = None
+            a = addr if isinstance(addr, np.ndarray) else np.full(self.T, addr, dtype=np.int64)
+        else:
+            lanes = np.flatnonzero(self.mask)
+            a = addr[lanes] if isinstance(addr, np.ndarray) else np.full(lanes.shape[0], addr,
+                                                                        dtype=np.int64)
+        return lanes, a
+
+    def _resolve(self, a: np.ndarray, lanes, t, line, what):
+        """Decode addresses of one access: (space, view getter args, flat element index)."""
+        size = t.size
+        region = a >> M.REGION_SHIFT
+        r0 = int(region[0])
+        if region.shape[0] > 1 and not (region == r0).all():
+            bad = int(np.argmax(region != r0))
+            self._fault(lanes, bad, "Invalid address: the threads of one access point into "
+                        "different memory spaces (mixing pointers is not supported)", line)
+        off = a - ((r0 << M.REGION_SHIFT) + M.BIAS)
+        align = t.align
+        if r0 == M.SHARED_REGION:
+            limit = self.launch.shared_total
+            self._check(off, size, align, limit, lanes, line, what, "shared", None)
+            blk = self.blk if lanes is None else self.blk[lanes]
+            return "shared", (blk * self.shared_bytes + off), off, blk
+        if r0 == M.LOCAL_REGION:
+            limit = self.launch.kernel.local_bytes
+            self._check(off, size, align, limit, lanes, line, what, "local", None)
+            th = np.arange(self.T) if lanes is None else lanes
+            return "local", (th * self.local_bytes + off), off, None
+        alloc = self.gmem.lookup(r0)
+        if alloc is None:
+            kind = "a null pointer" if r0 == M.NULL_REGION else "an address that is not in " \
+                                                                 "any allocation"
+            self._fault(lanes, 0, f"Invalid {what} of size {size} bytes: {kind}", line)
+        self._check(off, size, align, alloc.size, lanes, line, what, "global", alloc)
+        return "global", off, off, alloc
+
+    def _check(self, off, size, align, limit, lanes, line, what, space, alloc):
+        bad = (off < 0) | (off > limit - size)
+        if bad.any():
+            i = int(np.argmax(bad))
+            o = int(off[i])
+            name = self._name_of(space, o, alloc)
+            msg = M.out_of_bounds(f"__{space}__ {what}" if space != "local" else f"local {what}",
+                                  name, size, o, limit if alloc is None else alloc.size)
+            self._fault(lanes, i, f"{msg}\n  element: {self._element_of(space, o, alloc)}", line)
+        if align > 1:
+            mis = (off & (align - 1)) != 0
+            if mis.any():
+                i = int(np.argmax(mis))
+                o = int(off[i])
+                self._fault(lanes, i, f"Misaligned {space} {what} of size {size} bytes at "
+                            f"{self._element_of(space, o, alloc)}: the address must be a "
+                            f"multiple of {align}", line)
+
+    def _fault(self, lanes, i, message, line):
+        lane = int(i if lanes is None else lanes[i])
+        M.raise_access_error(self, lane, message, line)
+
+    def _name_of(self, space, offset, alloc):
+        if alloc is not None:
+            return f"the array '{alloc.name}'"
+        if space == "shared":
+            var = self._shared_var(offset)
+            return f"the __shared__ array '{var.name}'" if var else "shared memory"
+        return "the thread's local memory"
+
+    def _shared_var(self, offset):
+        best = None
+        for v in self.launch.kernel.shared:
+            start = self.launch.dynamic_offset if v.dynamic else v.offset
+            end = start + (v.ctype.size if not v.dynamic else self.launch.dynamic_bytes)
+            if start <= offset < end or best is None and offset < start:
+                return v
+            if offset >= start:
+                best = v
+        return best
+
+    def _element_of(self, space, offset, alloc):
+        if alloc is not None:
+            return M.describe_element(alloc.name, None, alloc.elem_size, offset)
+        if space == "shared":
+            var = self._shared_var(offset)
+            if var is not None:
+                start = self.launch.dynamic_offset if var.dynamic else var.offset
+                t = var.ctype
+                base = t.base_elem if t.is_array else t
+                shape = t.shape if t.is_array else None
+                return M.describe_element(var.name, shape, base.size, offset - start)
+        return f"byte {offset}"
+
+    def _view(self, space, key, dtype):
+        if space == "shared":
+            v = self.shared_views.get(dtype)
+            if v is None:
+                v = self.shared_views[dtype] = self.shared.view(dtype)
+            return v
+        if space == "local":
+            v = self.local_views.get(dtype)
+            if v is None:
+                v = self.local_views[dtype] = self.local.view(dtype)
+            return v
+        return key.view(dtype)
+
+    def _count(self, space, is_store, lanes, a, off, blk, size, line):
+        full = lanes is None and self.full_warps
+        warp = self.warp if lanes is None else self.warp[lanes]
+        if space == "global":
+            M.count_global(self.counters, is_store, warp, a, size, full)
+        elif space == "shared":
+            lane = self.lane if lanes is None else self.lane[lanes]
+            M.count_shared(self.counters, is_store, warp, lane, off, size, full)
+            if self.races is not None:
+                tib = self.tib if lanes is None else self.tib[lanes]
+                track = self.races.on_write if is_store else self.races.on_read
+                found = track(blk, off, tib, line or 0, size)
+                if found:
+                    self._hazards(found, lanes, line)
+
+    def _hazards(self, found, lanes, line):
+        for kind, i, flat, other_tid, other_line, count in found:
+            lane = int(i if lanes is None else lanes[i])
+            offset = flat % self.shared_bytes
+            var = self._shared_var(offset)
+            block, thread = self.coords(lane)
+            other = self.thread_of(other_tid) if other_tid is not None and other_tid >= 0 \
+                else None
+            h = Hazard(kind, self.kernel_name, var.name if var else "shared",
+                       self._element_of("shared", offset, None), line, other_line, block,
+                       thread, other, count)
+            self.launch.add_hazard(h)
+
+    def load(self, addr, t, line):
+        """Load a scalar of C type `t` at `addr` in every active lane."""
+        lanes, a = self._active(addr)
+        if a.shape[0] == 0:
+            return t.dtype.type(0)
+        space, index, off, key = self._resolve(a, lanes, t, line, "read")
+        size = t.size
+        view = self._view(space, key.buf if space == "global" else None, t.dtype)
+        values = view[index // size]
+        self._count(space, False, lanes, a, off, key if space == "shared" else None, size, line)
+        if lanes is None:
+            return values
+        out = np.zeros(self.T, dtype=t.dtype)
+        out[lanes] = values
+        return out
+
+    def store(self, addr, t, value, line):
+        """Store `value` (of C type `t`) at `addr` in every active lane."""
+        lanes, a = self._active(addr)
+        if a.shape[0] == 0:
+            return
+        space, index, off, key = self._resolve(a, lanes, t, line, "write")
+        if space == "global" and key.readonly:
+            self._fault(lanes, 0, f"Invalid write to __constant__ memory '{key.name}'", line)
+        size = t.size
+        view = self._view(space, key.buf if space == "global" else None, t.dtype)
+        if isinstance(value, np.ndarray) and lanes is not None:
+            value = value[lanes]
+        view[index // size] = value
+        self._count(space, True, lanes, a, off, key if space == "shared" else None, size, line)
+
+    def load_struct(self, addr, t, line):
+        """Load a struct (float2, float4, ...) as one access; returns a tuple of components."""
+        lanes, a = self._active(addr)
+        if a.shape[0] == 0:
+            return tuple(f[1].dtype.type(0) for f in t.fields)
+        space, index, off, key = self._resolve(a, lanes, t, line, "read")
+        self._count(space, False, lanes, a, off, key if space == "shared" else None, t.size,
+                    line)
+        parts = []
+        for _, ft, foff in t.fields:
+            view = self._view(space, key.buf if space == "global" else None, ft.dtype)
+            vals = view[(index + foff) // ft.size]
+            if lanes is not None:
+                full = np.zeros(self.T, dtype=ft.dtype)
+                full[lanes] = vals
+                vals = full
+            parts.append(vals)
+        return tuple(parts)
+
+    def store_struct(self, addr, t, value, line):
+        lanes, a = self._active(addr)
+        if a.shape[0] == 0:
+            return
+        space, index, off, key = self._resolve(a, lanes, t, line, "write")
+        for (_, ft, foff), v in zip(t.fields, value):
+            view = self._view(space, key.buf if space == "global" else None, ft.dtype)
+            if isinstance(v, np.ndarray) and lanes is not None:
+                v = v[lanes]
+            view[(index + foff) // ft.size] = v
+        self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
+
+    # ------------------------------------------------------------------ barriers & warps
+    def syncthreads(self, line) -> None:
+        """`__syncthreads()`: every thread of a block that has not exited must be here."""
+        nb = self.nblocks
+        active = np.bincount(self.blk[self.mask], minlength=nb)
+        alive = np.bincount(self.blk[~self.kernel_ret], minlength=nb)
+        partial = (active > 0) & (active < alive)
+        if partial.any():
+            b = int(np.argmax(partial))
+            missing = np.flatnonzero((self.blk == b) & ~self.mask & ~self.kernel_ret)
+            here = np.flatnonzero((self.blk == b) & self.mask)
+            block, thread_missing = self.coords(int(missing[0]))
+            _, thread_here = self.coords(int(here[0]))
+            raise BarrierError(
+                f"__syncthreads() at kernel.cu:{line} in {self.kernel_name} was reached by "
+                f"{int(active[b])} of the {int(alive[b])} threads of block {block} (thread "
+                f"{thread_here} is there, thread {thread_missing} is not). A barrier inside an "
+                f"if or a loop that not every thread of the block enters is undefined "
+                f"behaviour, and usually a hang or wrong answers on a GPU: move the barrier "
+                f"outside the condition, so that all threads reach it.",
+                kernel=self.kernel_name, line=line, block=block, thread=thread_missing)
+        exited = (active > 0) & (alive < self.tpb)
+        if exited.any():
+            b = int(np.argmax(exited))
+            lane = int(np.flatnonzero(self.blk == b)[0])
+            block, thread = self.coords(lane)
+            self.launch.add_hazard(Hazard("barrier-after-exit", self.kernel_name, "", "", line,
+                                          None, block, thread, None, int(exited.sum())))
+        reached = np.flatnonzero(active > 0)
+        self.counters.barriers += int(reached.shape[0])
+        if self.races is not None:
+            self.races.barrier(reached)
+
+    def _warp_rows(self, v):
+        return v.reshape(-1, M.WARP) if isinstance(v, np.ndarray) else v
+
+    def shuffle(self, kind, value, arg, width, t, line):
+        """__shfl_*_sync within each warp (inactive source lanes give their last value)."""
+        if not isinstance(value, np.ndarray):
+            return value
+        lane = self.lane
+        arg = np.asarray(arg).astype(np.int64)
+        width = int(width) if not isinstance(width, np.ndarray) else int(width.flat[0])
+        seg = lane & ~(width - 1)
+        if kind == "idx":
+            src = seg + (arg & (width - 1))
+        elif kind == "up":
+            src = np.where(lane - seg >= arg, lane - arg, lane)
+        elif kind == "down":
+            src = np.where(lane - seg + arg < width, lane + arg, lane)
+        else:
+            other = lane ^ arg
+            src = np.where((other & ~(width - 1)) == seg, other, lane)
+        index = np.arange(self.T) - lane + src
+        index = np.clip(index, 0, self.T - 1)
+        return value[index]
+
+    def vote(self, kind, pred):
+        pred = np.broadcast_to(np.asarray(pred, dtype=bool), (self.T,)) & self.mask
+        act = self.mask
+        out = np.zeros(self.T, dtype=np.int64)
+        wid = self.warp - self.warp[0]
+        if kind == "ballot":
+            bits = np.where(pred, np.left_shift(np.int64(1), self.lane), 0)
+            sums = np.bincount(wid, weights=bits).astype(np.int64)
+            return sums[wid].astype(np.uint32)
+        if kind == "any":
+            s = np.bincount(wid, weights=pred)
+            out = (s[wid] > 0).astype(np.int32)
+            return out
+        total = np.bincount(wid, weights=act)
+        s = np.bincount(wid, weights=pred)
+        return (s[wid] == total[wid]).astype(np.int32)
+
+    def atomic(self, op, addr, t, vals, line):
+        """Atomic read-modify-write; lanes that hit one address are applied in lane order."""
+        lanes, a = self._active(addr)
+        if a.shape[0] == 0:
+            return t.dtype.type(0)
+        space, index, off, key = self._resolve(a, lanes, t, line, "atomic")
+        if space == "global" and key.readonly:
+            self._fault(lanes, 0, "Invalid atomic on __constant__ memory", line)
+        view = self._view(space, key.buf if space == "global" else None, t.dtype)
+        idx = index // t.size
+        n = idx.shape[0]
+        vs = [np.broadcast_to(v, (self.T,))[lanes] if lanes is not None else
+              np.broadcast_to(v, (self.T,)) for v in vals]
+        old = np.empty(n, dtype=t.dtype)
+        dtype = t.dtype
+        for j in range(n):
+            i = idx[j]
+            o = view[i]
+            old[j] = o
+            v = vs[0][j]
+            if op == "Add":
+                view[i] = dtype.type(o + v)
+            elif op == "Sub":
+                view[i] = dtype.type(o - v)
+            elif op == "Min":
+                view[i] = min(o, v)
+            elif op == "Max":
+                view[i] = max(o, v)
+            elif op == "Exch":
+                view[i] = v
+            elif op == "CAS":
+                if o == v:
+                    view[i] = vs[1][j]
+            elif op == "And":
+                view[i] = o & v
+            elif op == "Or":
+                view[i] = o | v
+            elif op == "Xor":
+                view[i] = o ^ v
+            elif op == "Inc":
+                view[i] = 0 if o >= v else o + 1
+            elif op == "Dec":
+                view[i] = v if (o == 0 or o > v) else o - 1
+        self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
+        if lanes is None:
+            return old
+        out = np.zeros(self.T, dtype=t.dtype)
+        out[lanes] = old
+        return out
+
+    def printf(self, fmt, args, line):
+        """Device printf: one line per active thread, in thread order, to sys.stdout."""
+        import re
+        pyfmt = re.sub(r"%([-+ #0]*\d*(?:\.\d+)?)(?:hh|h|ll|l|z)?([diuxXfFeEgGcsp])",
+                       lambda m: "%" + m.group(1) + {"i": "d", "u": "d", "p": "x"}.get(
+                           m.group(2), m.group(2)), fmt)
+        lanes = np.flatnonzero(self.mask)
+        out = []
+        for lane in lanes:
+            vals = tuple((a[lane] if isinstance(a, np.ndarray) else a).item() for a in args)
+            try:
+                out.append(pyfmt % vals)
+            except (TypeError, ValueError) as exc:
+                raise KernelRuntimeError(f"printf at kernel.cu:{line}: the format does not "
+                                         f"match the arguments ({exc})", kernel=self.kernel_name,
+                                         line=line) from None
+        sys.stdout.write("".join(out))
+        return np.int32(len(out))
+
+
+class Launch:
+    """One launch: argument memory, counters, hazards, and the batches that run it."""
+
+    def __init__(self, kernel, block, grid, dynamic_bytes, options: LaunchOptions):
+        self.kernel = kernel
+        self.block = block
+        self.grid = grid
+        self.dynamic_bytes = dynamic_bytes
+        self.options = options
+        self.counters = M.Counters()
+        self.gmem = M.GlobalMemory()
+        self.constant_addresses = []
+        self.steps = 0
+        self.hazards: dict = {}
+        static = kernel.static_shared_bytes
+        self.dynamic_offset = -(-static // 16) * 16 if dynamic_bytes else static
+        self.shared_total = self.dynamic_offset + dynamic_bytes
+        self.shared_stride = max(16, -(-self.shared_total // 16) * 16)
+        self.local_stride = -(-kernel.local_bytes // 16) * 16
+
+    def add_hazard(self, h: Hazard) -> None:
+        key = (h.kind, h.line, h.other_line, h.array)
+        old = self.hazards.get(key)
+        if old is None:
+            self.hazards[key] = h
+            if self.options.hazards == "raise" and h.kind != "barrier-after-exit":
+                raise RaceError(str(h) + self._advice(h), kernel=h.kernel, line=h.line,
+                                block=h.block, thread=h.thread)
+        else:
+            self.hazards[key] = Hazard(**{**old.__dict__, "count": old.count + h.count})
+
+    @staticmethod
+    def _advice(h: Hazard) -> str:
+        if h.kind == "read-after-write":
+            return ("\nA thread read shared memory that another thread wrote with no "
+                    "__syncthreads() in between: put one after the writes, before the reads.")
+        if h.kind == "write-after-read":
+            return ("\nA thread overwrote shared memory that another thread was still reading: "
+                    "put a __syncthreads() after the reads, before the next writes.")
+        if h.kind == "uninitialized-read":
+            return "\nThe kernel read shared memory before any thread wrote it."
+        return "\nTwo threads wrote one location with no __syncthreads() in between."
+
+    def run(self, env_values) -> None:
+        kc = self.kernel
+        tpb = self.block[0] * self.block[1] * self.block[2]
+        nblocks = self.grid[0] * self.grid[1] * self.grid[2]
+        per_batch = max(1, min(nblocks, self.options.batch_threads // tpb))
+        with np.errstate(all="ignore"):
+            for start in range(0, nblocks, per_batch):
+                ids = np.arange(start, min(nblocks, start + per_batch), dtype=np.int64)
+                ctx = Context(self, ids)
+                env = [None] * kc.nslots
+                for slot, value in zip(kc.param_slots, env_values):
+                    env[slot] = value
+                ctx.env = env
+                kc.run(ctx)
+                self.counters.flops += ctx.flops
+
+    def report(self) -> LaunchReport:
+        c = self.counters
+        tpb = self.block[0] * self.block[1] * self.block[2]
+        nblocks = self.grid[0] * self.grid[1] * self.grid[2]
+        shared_ld_conf = c.shared_load_wavefronts - c.shared_load_requests
+        shared_st_conf = c.shared_store_wavefronts - c.shared_store_requests
+        return LaunchReport(
+            kernel=self.kernel.name, grid=self.grid, block=self.block,
+            shared_bytes=self.shared_total, threads=tpb * nblocks,
+            warps=-(-tpb // 32) * nblocks, flops=c.flops,
+            global_load_requests=c.global_load_requests,
+            global_load_sectors=c.global_load_sectors, global_load_bytes=c.global_load_bytes,
+            global_store_requests=c.global_store_requests,
+            global_store_sectors=c.global_store_sectors,
+            global_store_bytes=c.global_store_bytes,
+            shared_load_requests=c.shared_load_requests,
+            shared_load_wavefronts=c.shared_load_wavefronts,
+            shared_store_requests=c.shared_store_requests,
+            shared_store_wavefronts=c.shared_store_wavefronts,
+            shared_bank_conflicts=shared_ld_conf + shared_st_conf,
+            barriers=c.barriers,
+            hazards=tuple(self.hazards.values()))
+
+
+def warn_hazards(report: LaunchReport) -> None:
+    races = [h for h in report.hazards]
+    if races:
+        more = f" (and {len(races) - 1} more: see f.last_report.hazards)" if len(races) > 1 else ""
+        warnings.warn(str(races[0]) + more, RaceWarning, stacklevel=3)
+
+
+__all__ = ["Context", "Launch", "LaunchOptions", "RaceWarning", "warn_hazards",
+           "KernelArgumentError", "MemoryAccessError"]

@@ -1,0 +1,248 @@
+"""Memory of an emulated launch: global, shared and local spaces, byte-addressed and checked.
+
+Input: addresses (int64 NumPy arrays, one per thread, or one uniform scalar) and the active
+mask of the threads doing the access. Output: loaded values, stores, the Nsight-Compute-style
+counters of each access (requests, sectors, wavefronts), and `MemoryAccessError` for an
+out-of-bounds or misaligned access naming the array, the element, the thread and the block.
+
+Addresses. A pointer is a 64-bit integer ``(region << 40) + 2**39 + offset``. Each global
+allocation (one per kernel argument) has its own region; shared memory is region 1 (the same
+addresses in every block, each block with its own storage) and local memory region 2 (each
+thread its own). Placing offset 0 in the middle of a region means an index that runs off
+either end of an array still decodes to that array, so the error names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import MemoryAccessError
+
+REGION_SHIFT = 40
+BIAS = 1 << 39
+NULL_REGION = 0
+SHARED_REGION = 1
+LOCAL_REGION = 2
+FIRST_GLOBAL_REGION = 3
+
+SECTOR_BYTES = 32       # L1/L2 sector size on every NVIDIA GPU since Maxwell
+BANKS = 32              # shared-memory banks, 4 bytes wide
+WARP = 32
+
+
+def make_address(region: int, offset: int = 0) -> int:
+    return (region << REGION_SHIFT) + BIAS + offset
+
+
+@dataclass
+class Allocation:
+    """One array in global memory. `buf` is a uint8 array padded to a multiple of 16 bytes."""
+
+    name: str
+    region: int
+    size: int
+    buf: np.ndarray
+    elem_size: int = 4
+    readonly: bool = False
+    views: dict = field(default_factory=dict)
+
+    def view(self, dtype: np.dtype) -> np.ndarray:
+        v = self.views.get(dtype)
+        if v is None:
+            v = self.buf.view(dtype)
+            self.views[dtype] = v
+        return v
+
+
+class GlobalMemory:
+    """The allocations of one launch (kernel arguments and `__constant__` arrays)."""
+
+    def __init__(self):
+        self.allocations: list[Allocation] = []
+
+    def allocate(self, name: str, nbytes: int, *, elem_size: int = 4, init: bytes | None = None,
+                 readonly: bool = False) -> int:
+        """Allocate `nbytes` (filled with `init`, else 0xFF poison) and return its address."""
+        region = FIRST_GLOBAL_REGION + len(self.allocations)
+        padded = max(16, -(-nbytes // 16) * 16)
+        buf = np.full(padded, 0xFF, dtype=np.uint8)
+        if init is not None:
+            buf[:len(init)] = np.frombuffer(init, dtype=np.uint8)
+        self.allocations.append(Allocation(name, region, nbytes, buf, elem_size, readonly))
+        return make_address(region)
+
+    def lookup(self, region: int) -> Allocation | None:
+        i = region - FIRST_GLOBAL_REGION
+        if 0 <= i < len(self.allocations):
+            return self.allocations[i]
+        return None
+
+
+@dataclass
+class Counters:
+    """Running totals of one launch; report.LaunchReport is built from them."""
+
+    flops: int = 0
+    global_load_requests: int = 0
+    global_load_sectors: int = 0
+    global_load_bytes: int = 0
+    global_store_requests: int = 0
+    global_store_sectors: int = 0
+    global_store_bytes: int = 0
+    shared_load_requests: int = 0
+    shared_load_wavefronts: int = 0
+    shared_load_bytes: int = 0
+    shared_store_requests: int = 0
+    shared_store_wavefronts: int = 0
+    shared_store_bytes: int = 0
+    barriers: int = 0
+
+
+# ----------------------------------------------------------------------------- counting
+
+def _distinct_per_warp(warp: np.ndarray, key: np.ndarray, full_warps: bool) -> tuple[int, int]:
+    """(warps with at least one active lane, distinct (warp, key) pairs).
+
+    `warp` is sorted ascending (lanes are stored in thread order). With `full_warps` every
+    warp has all 32 lanes active and lanes are contiguous, so rows of 32 can be used.
+    """
+    n = key.shape[0]
+    if n == 0:
+        return 0, 0
+    if full_warps:
+        k = key.reshape(-1, WARP)
+        d = np.diff(k, axis=1)
+        if not (d >= 0).all():
+            d = np.diff(np.sort(k, axis=1), axis=1)
+        return k.shape[0], int(np.count_nonzero(d)) + k.shape[0]
+    order = np.lexsort((key, warp))
+    w, k = warp[order], key[order]
+    new_warp = w[1:] != w[:-1]
+    new_pair = new_warp | (k[1:] != k[:-1])
+    return int(np.count_nonzero(new_warp)) + 1, int(np.count_nonzero(new_pair)) + 1
+
+
+def _wavefronts(group: np.ndarray, words: np.ndarray, full_rows: int) -> int:
+    """Shared-memory wavefronts: for each group of lanes served together, the largest number
+    of distinct 4-byte words that fall in one bank (a word read by many lanes is one
+    broadcast); summed over groups.
+
+    `group` is sorted ascending; with `full_rows` > 0 the lanes form that many rows of
+    equal length (the fast path).
+    """
+    n = words.shape[0]
+    if n == 0:
+        return 0
+    if full_rows:
+        w = words.reshape(full_rows, -1)
+        if not (np.diff(w, axis=1) >= 0).all():
+            w = np.sort(w, axis=1)
+        first = np.ones(w.shape, dtype=bool)
+        first[:, 1:] = w[:, 1:] != w[:, :-1]
+        banks = (w % BANKS) + (np.arange(full_rows, dtype=np.int64) * BANKS)[:, None]
+        counts = np.bincount(banks[first], minlength=full_rows * BANKS)
+        return int(counts.reshape(full_rows, BANKS).max(axis=1).sum())
+    order = np.lexsort((words, group))
+    g, w = group[order], words[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = (g[1:] != g[:-1]) | (w[1:] != w[:-1])
+    _, gidx = np.unique(g, return_inverse=True)
+    counts = np.bincount(gidx[first] * BANKS + (w[first] % BANKS))
+    ngroups = int(gidx.max()) + 1
+    counts = np.pad(counts, (0, ngroups * BANKS - counts.shape[0]))
+    return int(counts.reshape(ngroups, BANKS).max(axis=1).sum())
+
+
+def count_global(counters: Counters, is_store: bool, warp: np.ndarray, addr: np.ndarray,
+                 size: int, full_warps: bool) -> None:
+    """Add one global access to the counters (l1tex__t_requests/sectors_pipe_lsu_mem_global_op_*).
+
+    Sectors: distinct 32-byte segments per warp; an access of 16 bytes that is aligned never
+    straddles two sectors.
+    """
+    requests, sectors = _distinct_per_warp(warp, addr >> 5, full_warps)
+    nbytes = addr.shape[0] * size
+    if is_store:
+        counters.global_store_requests += requests
+        counters.global_store_sectors += sectors
+        counters.global_store_bytes += nbytes
+    else:
+        counters.global_load_requests += requests
+        counters.global_load_sectors += sectors
+        counters.global_load_bytes += nbytes
+
+
+def count_shared(counters: Counters, is_store: bool, warp: np.ndarray, lane: np.ndarray,
+                 offset: np.ndarray, size: int, full_warps: bool) -> None:
+    """Add one shared access (smsp__inst_executed_op_shared_*, and
+    l1tex__data_pipe_lsu_wavefronts_mem_shared_op_*).
+
+    A 4-byte access serves a whole warp at once; 8-byte accesses are served per half warp
+    and 16-byte accesses per quarter warp, each part needing at least one wavefront.
+    """
+    n = offset.shape[0]
+    if n == 0:
+        return
+    requests = int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
+    words_per_lane = max(1, size // 4)
+    lanes_per_phase = WARP // words_per_lane
+    if words_per_lane == 1:
+        words = offset >> 2
+        group = warp
+        rows = n // WARP if full_warps else 0
+    else:
+        words = ((offset >> 2)[:, None] + np.arange(words_per_lane)).reshape(-1)
+        group = np.repeat(warp * words_per_lane + lane // lanes_per_phase, words_per_lane)
+        rows = (n // lanes_per_phase) if full_warps else 0
+    wavefronts = _wavefronts(group, words, rows)
+    if is_store:
+        counters.shared_store_requests += requests
+        counters.shared_store_wavefronts += wavefronts
+        counters.shared_store_bytes += n * size
+    else:
+        counters.shared_load_requests += requests
+        counters.shared_load_wavefronts += wavefronts
+        counters.shared_load_bytes += n * size
+
+
+# ----------------------------------------------------------------------------- errors
+
+def describe_element(layout_name: str, shape: tuple | None, elem_size: int, offset: int) -> str:
+    """`As[3][7]` for a byte offset into an array of `shape`, or `A[12]` for a flat one."""
+    if elem_size <= 0:
+        return f"{layout_name}+{offset}B"
+    index, rem = divmod(offset, elem_size)
+    if shape and all(d for d in shape[1:]):
+        idx = []
+        for d in reversed(shape[1:]):
+            index, r = divmod(index, d)
+            idx.append(r)
+        idx.append(index)
+        text = layout_name + "".join(f"[{i}]" for i in reversed(idx))
+    else:
+        text = f"{layout_name}[{index}]"
+    if rem:
+        text += f" (+{rem} bytes)"
+    return text
+
+
+def out_of_bounds(kind: str, what: str, size: int, offset: int, nbytes: int) -> str:
+    if offset < 0:
+        where = f"{-offset} bytes before the start of {what} ({nbytes} bytes)"
+    elif offset >= nbytes:
+        where = f"{offset - nbytes + size} bytes after the end of {what} ({nbytes} bytes)"
+    else:
+        where = f"straddling the end of {what} ({nbytes} bytes)"
+    return f"Invalid {kind} of size {size} bytes: the address is {where}"
+
+
+def raise_access_error(ctx, lane: int, message: str, line: int | None) -> None:
+    """Raise MemoryAccessError for `lane` of the current batch, compute-sanitizer style."""
+    block, thread = ctx.coords(lane)
+    raise MemoryAccessError(
+        f"{message}\n  at {ctx.kernel_name}, kernel.cu:{line}\n"
+        f"  by thread {thread} in block {block}\n"
+        f"Check the index arithmetic on that line and the guard (if) around it.",
+        kernel=ctx.kernel_name, line=line, block=block, thread=thread)

@@ -1,0 +1,167 @@
+"""The PyCUDA-shaped front door of the emulator: SourceModule, Function, In, Out, InOut.
+
+Signatures mirror `pycuda.compiler.SourceModule` and `pycuda.driver.Function` so that a
+notebook cell runs unchanged on either backend. Compiled programs are cached on
+(source, options), as PyCUDA caches on a hash of source, options and compiler version.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..errors import KernelArgumentError
+from .compiler import compile_program
+from .execute import Launch, LaunchOptions, warn_hazards
+from .parse import parse
+from .preprocess import preprocess
+
+
+class _ArgumentHandler:
+    """Marks a NumPy array as a kernel argument, like `pycuda.driver.In/Out/InOut`."""
+
+    copy_in = True
+    copy_out = True
+
+    def __init__(self, array):
+        self.array = array
+
+    def __repr__(self) -> str:
+        a = self.array
+        shape = getattr(a, "shape", "?")
+        dtype = getattr(a, "dtype", "?")
+        return f"{type(self).__name__}(array of shape {shape}, dtype {dtype})"
+
+
+class In(_ArgumentHandler):
+    """Copy the array to the device before the launch (the kernel reads it)."""
+
+    copy_out = False
+
+
+class Out(_ArgumentHandler):
+    """Copy the array back after the launch (the kernel writes it). Device memory starts as
+    0xFF bytes (NaN for float), so an element the kernel never writes comes back NaN."""
+
+    copy_in = False
+
+
+class InOut(_ArgumentHandler):
+    """Copy in before and back after the launch."""
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(source: str, options: tuple):
+    pre = preprocess(source, list(options))
+    return compile_program(pre, parse(pre))
+
+
+class SourceModule:
+    """Compile CUDA C `source` for the emulator. Same signature as PyCUDA's SourceModule;
+    only `source`, `options` (``-D``/``-U`` are applied, the rest ignored) and `no_extern_c`
+    matter here.
+
+    Raises `CompileError` (with the student's line and column) for source that does not
+    compile, `UnsupportedFeatureError` for CUDA the emulator does not run.
+    """
+
+    def __init__(self, source, nvcc="nvcc", options=None, keep=False, no_extern_c=False,
+                 arch=None, code=None, cache_dir=None, include_dirs=(), **kwargs):
+        self.source = source
+        self.options = list(options or [])
+        self._program = _compile(source, tuple(self.options))
+
+    def get_function(self, name: str) -> "Function":
+        """The `__global__` function `name`. Raises `KernelArgumentError`-free LookupError
+        naming the kernels that exist if there is none of that name."""
+        kernels = self._program.kernels
+        if name not in kernels:
+            known = ", ".join(sorted(kernels)) or "none"
+            raise LookupError(f"no __global__ function named '{name}' in this module "
+                              f"(kernels found: {known})")
+        return Function(self._program, kernels[name])
+
+    def get_global(self, name):
+        raise NotImplementedError("get_global is not supported by the emulator")
+
+
+class Function:
+    """A kernel of an emulated SourceModule. Call it like a PyCUDA Function:
+    ``f(*args, block=(x, y, z), grid=(x, y[, z]), shared=bytes)``.
+
+    Emulator-only keywords: `hazards` ("warn", "raise" or "ignore"), `max_steps`,
+    `check_uninitialized`. After each call, `last_report` holds the `LaunchReport`.
+    """
+
+    max_threads_per_block = 1024
+    num_regs = None
+
+    def __init__(self, program, code):
+        self._program = program
+        self._code = code
+        self.name = code.name
+        self.params = list(code.params)
+        self.shared_size_bytes = code.static_shared_bytes
+        self.local_size_bytes = code.local_bytes
+        self.const_size_bytes = sum(t.size for _, t, _ in program.constants)
+        self.last_report = None
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
+        return f"<emulated kernel {self.name}({params})>"
+
+    def __call__(self, *args, block=None, grid=(1, 1), shared=0, stream=None, texrefs=None,
+                 time_kernel=False, hazards="warn", max_steps=None, check_uninitialized=True,
+                 batch_threads=None):
+        from ..launch import check_launch
+
+        check_launch(self.name, self.params, args, block=block, grid=grid, shared=shared,
+                     static_shared=self.shared_size_bytes)
+        block3 = tuple(int(b) for b in block) + (1,) * (3 - len(block))
+        grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+        if hazards not in ("warn", "raise", "ignore"):
+            raise ValueError(f"hazards must be 'warn', 'raise' or 'ignore', not {hazards!r}")
+        options = LaunchOptions(hazards=hazards, check_uninitialized=check_uninitialized)
+        if max_steps is not None:
+            options.max_steps = int(max_steps)
+        if batch_threads is not None:
+            options.batch_threads = int(batch_threads)
+        launch = Launch(self._code, block3, grid3, int(shared or 0), options)
+        values, copies = self._bind(launch, args)
+        for name, t, init in self._program.constants:
+            data = b"" if init is None else init.tobytes()
+            launch.constant_addresses.append(np.int64(launch.gmem.allocate(
+                name, t.size, elem_size=(t.base_elem if t.is_array else t).size,
+                init=data.ljust(t.size, b"\0"), readonly=True)))
+        launch.run(values)
+        for array, alloc in copies:
+            flat = array.reshape(-1).view(np.uint8)
+            flat[:] = alloc.buf[:flat.shape[0]]
+        report = launch.report()
+        self.last_report = report
+        if hazards == "warn" and report.hazards:
+            warn_hazards(report)
+        return None
+
+    def _bind(self, launch, args):
+        """Allocate argument memory; returns (parameter values, arrays to copy back)."""
+        values, copies = [], []
+        total = 0
+        for p, a in zip(self.params, args):
+            if p.ctype.is_pointer:
+                array = a.array
+                total += array.nbytes
+                if total > launch.options.max_bytes:
+                    raise KernelArgumentError(
+                        f"the arguments of {self.name} need {total:,} bytes, over the "
+                        f"emulator's {launch.options.max_bytes:,}-byte limit: use a smaller N")
+                init = array.tobytes() if getattr(a, "copy_in", True) else None
+                addr = launch.gmem.allocate(p.name, array.nbytes, elem_size=array.itemsize,
+                                            init=init)
+                values.append(np.int64(addr))
+                if getattr(a, "copy_out", True):
+                    copies.append((array, launch.gmem.allocations[-1]))
+            else:
+                values.append(p.ctype.dtype.type(a))
+        return values, copies

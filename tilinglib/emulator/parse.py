@@ -1,0 +1,79 @@
+"""Stage 2: plain C text -> pycparser AST, and the kernel signatures read from it.
+
+Input: a `Preprocessed` from stage 1. Output: pycparser's `c_ast.FileAST`, whose nodes carry
+`coord` (file:line:column) in the student's own line numbers thanks to the ``#line``
+directives. `kernel_signatures` lets the PyCUDA backend check arguments against the
+parameter list before launching.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pycparser import c_ast, c_parser
+
+from ..errors import CompileError
+from . import ctypes_ as ct
+from .preprocess import SOURCE_NAME, Preprocessed, preprocess
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: its name and C type (`ctypes_.Scalar`, `ctypes_.Pointer`, ...)."""
+
+    name: str
+    ctype: ct.CType
+    line: int | None = None
+
+
+_PARSE_ERROR = re.compile(r"^(?P<file>[^:]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>.*)$", re.S)
+
+
+def source_line(pre: Preprocessed, line: int | None) -> str | None:
+    if line and 0 < line <= len(pre.source_lines):
+        return pre.source_lines[line - 1]
+    return None
+
+
+def parse(pre: Preprocessed) -> c_ast.FileAST:
+    """Parse stage 1's text. Raises `CompileError` at the student's line and column."""
+    parser = c_parser.CParser()
+    try:
+        return parser.parse(pre.text, filename=SOURCE_NAME)
+    except c_parser.ParseError as exc:
+        text = str(exc)
+        m = _PARSE_ERROR.match(text)
+        if not m:
+            raise CompileError(f"{SOURCE_NAME}: syntax error: {text}") from None
+        line, col = int(m.group("line")), int(m.group("col"))
+        msg = m.group("msg")
+        if msg.startswith("before:"):
+            msg = f"syntax error before '{msg[len('before:'):].strip()}'"
+        raise CompileError(f"{SOURCE_NAME}:{line}:{col}: {msg}", line=line, column=col,
+                           source_line=source_line(pre, line)) from None
+
+
+def is_kernel(node: c_ast.FuncDef) -> bool:
+    """A `__global__` function (stage 1 marks it with the `_Noreturn` function specifier)."""
+    return "_Noreturn" in (node.decl.funcspec or [])
+
+
+def kernel_signatures(source: str, options=None) -> dict:
+    """The `__global__` functions of `source`, as {name: [Param, ...]} in declaration order.
+
+    Types are resolved with the emulator's type rules (typedefs included), so a caller can
+    check Python arguments against them. Raises `CompileError` if the source does not parse.
+    """
+    from .compiler import TypeResolver
+
+    pre = preprocess(source, options)
+    ast = parse(pre)
+    resolver = TypeResolver(pre)
+    out = {}
+    for node in ast.ext:
+        if isinstance(node, c_ast.Typedef):
+            resolver.add_typedef(node)
+        elif isinstance(node, c_ast.FuncDef) and is_kernel(node):
+            out[node.decl.name] = resolver.params(node)
+    return out

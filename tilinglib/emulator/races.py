@@ -1,0 +1,168 @@
+"""Shared-memory hazards between barriers, found the way compute-sanitizer's racecheck does.
+
+Input: every shared-memory access of a batch of blocks (block in batch, byte offsets, the
+linear thread id of each lane, the source line). Output: `Hazard` records.
+
+The emulator runs a block's threads in lockstep, which hides every race: a write always
+lands before the next statement reads. So the detector reasons about what a GPU would allow
+instead. Between two `__syncthreads()`, a shared location may be written by one thread and
+read by others only if no barrier was needed to order them; any of these is a hazard:
+
+- read-after-write: a thread reads a location another thread wrote since the last barrier;
+- write-after-read: a thread writes a location another thread read since the last barrier;
+- write-after-write: two threads write one location since the last barrier.
+
+A read of a location that nothing has written since the launch began is reported as an
+uninitialised read. Tracking is per 4-byte word (per byte for 1- and 2-byte accesses at the
+offset they touch), so two threads writing different bytes of one word are not a race.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+NONE = -1
+MANY = -2
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """One kind of hazard at one pair of source lines; `count` is how many accesses had it.
+
+    `kind`: "read-after-write", "write-after-read", "write-after-write" or
+    "uninitialized-read" (or "barrier-after-exit"). `line` is the access that found it,
+    `other_line` the earlier access it conflicts with. `thread`/`block` describe the first
+    instance, `other_thread` the thread of the earlier access.
+    """
+
+    kind: str
+    kernel: str
+    array: str
+    element: str
+    line: int | None
+    other_line: int | None
+    block: tuple
+    thread: tuple
+    other_thread: tuple | None
+    count: int = 1
+
+    def __str__(self) -> str:
+        if self.kind == "uninitialized-read":
+            return (f"Uninitialized __shared__ read of {self.element} at kernel.cu:{self.line} "
+                    f"by thread {self.thread} in block {self.block} ({self.count} such reads)")
+        if self.kind == "barrier-after-exit":
+            return (f"__syncthreads() at kernel.cu:{self.line} in block {self.block} after some "
+                    f"of its threads returned (undefined behaviour in CUDA)")
+        first, second = {
+            "read-after-write": ("Write", "Read"),
+            "write-after-read": ("Read", "Write"),
+            "write-after-write": ("Write", "Write"),
+        }[self.kind]
+        return (f"Race ({self.kind}) on {self.element}: {first} at kernel.cu:{self.other_line} by "
+                f"thread {self.other_thread} and {second} at kernel.cu:{self.line} by thread "
+                f"{self.thread} in block {self.block}, with no __syncthreads() between them "
+                f"({self.count} such accesses)")
+
+
+class RaceTracker:
+    """Per-location state of the shared memory of a batch of `nblocks` blocks."""
+
+    def __init__(self, nblocks: int, nbytes: int, *, check_races: bool = True,
+                 check_uninitialized: bool = True):
+        self.nbytes = max(nbytes, 4)
+        self.check_races = check_races
+        self.check_uninitialized = check_uninitialized
+        n = nblocks * self.nbytes
+        if check_races:
+            self.writer = np.full(n, NONE, dtype=np.int32)
+            self.writer_line = np.zeros(n, dtype=np.int32)
+            self.reader = np.full(n, NONE, dtype=np.int32)
+            self.reader_line = np.zeros(n, dtype=np.int32)
+        if check_uninitialized:
+            self.written = np.zeros(n, dtype=bool)
+
+    def _index(self, blk: np.ndarray, offsets: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Flat indices of the tracked locations, and for each the lane it came from."""
+        base = blk.astype(np.int64) * self.nbytes + offsets
+        lanes = np.arange(base.shape[0])
+        if size <= 4:
+            return base, lanes
+        words = size // 4
+        idx = (base[:, None] + 4 * np.arange(words)).reshape(-1)
+        return idx, np.repeat(lanes, words)
+
+    def on_read(self, blk, offsets, tid, line, size):
+        """Record a read; returns a list of (kind, lane, flat_index, other_tid, other_line)."""
+        idx, lanes = self._index(blk, offsets, size)
+        t = tid[lanes]
+        found = []
+        if self.check_uninitialized:
+            bad = ~self.written[idx]
+            if bad.any():
+                i = int(np.argmax(bad))
+                found.append(("uninitialized-read", int(lanes[i]), int(idx[i]), None, None,
+                              int(np.count_nonzero(bad))))
+        if self.check_races:
+            w = self.writer[idx]
+            bad = (w >= 0) & (w != t)
+            if bad.any():
+                i = int(np.argmax(bad))
+                found.append(("read-after-write", int(lanes[i]), int(idx[i]), int(w[i]),
+                              int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
+            r = self.reader[idx]
+            new = np.where(r == NONE, t, np.where(r == t, r, MANY))
+            self.reader[idx] = new
+            # Several lanes of one access reading one location: the last store wins above,
+            # so mark locations read by more than one thread explicitly.
+            back = self.reader[idx]
+            multi = (back != t) & (back != MANY)
+            if multi.any():
+                self.reader[idx[multi]] = MANY
+            self.reader_line[idx] = line
+        return found
+
+    def on_write(self, blk, offsets, tid, line, size):
+        """Record a write; returns a list of (kind, lane, flat_index, other_tid, other_line, n)."""
+        idx, lanes = self._index(blk, offsets, size)
+        t = tid[lanes]
+        found = []
+        if self.check_races:
+            w = self.writer[idx]
+            bad = (w >= 0) & (w != t)
+            if bad.any():
+                i = int(np.argmax(bad))
+                found.append(("write-after-write", int(lanes[i]), int(idx[i]), int(w[i]),
+                              int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
+            r = self.reader[idx]
+            bad = (r == MANY) | ((r >= 0) & (r != t))
+            if bad.any():
+                i = int(np.argmax(bad))
+                other = int(r[i]) if r[i] >= 0 else None
+                found.append(("write-after-read", int(lanes[i]), int(idx[i]), other,
+                              int(self.reader_line[idx[i]]), int(np.count_nonzero(bad))))
+            self.writer[idx] = t
+            back = self.writer[idx]
+            clash = back != t
+            if clash.any():
+                i = int(np.argmax(clash))
+                found.append(("write-after-write", int(lanes[i]), int(idx[i]), int(back[i]),
+                              line, int(np.count_nonzero(clash))))
+            self.writer_line[idx] = line
+        if self.check_uninitialized:
+            self.written[idx] = True
+        return found
+
+    def barrier(self, blocks: np.ndarray) -> None:
+        """A `__syncthreads()` completed in `blocks` (indices in the batch): forget their accesses."""
+        if not self.check_races or blocks.size == 0:
+            return
+        view_w = self.writer.reshape(-1, self.nbytes)
+        view_r = self.reader.reshape(-1, self.nbytes)
+        if blocks.size == view_w.shape[0]:
+            view_w.fill(NONE)
+            view_r.fill(NONE)
+        else:
+            view_w[blocks] = NONE
+            view_r[blocks] = NONE
