@@ -1,0 +1,34 @@
+"""The course's CUDA sources, one kernel per ``.cu`` file, shipped with the package.
+
+``load("sgemm_tiled")`` returns the source text, ready for ``tl.SourceModule``:
+
+- ``sgemm_naive``: ``sgemmNaive(int N, const float* A, const float* B, float* C)``,
+  one thread per element of C (lesson 02);
+- ``sgemm_tiled``: ``sgemmTiled``, same parameters, TILE x TILE shared-memory tiles;
+  ``-DTILE=..`` (default 32) and ``-DPAD=1`` (row padding, default 0); needs N % TILE == 0
+  (lesson 03);
+- ``saxpy``: ``saxpy(int n, float a, const float* x, float* y)``, y = a·x + y (lesson 06).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+__all__ = ["load", "names"]
+
+
+def names() -> list[str]:
+    """The names `load` accepts, sorted: one per ``.cu`` file in this folder."""
+    folder = resources.files(__name__)
+    return sorted(p.name[:-3] for p in folder.iterdir() if p.name.endswith(".cu"))
+
+
+def load(name: str) -> str:
+    """The CUDA source of kernel file `name` (with or without ``.cu``), as a str.
+
+    Raises KeyError listing the available names when there is no such file.
+    """
+    stem = name[:-3] if name.endswith(".cu") else name
+    if stem not in names():
+        raise KeyError(f"no kernel source {name!r}; available: {', '.join(names())}")
+    return resources.files(__name__).joinpath(stem + ".cu").read_text(encoding="utf-8")
