@@ -159,22 +159,25 @@ class Context:
     def _resolve(self, a: np.ndarray, lanes, t, line, what):
         """Decode addresses of one access: (space, view getter args, flat element index)."""
         size = t.size
-        region = a >> M.REGION_SHIFT
-        r0 = int(region[0])
-        if region.shape[0] > 1 and not (region == r0).all():
+        amin, amax = int(a.min()), int(a.max())
+        r0 = amin >> M.REGION_SHIFT
+        if (amax >> M.REGION_SHIFT) != r0:
+            region = a >> M.REGION_SHIFT
             bad = int(np.argmax(region != r0))
             self._fault(lanes, bad, "Invalid address: the threads of one access point into "
                         "different memory spaces (mixing pointers is not supported)", line)
-        off = a - ((r0 << M.REGION_SHIFT) + M.BIAS)
+        base = (r0 << M.REGION_SHIFT) + M.BIAS
+        span = (amin - base, amax - base)
+        off = a - base
         align = t.align
         if r0 == M.SHARED_REGION:
             limit = self.launch.shared_total
-            self._check(off, size, align, limit, lanes, line, what, "shared", None)
+            self._check(off, span, size, align, limit, lanes, line, what, "shared", None)
             blk = self.blk if lanes is None else self.blk[lanes]
             return "shared", (blk * self.shared_bytes + off), off, blk
         if r0 == M.LOCAL_REGION:
             limit = self.launch.kernel.local_bytes
-            self._check(off, size, align, limit, lanes, line, what, "local", None)
+            self._check(off, span, size, align, limit, lanes, line, what, "local", None)
             th = np.arange(self.T) if lanes is None else lanes
             return "local", (th * self.local_bytes + off), off, None
         alloc = self.gmem.lookup(r0)
@@ -182,12 +185,12 @@ class Context:
             kind = "a null pointer" if r0 == M.NULL_REGION else "an address that is not in " \
                                                                  "any allocation"
             self._fault(lanes, 0, f"Invalid {what} of size {size} bytes: {kind}", line)
-        self._check(off, size, align, alloc.size, lanes, line, what, "global", alloc)
+        self._check(off, span, size, align, alloc.size, lanes, line, what, "global", alloc)
         return "global", off, off, alloc
 
-    def _check(self, off, size, align, limit, lanes, line, what, space, alloc):
-        bad = (off < 0) | (off > limit - size)
-        if bad.any():
+    def _check(self, off, span, size, align, limit, lanes, line, what, space, alloc):
+        if span[0] < 0 or span[1] > limit - size:
+            bad = (off < 0) | (off > limit - size)
             i = int(np.argmax(bad))
             o = int(off[i])
             name = self._name_of(space, o, alloc)
@@ -263,7 +266,7 @@ class Context:
             if self.races is not None:
                 tib = self.tib if lanes is None else self.tib[lanes]
                 track = self.races.on_write if is_store else self.races.on_read
-                found = track(blk, off, tib, line or 0, size)
+                found = track(blk * self.shared_bytes + off, tib, line or 0, size)
                 if found:
                     self._hazards(found, lanes, line)
 

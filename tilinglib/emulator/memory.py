@@ -139,6 +139,9 @@ def _wavefronts(group: np.ndarray, words: np.ndarray, full_rows: int) -> int:
         w = words.reshape(full_rows, -1)
         if not (np.diff(w, axis=1) >= 0).all():
             w = np.sort(w, axis=1)
+        elif (w[:, -1] - w[:, 0] < BANKS).all():
+            # Sorted words spanning fewer than 32 words fall in distinct banks: one each.
+            return full_rows
         first = np.ones(w.shape, dtype=bool)
         first[:, 1:] = w[:, 1:] != w[:, :-1]
         banks = (w % BANKS) + (np.arange(full_rows, dtype=np.int64) * BANKS)[:, None]

@@ -60,21 +60,38 @@ class Hazard:
             "write-after-read": ("Read", "Write"),
             "write-after-write": ("Write", "Write"),
         }[self.kind]
+        who = f"thread {self.other_thread}" if self.other_thread else "several threads"
         return (f"Race ({self.kind}) on {self.element}: {first} at kernel.cu:{self.other_line} by "
-                f"thread {self.other_thread} and {second} at kernel.cu:{self.line} by thread "
+                f"{who} and {second} at kernel.cu:{self.line} by thread "
                 f"{self.thread} in block {self.block}, with no __syncthreads() between them "
                 f"({self.count} such accesses)")
 
 
+def _lane(lanes, i):
+    return int(i if lanes is None else lanes[i])
+
+
 class RaceTracker:
-    """Per-location state of the shared memory of a batch of `nblocks` blocks."""
+    """Per-location state of the shared memory of a batch of `nblocks` blocks.
+
+    Reads are only logged; the log is folded into the per-location reader state when a
+    write in the same barrier interval needs it, and dropped at the barrier otherwise. The
+    usual tiled loop (load, barrier, many reads, barrier) so pays almost nothing for reads.
+    """
+
+    MAX_LOGGED = 1 << 24     # lane-accesses kept in the log before folding (bounds memory)
 
     def __init__(self, nblocks: int, nbytes: int, *, check_races: bool = True,
                  check_uninitialized: bool = True):
         self.nbytes = max(nbytes, 4)
+        self.nblocks = nblocks
         self.check_races = check_races
         self.check_uninitialized = check_uninitialized
         n = nblocks * self.nbytes
+        self.log: list = []
+        self.logged = 0
+        self.dirty = False          # a write since the last barrier of every block
+        self.reader_used = False    # reader state holds something since the last reset
         if check_races:
             self.writer = np.full(n, NONE, dtype=np.int32)
             self.writer_line = np.zeros(n, dtype=np.int32)
@@ -83,34 +100,18 @@ class RaceTracker:
         if check_uninitialized:
             self.written = np.zeros(n, dtype=bool)
 
-    def _index(self, blk: np.ndarray, offsets: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """Flat indices of the tracked locations, and for each the lane it came from."""
-        base = blk.astype(np.int64) * self.nbytes + offsets
-        lanes = np.arange(base.shape[0])
+    def _expand(self, flat: np.ndarray, size: int):
+        """Tracked locations of an access at byte indices `flat`, and the lane of each
+        (None when they are the lanes themselves)."""
         if size <= 4:
-            return base, lanes
+            return flat, None
         words = size // 4
-        idx = (base[:, None] + 4 * np.arange(words)).reshape(-1)
-        return idx, np.repeat(lanes, words)
+        idx = (flat[:, None] + 4 * np.arange(words)).reshape(-1)
+        return idx, np.repeat(np.arange(flat.shape[0]), words)
 
-    def on_read(self, blk, offsets, tid, line, size):
-        """Record a read; returns a list of (kind, lane, flat_index, other_tid, other_line)."""
-        idx, lanes = self._index(blk, offsets, size)
-        t = tid[lanes]
-        found = []
-        if self.check_uninitialized:
-            bad = ~self.written[idx]
-            if bad.any():
-                i = int(np.argmax(bad))
-                found.append(("uninitialized-read", int(lanes[i]), int(idx[i]), None, None,
-                              int(np.count_nonzero(bad))))
-        if self.check_races:
-            w = self.writer[idx]
-            bad = (w >= 0) & (w != t)
-            if bad.any():
-                i = int(np.argmax(bad))
-                found.append(("read-after-write", int(lanes[i]), int(idx[i]), int(w[i]),
-                              int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
+    def _fold(self) -> None:
+        """Apply the logged reads to the reader state."""
+        for idx, t, line in self.log:
             r = self.reader[idx]
             new = np.where(r == NONE, t, np.where(r == t, r, MANY))
             self.reader[idx] = new
@@ -121,48 +122,87 @@ class RaceTracker:
             if multi.any():
                 self.reader[idx[multi]] = MANY
             self.reader_line[idx] = line
+            self.reader_used = True
+        self.log.clear()
+        self.logged = 0
+
+    def on_read(self, flat, tid, line, size):
+        """Record a read at byte indices `flat` (block in batch x bytes per block + offset) by
+        threads `tid` (linear ids in their blocks). Returns a list of
+        (kind, lane, flat_index, other_tid, other_line, count)."""
+        idx, lanes = self._expand(flat, size)
+        t = tid if lanes is None else tid[lanes]
+        found = []
+        if self.check_uninitialized:
+            ok = self.written[idx]
+            if not ok.all():
+                bad = ~ok
+                i = int(np.argmax(bad))
+                found.append(("uninitialized-read", _lane(lanes, i), int(idx[i]), None, None,
+                              int(np.count_nonzero(bad))))
+        if self.check_races:
+            if self.dirty:
+                w = self.writer[idx]
+                bad = (w >= 0) & (w != t)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    found.append(("read-after-write", _lane(lanes, i), int(idx[i]), int(w[i]),
+                                  int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
+            self.log.append((idx, t, line))
+            self.logged += idx.shape[0]
+            if self.logged >= self.MAX_LOGGED:
+                self._fold()
         return found
 
-    def on_write(self, blk, offsets, tid, line, size):
-        """Record a write; returns a list of (kind, lane, flat_index, other_tid, other_line, n)."""
-        idx, lanes = self._index(blk, offsets, size)
-        t = tid[lanes]
+    def on_write(self, flat, tid, line, size):
+        """Record a write; returns hazards as `on_read` does."""
+        idx, lanes = self._expand(flat, size)
+        t = tid if lanes is None else tid[lanes]
         found = []
         if self.check_races:
-            w = self.writer[idx]
-            bad = (w >= 0) & (w != t)
-            if bad.any():
-                i = int(np.argmax(bad))
-                found.append(("write-after-write", int(lanes[i]), int(idx[i]), int(w[i]),
-                              int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
-            r = self.reader[idx]
-            bad = (r == MANY) | ((r >= 0) & (r != t))
-            if bad.any():
-                i = int(np.argmax(bad))
-                other = int(r[i]) if r[i] >= 0 else None
-                found.append(("write-after-read", int(lanes[i]), int(idx[i]), other,
-                              int(self.reader_line[idx[i]]), int(np.count_nonzero(bad))))
+            self._fold()
+            if self.dirty:
+                w = self.writer[idx]
+                bad = (w >= 0) & (w != t)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    found.append(("write-after-write", _lane(lanes, i), int(idx[i]), int(w[i]),
+                                  int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
+            if self.reader_used:
+                r = self.reader[idx]
+                bad = (r == MANY) | ((r >= 0) & (r != t))
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    other = int(r[i]) if r[i] >= 0 else None
+                    found.append(("write-after-read", _lane(lanes, i), int(idx[i]), other,
+                                  int(self.reader_line[idx[i]]), int(np.count_nonzero(bad))))
             self.writer[idx] = t
             back = self.writer[idx]
             clash = back != t
             if clash.any():
                 i = int(np.argmax(clash))
-                found.append(("write-after-write", int(lanes[i]), int(idx[i]), int(back[i]),
+                found.append(("write-after-write", _lane(lanes, i), int(idx[i]), int(back[i]),
                               line, int(np.count_nonzero(clash))))
             self.writer_line[idx] = line
+            self.dirty = True
         if self.check_uninitialized:
             self.written[idx] = True
         return found
 
     def barrier(self, blocks: np.ndarray) -> None:
-        """A `__syncthreads()` completed in `blocks` (indices in the batch): forget their accesses."""
+        """A `__syncthreads()` completed in `blocks` (indices in the batch): forget their
+        accesses since the previous one."""
         if not self.check_races or blocks.size == 0:
             return
-        view_w = self.writer.reshape(-1, self.nbytes)
-        view_r = self.reader.reshape(-1, self.nbytes)
-        if blocks.size == view_w.shape[0]:
-            view_w.fill(NONE)
-            view_r.fill(NONE)
-        else:
-            view_w[blocks] = NONE
-            view_r[blocks] = NONE
+        if blocks.size == self.nblocks:
+            self.log.clear()
+            self.logged = 0
+            if self.dirty:
+                self.writer.fill(NONE)
+            if self.reader_used:
+                self.reader.fill(NONE)
+            self.dirty = self.reader_used = False
+            return
+        self._fold()
+        self.writer.reshape(-1, self.nbytes)[blocks] = NONE
+        self.reader.reshape(-1, self.nbytes)[blocks] = NONE
