@@ -145,3 +145,14 @@ def test_gpu_backend_is_pycuda(fresh_choice):
     # Choosing again (a re-run notebook cell) keeps the same context.
     be.get_backend.cache_clear()
     assert tl.backend_name() == "pycuda"
+
+
+def test_submodules_are_reachable_from_the_package():
+    import tilinglib as tl
+
+    assert tl.roofline.naive_sgemm_intensity() == 0.25
+    assert tl.occupancy.occupancy(1024).active_blocks == 2
+    assert tl.launch.grid_for(10, 4) == (3,)
+    assert sorted(tl.__all__) == sorted(["backend_name", "SourceModule", "In", "Out", "InOut",
+                                         "grid_for", "time_kernel", "Timing", "gflops", "gbps",
+                                         "errors", "kernels"])

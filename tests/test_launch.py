@@ -128,7 +128,7 @@ def test_transposed_array_is_refused_with_ascontiguousarray():
     args[2] = In(np.ones((64, 32), np.float32).T)
     with pytest.raises(KernelArgumentError) as err:
         check(args)
-    assert "np.ascontiguousarray(B)" in str(err.value)
+    assert "tl.In(np.ascontiguousarray(B))" in str(err.value)
     assert ".T" in str(err.value)
 
 

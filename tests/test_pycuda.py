@@ -323,3 +323,12 @@ def test_gpu_illegal_access_is_reported_once():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     lines = out.split("\n")
     assert lines[0].startswith("LOST 0") and lines[1].startswith("LOST 1")
+
+
+def test_missing_nvcc_says_how_to_get_it(fake_pycuda, monkeypatch):
+    def no_nvcc(*args, **kwargs):
+        raise OSError("error invoking 'nvcc --version': [Errno 2] No such file or directory")
+
+    monkeypatch.setattr(sys.modules["pycuda.compiler"], "SourceModule", no_nvcc)
+    with pytest.raises(CompileError, match="PATH"):
+        _pycuda.SourceModule(SOURCE)

@@ -24,6 +24,8 @@ __all__ = ["backend_name", "SourceModule", "In", "Out", "InOut", "grid_for", "ti
            "Timing", "gflops", "gbps", "errors", "kernels"]
 
 _BACKEND_NAMES = ("SourceModule", "In", "Out", "InOut")
+# Submodules reachable as tl.<name> without an import of their own (imported on first use).
+_LAZY_SUBMODULES = ("roofline", "occupancy", "launch", "emulator")
 
 
 def __getattr__(name: str):
@@ -32,6 +34,10 @@ def __getattr__(name: str):
         from .backend import get_backend
 
         return getattr(get_backend(), name)
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'tilinglib' has no attribute {name!r}")
 
 

@@ -207,6 +207,14 @@ class SourceModule:
                     include_dirs=list(include_dirs))
             except drv.CompileError as exc:
                 raise compile_error_from_nvcc(source, exc) from None
+            except OSError as exc:
+                if "nvcc" not in str(exc):
+                    raise
+                raise CompileError(
+                    f"PyCUDA could not run nvcc, the CUDA compiler ({exc}). Put the CUDA "
+                    f"toolkit's bin folder on PATH (e.g. export PATH=/usr/local/cuda/bin:$PATH) "
+                    f"or install it (conda install -c conda-forge cuda-nvcc), then restart "
+                    f"the notebook kernel.") from None
         self.module = self._pycuda_module.module
 
     @functools.cached_property

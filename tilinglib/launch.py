@@ -271,7 +271,7 @@ def _check_pointer(kernel: str, index: int, param, value: Any) -> None:
                if array.flags.f_contiguous else "it is a strided view of another array")
         raise KernelArgumentError(
             f"{kernel}: {label} got an array that is not C-contiguous ({why}): pass "
-            f"{_direction(value)}(np.ascontiguousarray({name})).")
+            f"tl.{_direction(value)}(np.ascontiguousarray({name})).")
     if _direction(value) in ("Out", "InOut") and not array.flags.writeable:
         raise KernelArgumentError(
             f"{kernel}: {label} is {_direction(value)}(...) of a read-only array, so the "
@@ -300,7 +300,7 @@ def _check_args(kernel: str, params: Sequence, args: Sequence) -> None:
 def _check_block(kernel: str, block, limits: DeviceLimits, max_threads: int | None) -> tuple:
     if block is None:
         raise LaunchError(f"{kernel}: no block size: pass block=(x, y, z), e.g. block=(32, 32, 1).")
-    dims = _as_dims(block, "block")
+    dims = _as_dims(block, f"{kernel}: block")
     if len(dims) != 3:
         raise LaunchError(
             f"{kernel}: block={tuple(block) if isinstance(block, (list, tuple)) else block} "
@@ -329,7 +329,7 @@ def _check_block(kernel: str, block, limits: DeviceLimits, max_threads: int | No
 
 
 def _check_grid(kernel: str, grid, limits: DeviceLimits) -> tuple:
-    dims = _as_dims(grid, "grid")
+    dims = _as_dims(grid, f"{kernel}: grid")
     if not 1 <= len(dims) <= 3:
         raise LaunchError(f"{kernel}: grid={dims} must have one to three entries (x, y, z).")
     for axis, d, lim in zip(_AXES, dims, limits.max_grid_dim):
@@ -347,7 +347,7 @@ def _check_grid(kernel: str, grid, limits: DeviceLimits) -> tuple:
 
 
 def _check_shared(kernel: str, shared, static_shared: int, limits: DeviceLimits) -> None:
-    dynamic = _as_int(shared if shared is not None else 0, "shared")
+    dynamic = _as_int(shared if shared is not None else 0, f"{kernel}: shared")
     if dynamic < 0:
         raise LaunchError(f"{kernel}: shared={dynamic}: dynamic shared memory cannot be negative.")
     total = dynamic + int(static_shared or 0)
