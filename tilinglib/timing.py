@@ -210,9 +210,11 @@ def time_kernel(f, *args, block, grid, shared: int = 0, warmup: int = 3, repeat:
         raise ValueError(f"warmup and repeat must be at least 1, got warmup={warmup}, "
                          f"repeat={repeat}")
     name = str(getattr(f, "name", None) or "kernel")
-    grid_tuple = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-    common = dict(kernel=name, block=tuple(block), grid=grid_tuple, shared=int(shared or 0),
-                  flops=flops, bytes=bytes)
+    def as_tuple(value):
+        return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+    common = dict(kernel=name, block=as_tuple(block), grid=as_tuple(grid),
+                  shared=int(shared or 0), flops=flops, bytes=bytes)
 
     if hasattr(f, "last_report"):
         f(*args, block=block, grid=grid, shared=shared)
