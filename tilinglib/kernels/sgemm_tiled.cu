@@ -10,7 +10,8 @@
 #define PAD 0
 #endif
 
-__global__ void sgemmTiled(int N, const float* A, const float* B, float* C)
+__global__ void sgemmTiled(int N, const float* __restrict__ A, const float* __restrict__ B,
+                           float* __restrict__ C)
 {
     __shared__ float As[TILE][TILE + PAD];
     __shared__ float Bs[TILE][TILE + PAD];
