@@ -1,0 +1,111 @@
+"""Tests of tilinglib.widgets: drive the sliders from Python and read what they show."""
+
+import threading
+import time
+
+import pytest
+
+from tilinglib.roofline import ridge_point
+from tilinglib.sgemm import TiledMeasurement
+from tilinglib.widgets import read_values, roofline_explorer, tile_explorer
+
+
+def fake_measure(N, tile, source=None):
+    """Stands for tilinglib.sgemm.measure_tiled on the emulator: the tiled kernel's counts."""
+    return TiledMeasurement(N, tile, "emulator", 1e-7, 2 * N**3, 8 * N**3 // tile,
+                            2 * N**3 // (32 * tile), 8 * N**3 // (32 * tile), None, None, None)
+
+
+def test_roofline_slider_moves_the_point():
+    e = roofline_explorer("H200 SXM", value=32)
+    assert e.slider.continuous_update is False
+    assert list(e.slider.options) == [1, 2, 4, 8, 16, 32]
+    shown = read_values(e.readout.value)
+    assert shown["tile"] == "32" and float(shown["intensity"]) == 8.0
+    assert float(shown["bound_tflops"]) == pytest.approx(38.4)   # 8 FLOP/B x 4.8 TB/s
+    assert shown["regime"] == "memory-bound"
+
+    e.slider.value = 4                      # as a student releasing the slider at 4
+    shown = read_values(e.readout.value)
+    assert shown["tile"] == "4" and float(shown["intensity"]) == 1.0
+    assert float(shown["bound_tflops"]) == pytest.approx(4.8)
+    assert float(shown["bytes_per_fma"]) == 2.0
+    assert float(shown["ridge"]) == pytest.approx(ridge_point("H200 SXM"), abs=0.01)
+
+
+def test_roofline_gpu_menu_changes_the_ridge():
+    e = roofline_explorer("H200 SXM", value=16)
+    e.gpu.value = "A100 SXM 80GB"
+    assert e.values["ridge"] == pytest.approx(9.56, abs=0.01)
+    assert e.values["bound_tflops"] == pytest.approx(4 * 2.039, abs=1e-3)
+
+
+def test_roofline_compute_bound_when_past_the_ridge():
+    e = roofline_explorer("A100 SXM 80GB", tiles=(8, 16, 32, 64), value=64)
+    assert e.values["regime"] == "compute-bound"
+    assert e.values["bound_tflops"] == pytest.approx(19.5)
+
+
+def test_tile_slider_offers_only_valid_tiles():
+    e = tile_explorer(96, measure=fake_measure)
+    assert list(e.slider.options) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
+    assert e.slider.continuous_update is False
+    with pytest.raises(ValueError, match="divisor"):
+        tile_explorer(64, tiles=[5], measure=fake_measure)
+    with pytest.raises(ValueError):
+        e.select(64)
+
+
+def test_tile_slider_recounts_on_the_emulator():
+    e = tile_explorer(64, value=16)          # the real thing: emulator counts at N=64
+    shown = read_values(e.readout.value)
+    assert shown["backend"] == "emulator"
+    assert int(shown["requested_bytes"]) == 8 * 64**3 // 16
+    assert float(shown["relative_error"]) < 1e-5
+    e.select(8)
+    shown = read_values(e.readout.value)
+    assert shown["tile"] == "8"
+    assert int(shown["requested_bytes"]) == 8 * 64**3 // 8
+    assert float(shown["bytes_per_fma"]) == 1.0
+    # 2 loads per thread per tile step, one request per full warp
+    assert int(shown["global_load_requests"]) == 2 * 64**3 // (32 * 8)
+    assert int(shown["global_load_sectors"]) == 4 * int(shown["global_load_requests"])
+
+
+def test_a_students_mistake_is_one_short_line():
+    broken = "__global__ void sgemmTiled(int N, const float* A) { int x = ; }"
+    e = tile_explorer(64, value=8, source=broken)
+    assert 'data-state="error"' in e.status.value
+    assert "CompileError" in e.status.value and "Traceback" not in e.status.value
+    assert e.values == {} and read_values(e.readout.value) == {}
+    # a later good recompute clears the error
+    e.source = None
+    e.select(16)
+    assert 'data-state="idle"' in e.status.value and e.values["tile"] == 16
+
+
+def test_busy_indicator_shows_during_a_slow_recompute():
+    seen = []
+
+    def slow(N, tile, source=None):
+        if tile == 8:
+            time.sleep(0.4)
+            seen.append(e.status.value)
+        return fake_measure(N, tile)
+
+    e = tile_explorer(64, value=16, measure=slow, busy_after=0.1)
+    e.select(8)
+    assert 'data-state="busy"' in seen[0] and "TILE=8" in seen[0]
+    assert 'data-state="idle"' in e.status.value       # cleared when done
+    assert e.values["tile"] == 8
+
+
+def test_no_busy_indicator_for_a_quick_recompute():
+    e = tile_explorer(64, value=16, measure=fake_measure, busy_after=0.5)
+    e.select(8)
+    time.sleep(0.6)
+    assert 'data-state="idle"' in e.status.value
+
+
+def test_read_values_unescapes():
+    assert read_values('<td data-name="a" data-value="x&amp;y">') == {"a": "x&y"}

@@ -1,0 +1,304 @@
+"""TILE sliders for the lessons: move the tile size, see the numbers change.
+
+- `roofline_explorer` (lesson 01): a TILE slider and a GPU menu; the tiled kernel's point
+  moves along that GPU's roofline, with its intensity and bound read out beside it.
+- `tile_explorer` (lesson 03): a TILE slider limited to the tiles the kernel accepts for N;
+  on release it recompiles the tiled kernel and re-measures it (GPU) or re-counts its
+  memory accesses (emulator).
+
+Both recompute only when the slider is released (``continuous_update=False``). A recompute
+that takes longer than `busy_after` seconds shows "working" in the status line; a mistake
+(a kernel that does not compile, a launch that fails) shows as one short line there, never
+as a traceback.
+
+For tests, human or browser: every number shown is also in the HTML as
+``<td class="tl-value" data-name="<name>" data-value="<plain number>">``, inside
+``<div class="tl-readout" data-widget="...">``; the status line is a
+``<div class="tl-status" data-state="idle|busy|error">``. `read_values` parses a readout
+back into a dict, and each explorer's `.values` holds what it shows.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+import warnings
+from typing import Callable, Sequence
+
+__all__ = ["RooflineExplorer", "TileExplorer", "roofline_explorer", "tile_explorer",
+           "read_values", "BUSY_AFTER_S"]
+
+BUSY_AFTER_S = 1.0     # show "working" when a recompute takes longer than this
+_MAX_MESSAGE = 300     # characters of an error message shown in the status line
+
+_VALUE_RE = re.compile(r'data-name="([^"]+)" data-value="([^"]*)"')
+
+
+def read_values(readout_html: str) -> dict[str, str]:
+    """{name: value} of every ``data-name``/``data-value`` pair in a readout's HTML.
+
+    Values are the plain strings (no thousands separators), e.g. ``{"tile": "16",
+    "requested_bytes": "1048576"}``."""
+    return {name: html.unescape(value) for name, value in _VALUE_RE.findall(readout_html)}
+
+
+def _plain(value) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _readout(widget: str, rows: Sequence[tuple[str, str, object, str]], note: str = "") -> str:
+    """HTML table; each row is (name, label, value, shown text)."""
+    body = "".join(
+        f'<tr><th style="text-align:left;padding-right:1em">{html.escape(label)}</th>'
+        f'<td class="tl-value" data-name="{html.escape(name)}" '
+        f'data-value="{html.escape(_plain(value))}" style="text-align:right">'
+        f"{html.escape(shown)}</td></tr>"
+        for name, label, value, shown in rows)
+    foot = f'<p class="tl-note" style="font-size:90%">{html.escape(note)}</p>' if note else ""
+    return (f'<div class="tl-readout" data-widget="{html.escape(widget)}">'
+            f'<table class="tl-table">{body}</table>{foot}</div>')
+
+
+def _status(state: str, text: str = "") -> str:
+    color = {"busy": "#555", "error": "#b00", "idle": "#555"}[state]
+    return (f'<div class="tl-status" data-state="{state}" style="color:{color}">'
+            f"{html.escape(text)}</div>")
+
+
+def _short(exc: BaseException) -> str:
+    """One line for the student: the exception's class and the first line of its message."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    if len(first) > _MAX_MESSAGE:
+        first = first[:_MAX_MESSAGE - 1] + "…"
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class _Explorer:
+    """Slider + status line + readout (+ optional plot); recompute on release."""
+
+    widget_name = "explorer"
+
+    def __init__(self, tiles: Sequence[int], value: int, *, busy_after: float, description: str):
+        import ipywidgets as w
+
+        tiles = [int(t) for t in tiles]
+        if not tiles:
+            raise ValueError("no tile sizes to choose from")
+        if value not in tiles:
+            raise ValueError(f"TILE={value} is not one of the choices {tiles}")
+        self.busy_after = float(busy_after)
+        self.slider = w.SelectionSlider(options=tiles, value=value, description=description,
+                                        continuous_update=False,
+                                        style={"description_width": "initial"})
+        self.status = w.HTML(_status("idle"))
+        self.readout = w.HTML()
+        self.values: dict[str, object] = {}
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self.slider.observe(self._on_change, names="value")
+
+    # -- the part subclasses fill in -------------------------------------------------------
+    def _compute(self, tile: int) -> tuple[list, str]:
+        """Rows for the readout and a note, for `tile` (may raise)."""
+        raise NotImplementedError
+
+    def _draw(self, tile: int) -> None:
+        """Redraw a plot for `tile` (default: none)."""
+
+    # -- machinery ------------------------------------------------------------------------
+    def _on_change(self, change) -> None:
+        self.update(change["new"])
+
+    def select(self, tile: int) -> None:
+        """Move the slider to `tile` (a recompute follows, as when a student releases it)."""
+        if tile not in self.slider.options:
+            raise ValueError(f"TILE={tile} is not one of the choices {list(self.slider.options)}")
+        if self.slider.value == tile:
+            self.update(tile)
+        else:
+            self.slider.value = tile
+
+    def update(self, tile: int) -> None:
+        """Recompute and redraw for `tile`; failures end up in the status line."""
+        with self._lock:
+            done = threading.Event()
+
+            def show_busy():
+                if not done.is_set():
+                    self.status.value = _status("busy", f"working on TILE={tile} …")
+
+            timer = threading.Timer(self.busy_after, show_busy)
+            timer.daemon = True
+            timer.start()
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    rows, note = self._compute(tile)
+                    self._draw(tile)
+            except Exception as exc:  # a student's mistake: one short line, no traceback
+                done.set()
+                timer.cancel()
+                self.error = _short(exc)
+                self.values = {}
+                self.readout.value = _readout(self.widget_name, [])
+                self.status.value = _status("error", f"TILE={tile}: {self.error}")
+                return
+            done.set()
+            timer.cancel()
+            self.error = None
+            self.values = {name: value for name, _, value, _ in rows}
+            self.readout.value = _readout(self.widget_name, rows, note)
+            warned = [str(c.message).splitlines()[0] for c in caught]
+            self.status.value = _status("idle", f"Warning: {warned[0]}" if warned else "")
+
+    def _children(self) -> list:
+        return [self.slider, self.status, self.readout]
+
+    @property
+    def widget(self):
+        """The whole UI as one ipywidgets box (what the notebook displays)."""
+        import ipywidgets as w
+
+        if not hasattr(self, "_box"):
+            self._box = w.VBox(self._children())
+        return self._box
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+class RooflineExplorer(_Explorer):
+    """Lesson 01: the tiled kernel's intensity 0.25·TILE on a GPU's roofline."""
+
+    widget_name = "roofline-explorer"
+
+    def __init__(self, gpu: str = "H200 SXM", tiles: Sequence[int] = (1, 2, 4, 8, 16, 32),
+                 value: int = 32, *, plot: bool = True, busy_after: float = BUSY_AFTER_S):
+        import ipywidgets as w
+
+        from .roofline import GPUS, gpu_spec
+
+        gpu_spec(gpu)
+        super().__init__(tiles, value, busy_after=busy_after, description="TILE")
+        self.gpu = w.Dropdown(options=list(GPUS), value=gpu, description="GPU")
+        self.gpu.observe(lambda change: self.update(self.slider.value), names="value")
+        self.plot = w.Output() if plot else None
+        self.update(value)
+
+    def _children(self) -> list:
+        top = [self.gpu, self.slider, self.status, self.readout]
+        return top + ([self.plot] if self.plot is not None else [])
+
+    def _compute(self, tile):
+        from .roofline import attainable, gpu_spec, naive_sgemm_intensity, tiled_sgemm_intensity
+
+        spec = gpu_spec(self.gpu.value)
+        intensity = tiled_sgemm_intensity(tile)
+        bound = attainable(intensity, spec)
+        naive = attainable(naive_sgemm_intensity(), spec)
+        regime = "memory-bound" if intensity < spec.ridge_point else "compute-bound"
+        rows = [
+            ("tile", "TILE", tile, str(tile)),
+            ("intensity", "intensity (FLOP/B)", intensity, f"{intensity:g}"),
+            ("bytes_per_fma", "bytes requested per FMA", 8 / tile, f"{8 / tile:g}"),
+            ("ridge", f"ridge of the {spec.name} (FLOP/B)", round(spec.ridge_point, 2),
+             f"{spec.ridge_point:.2f}"),
+            ("bound_tflops", "roofline bound (TFLOP/s)", round(bound / 1e12, 3),
+             f"{bound / 1e12:.2f}"),
+            ("speedup_bound", "bound / naive bound", round(bound / naive, 3),
+             f"{bound / naive:.1f}x"),
+            ("regime", "regime", regime, regime),
+        ]
+        note = (f"Bound = min(peak FP32, intensity x DRAM bandwidth) with the {spec.name}'s "
+                f"datasheet figures, counting every requested byte as DRAM traffic.")
+        return rows, note
+
+    def _draw(self, tile):
+        from IPython import get_ipython
+
+        if self.plot is None or get_ipython() is None:
+            return  # no notebook to draw in (a script or a test): the readout is enough
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        from .roofline import naive_sgemm_intensity, plot_roofline, tiled_sgemm_intensity
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        plot_roofline(self.gpu.value, [("naive", naive_sgemm_intensity()),
+                                       (f"tiled, TILE={tile}", tiled_sgemm_intensity(tile))],
+                      ax=ax)
+        with self.plot:
+            self.plot.clear_output(wait=True)
+            display(fig)
+        plt.close(fig)
+
+
+class TileExplorer(_Explorer):
+    """Lesson 03: recompile the tiled kernel for the chosen TILE and measure or count it."""
+
+    widget_name = "tile-explorer"
+
+    def __init__(self, N: int, *, tiles: Sequence[int] | None = None, value: int | None = None,
+                 source: str | None = None,
+                 measure: Callable | None = None, busy_after: float = BUSY_AFTER_S):
+        from .sgemm import measure_tiled, valid_tiles
+
+        allowed = valid_tiles(N)
+        tiles = allowed if tiles is None else [int(t) for t in tiles]
+        bad = [t for t in tiles if t not in allowed]
+        if bad:
+            raise ValueError(f"TILE {bad} cannot run at N={N}: the kernel needs a divisor of N "
+                             f"up to 32, i.e. one of {allowed}")
+        value = max(tiles) if value is None else value
+        super().__init__(tiles, value, busy_after=busy_after, description=f"TILE (N={N})")
+        self.N = N
+        self.source = source
+        self.measure = measure or measure_tiled
+        self.update(value)
+
+    def _compute(self, tile):
+        m = self.measure(self.N, tile, source=self.source)
+        rows = [("tile", "TILE", tile, str(tile)),
+                ("backend", "backend", m.backend, m.backend),
+                ("relative_error", "max relative error vs NumPy", float(f"{m.relative_error:.1e}"),
+                 f"{m.relative_error:.1e}"),
+                ("requested_bytes", "global bytes requested", m.requested_bytes,
+                 f"{m.requested_bytes:,}"),
+                ("bytes_per_fma", "bytes requested per FMA", m.bytes_per_fma,
+                 f"{m.bytes_per_fma:g}")]
+        for name, label in (("global_load_requests", "global load requests"),
+                            ("global_load_sectors", "global load sectors"),
+                            ("shared_load_requests", "shared load requests")):
+            value = getattr(m, name)
+            if value is not None:
+                rows.append((name, label, value, f"{value:,}"))
+        if m.gflops is not None:
+            rows += [("median_ms", "median time (ms)", m.median_ms, f"{m.median_ms:.4g}"),
+                     ("gflops", "GFLOP/s", round(m.gflops, 1), f"{m.gflops:,.0f}")]
+            note = "Measured on this GPU with CUDA events; bytes from the formula 8·N³/TILE."
+        else:
+            note = ("Counted by the CPU emulator: exact for this source, but no time: the CPU "
+                    "says nothing about a GPU's speed.")
+        return rows, note
+
+
+def roofline_explorer(gpu: str = "H200 SXM", tiles: Sequence[int] = (1, 2, 4, 8, 16, 32),
+                      value: int = 32, **kwargs) -> RooflineExplorer:
+    """Lesson 01's slider: TILE moves the tiled kernel's point on `gpu`'s roofline.
+
+    `gpu`: a name in `tilinglib.roofline.GPUS` (the menu offers all of them); `tiles`: the
+    slider's values; `value`: where it starts. Display the result in a notebook cell."""
+    return RooflineExplorer(gpu, tiles, value, **kwargs)
+
+
+def tile_explorer(N: int, **kwargs) -> TileExplorer:
+    """Lesson 03's slider: recompile the tiled kernel at size `N` for each released TILE.
+
+    The slider offers only `tilinglib.sgemm.valid_tiles(N)` (divisors of N up to 32), or
+    the `tiles=` you pass (a subset of them). `source=`: your own version of the kernel
+    (same name and parameters). On a GPU it is timed; on the emulator its accesses are
+    counted. `measure=` replaces `tilinglib.sgemm.measure_tiled` (for tests)."""
+    return TileExplorer(N, **kwargs)
