@@ -42,9 +42,11 @@ def converter(frm: ct.CType, to: ct.CType):
 
 
 def _trunc_div(a, b):
+    # Floor division rounds toward -inf; C truncates toward zero: add one where the
+    # quotient is negative and inexact.
     q = np.floor_divide(a, b)
     r = a - q * b
-    fix = (r != 0) & ((r < 0) != (b < 0))
+    fix = (r != 0) & ((a < 0) != (b < 0))
     return q + fix.astype(q.dtype) if isinstance(fix, np.ndarray) else (q + 1 if fix else q)
 
 
