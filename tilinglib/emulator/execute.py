@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import (BarrierError, KernelArgumentError, KernelRuntimeError, MemoryAccessError,
                       RaceError, StepBudgetExceeded)
+from . import atomics
 from . import memory as M
 from .races import Hazard, RaceTracker
 from .report import LaunchReport
@@ -270,6 +271,18 @@ class Context:
                 if found:
                     self._hazards(found, lanes, line)
 
+    def _count_atomic(self, space, lanes, a, off, blk, size):
+        """Count an atomic (its own counters: not a load or store in ncu's metrics). Atomics
+        are never hazards among themselves; on shared memory they initialise what they hit."""
+        warp = self.warp if lanes is None else self.warp[lanes]
+        requests = int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
+        if space == "global":
+            self.counters.global_atomic_requests += requests
+        elif space == "shared":
+            self.counters.shared_atomic_requests += requests
+            if self.races is not None:
+                self.races.on_atomic(blk * self.shared_bytes + off, size)
+
     def _hazards(self, found, lanes, line):
         for kind, i, flat, other_tid, other_line, count in found:
             lane = int(i if lanes is None else lanes[i])
@@ -429,40 +442,10 @@ class Context:
             self._fault(lanes, 0, "Invalid atomic on __constant__ memory", line)
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
         idx = index // t.size
-        n = idx.shape[0]
         vs = [np.broadcast_to(v, (self.T,))[lanes] if lanes is not None else
               np.broadcast_to(v, (self.T,)) for v in vals]
-        old = np.empty(n, dtype=t.dtype)
-        dtype = t.dtype
-        for j in range(n):
-            i = idx[j]
-            o = view[i]
-            old[j] = o
-            v = vs[0][j]
-            if op == "Add":
-                view[i] = dtype.type(o + v)
-            elif op == "Sub":
-                view[i] = dtype.type(o - v)
-            elif op == "Min":
-                view[i] = min(o, v)
-            elif op == "Max":
-                view[i] = max(o, v)
-            elif op == "Exch":
-                view[i] = v
-            elif op == "CAS":
-                if o == v:
-                    view[i] = vs[1][j]
-            elif op == "And":
-                view[i] = o & v
-            elif op == "Or":
-                view[i] = o | v
-            elif op == "Xor":
-                view[i] = o ^ v
-            elif op == "Inc":
-                view[i] = 0 if o >= v else o + 1
-            elif op == "Dec":
-                view[i] = v if (o == 0 or o > v) else o - 1
-        self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
+        old = atomics.apply(op, view, idx, vs, t.dtype)
+        self._count_atomic(space, lanes, a, off, key if space == "shared" else None, t.size)
         if lanes is None:
             return old
         out = np.zeros(self.T, dtype=t.dtype)
@@ -569,6 +552,8 @@ class Launch:
             shared_store_wavefronts=c.shared_store_wavefronts,
             shared_bank_conflicts=shared_ld_conf + shared_st_conf,
             barriers=c.barriers,
+            global_atomic_requests=c.global_atomic_requests,
+            shared_atomic_requests=c.shared_atomic_requests,
             hazards=tuple(self.hazards.values()))
 
 

@@ -98,6 +98,8 @@ class Counters:
     shared_store_wavefronts: int = 0
     shared_store_bytes: int = 0
     barriers: int = 0
+    global_atomic_requests: int = 0
+    shared_atomic_requests: int = 0
 
 
 # ----------------------------------------------------------------------------- counting

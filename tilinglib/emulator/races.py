@@ -189,6 +189,13 @@ class RaceTracker:
             self.written[idx] = True
         return found
 
+    def on_atomic(self, flat, size):
+        """An atomic at byte indices `flat`: not a hazard (racecheck ignores atomics), but it
+        initialises the locations it updates."""
+        if self.check_uninitialized:
+            idx, _ = self._expand(flat, size)
+            self.written[idx] = True
+
     def barrier(self, blocks: np.ndarray) -> None:
         """A `__syncthreads()` completed in `blocks` (indices in the batch): forget their
         accesses since the previous one."""

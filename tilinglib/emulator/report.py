@@ -14,6 +14,8 @@ at the level of the CUDA C source. Each field mirrors an Nsight Compute metric:
 | shared_store_requests | smsp__inst_executed_op_shared_st.sum |
 | shared_store_wavefronts | l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum |
 | shared_bank_conflicts | wavefronts - requests (loads and stores) |
+| global_atomic_requests | l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum + ..._op_red.sum |
+| shared_atomic_requests | smsp__inst_executed_op_shared_atom.sum |
 | flops | 2 x smsp__sass_thread_inst_executed_op_ffma_pred_on.sum for an FMA-only kernel |
 
 `global_load_bytes` is the bytes the threads asked for (lanes x access size), not bytes
@@ -51,6 +53,8 @@ class LaunchReport:
     shared_store_wavefronts: int
     shared_bank_conflicts: int
     barriers: int
+    global_atomic_requests: int = 0
+    shared_atomic_requests: int = 0
     hazards: tuple = ()
 
     @property
