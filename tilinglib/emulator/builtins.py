@@ -37,6 +37,76 @@ _MATH = {
     "__int2float_rn": (lambda x: x, (F,), F),
 }
 
+
+
+def _popc(x):
+    x = np.asarray(x).astype(np.uint64)
+    count = np.zeros(x.shape, dtype=np.int32)
+    for _ in range(64):
+        count += (x & np.uint64(1)).astype(np.int32)
+        x = x >> np.uint64(1)
+    return count
+
+
+def _clz32(x):
+    x = np.asarray(x).astype(np.uint32)
+    out = np.full(x.shape, 32, dtype=np.int32)
+    nz = x != 0
+    out[nz] = 31 - np.floor(np.log2(x[nz].astype(np.float64))).astype(np.int32)
+    return out
+
+
+def _ffs32(x):
+    x = np.asarray(x).astype(np.int64) & 0xFFFFFFFF
+    low = x & -x
+    out = np.zeros(x.shape, dtype=np.int32)
+    nz = low != 0
+    out[nz] = np.round(np.log2(low[nz].astype(np.float64))).astype(np.int32) + 1
+    return out
+
+
+def _brev32(x):
+    x = np.asarray(x).astype(np.uint32)
+    out = np.zeros(x.shape, dtype=np.uint32)
+    for i in range(32):
+        out |= ((x >> np.uint32(i)) & np.uint32(1)) << np.uint32(31 - i)
+    return out
+
+
+def _bits(to):
+    return lambda x: np.asarray(x).view(to) if isinstance(x, np.ndarray) else \
+        np.array(x).view(to)[()]
+
+
+LL, ULL = ct.LLONG, ct.ULLONG
+
+# Integer intrinsics and bit reinterpretations: name -> (function, argument types, result).
+_BITS = {
+    "__popc": (_popc, (U,), I), "__popcll": (_popc, (ULL,), I),
+    "__clz": (_clz32, (I,), I), "__ffs": (_ffs32, (I,), I), "__brev": (_brev32, (U,), U),
+    "__int_as_float": (_bits(np.float32), (I,), F), "__float_as_int": (_bits(np.int32), (F,), I),
+    "__uint_as_float": (_bits(np.float32), (U,), F),
+    "__float_as_uint": (_bits(np.uint32), (F,), U),
+    "__mul24": (np.multiply, (I, I), I), "__umul24": (np.multiply, (U, U), U),
+    "__float2int_rn": (np.rint, (F,), I), "__float2int_rd": (np.floor, (F,), I),
+    "__float2int_ru": (np.ceil, (F,), I), "__saturatef": (lambda x: np.clip(x, 0, 1), (F,), F),
+    "__fadd_rn": (np.add, (F, F), F), "__fmul_rn": (np.multiply, (F, F), F),
+    "__fsub_rn": (np.subtract, (F, F), F), "__fdiv_rn": (np.true_divide, (F, F), F),
+    "__frcp_rn": (lambda x: np.float32(1) / x, (F,), F), "__fsqrt_rn": (np.sqrt, (F,), F),
+    "copysignf": (np.copysign, (F, F), F), "hypotf": (np.hypot, (F, F), F),
+    "atan2f": (np.arctan2, (F, F), F), "atanf": (np.arctan, (F,), F),
+    "asinf": (np.arcsin, (F,), F), "acosf": (np.arccos, (F,), F),
+    "sinhf": (np.sinh, (F,), F), "coshf": (np.cosh, (F,), F),
+    "log1pf": (np.log1p, (F,), F), "expm1f": (np.expm1, (F,), F),
+    "exp10f": (lambda x: np.power(np.float32(10), x), (F,), F), "cbrtf": (np.cbrt, (F,), F),
+    "rintf": (np.rint, (F,), F), "nearbyintf": (np.rint, (F,), F),
+    "sin": (np.sin, (D,), D), "cos": (np.cos, (D,), D), "log2": (np.log2, (D,), D),
+    "exp2": (np.exp2, (D,), D), "log10": (np.log10, (D,), D), "trunc": (np.trunc, (D,), D),
+    "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), (D,), D),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), (D,), D), "cbrt": (np.cbrt, (D,), D),
+}
+_MATH.update(_BITS)
+
 _NO_OPS = {"__threadfence", "__threadfence_block", "__threadfence_system"}
 
 
