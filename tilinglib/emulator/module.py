@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from ..errors import KernelArgumentError
+from ..errors import KernelArgumentError, KernelNotFoundError
 from .compiler import compile_program
 from .execute import Launch, LaunchOptions, warn_hazards
 from .parse import parse
@@ -73,12 +73,12 @@ class SourceModule:
         self._program = _compile(source, tuple(self.options))
 
     def get_function(self, name: str) -> "Function":
-        """The `__global__` function `name`. Raises `KernelArgumentError`-free LookupError
+        """The `__global__` function `name`. Raises `KernelNotFoundError` (a LookupError)
         naming the kernels that exist if there is none of that name."""
         kernels = self._program.kernels
         if name not in kernels:
             known = ", ".join(sorted(kernels)) or "none"
-            raise LookupError(f"no __global__ function named '{name}' in this module "
+            raise KernelNotFoundError(f"no __global__ function named '{name}' in this module "
                               f"(kernels found: {known})")
         return Function(self._program, kernels[name])
 

@@ -45,7 +45,12 @@ def parse(pre: Preprocessed) -> c_ast.FileAST:
         text = str(exc)
         m = _PARSE_ERROR.match(text)
         if not m:
-            raise CompileError(f"{SOURCE_NAME}: syntax error: {text}") from None
+            # Some of pycparser's errors carry no position: the lexer's line (kept in the
+            # student's numbering by the #line directives) is where it stopped reading.
+            line = _current_line(parser)
+            msg = text.split(": ", 1)[-1]
+            raise CompileError(f"{SOURCE_NAME}:{line}: syntax error: {msg}", line=line,
+                               source_line=source_line(pre, line)) from None
         line, col = int(m.group("line")), int(m.group("col"))
         msg = m.group("msg")
         if msg.startswith("before:"):
@@ -57,6 +62,19 @@ def parse(pre: Preprocessed) -> c_ast.FileAST:
 def is_kernel(node: c_ast.FuncDef) -> bool:
     """A `__global__` function (stage 1 marks it with the `_Noreturn` function specifier)."""
     return "_Noreturn" in (node.decl.funcspec or [])
+
+
+def _current_line(parser) -> int | None:
+    """The line of the token pycparser stopped at (for its errors that carry no position)."""
+    try:
+        tok = parser._tokens.peek()
+        if tok is not None:
+            return int(tok.lineno)
+    except Exception:  # another pycparser version: fall back to the lexer's line
+        pass
+    lex = getattr(parser, "clex", None)
+    line = getattr(lex, "lineno", None) or getattr(lex, "_lineno", None)
+    return int(line) if line else None
 
 
 def kernel_signatures(source: str, options=None) -> dict:

@@ -129,6 +129,12 @@ class _Preprocessor(pcpp.Preprocessor):
     def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
         if directive.value == "pragma":
             return None
+        if directive.value == "error":
+            text = "".join(tok.value for tok in toks).strip()
+            self.errors.append((directive.lineno, f"#error {text}"))
+            return True
+        if directive.value == "warning":
+            return True
         return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
 
 

@@ -1,0 +1,131 @@
+"""Memory faults on the emulator (tilinglib.emulator.memory and execute): out-of-bounds and
+misaligned accesses per allocation, reported compute-sanitizer style, and an emulator that
+stays usable after them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from emulator_helpers import launch
+from tilinglib import kernels
+from tilinglib.emulator import In, InOut, Out, SourceModule
+from tilinglib.errors import KernelRuntimeError, MemoryAccessError
+
+
+def _unguarded_tiled(N=40, tile=16):
+    f = SourceModule(kernels.load("sgemm_tiled"), options=[f"-DTILE={tile}"]) \
+        .get_function("sgemmTiled")
+    A = np.ones((N, N), np.float32)
+    return f, (np.int32(N), In(A), In(A.copy()), Out(np.zeros_like(A)))
+
+
+def test_out_of_bounds_global_read_names_everything():
+    # N=40 with TILE=16: the grid (3, 3) runs past the matrix, as in the seed's N % TILE bug.
+    f, args = _unguarded_tiled()
+    with pytest.raises(MemoryAccessError) as info:
+        f(*args, block=(16, 16, 1), grid=(3, 3))
+    e = info.value
+    text = str(e)
+    assert e.kernel == "sgemmTiled" and e.line == 27
+    assert e.block == (0, 2, 0) and e.thread == (0, 8, 0)
+    assert "Invalid __global__ read of size 4 bytes" in text
+    assert "4 bytes after the end of the array 'A' (6400 bytes)" in text
+    assert "A[1600]" in text and "kernel.cu:27" in text
+
+
+def test_out_of_bounds_store_before_the_start():
+    src = "__global__ void k(float* out) { out[(int)threadIdx.x - 2] = 1.0f; }"
+    out = np.zeros(8, np.float32)
+    with pytest.raises(MemoryAccessError) as info:
+        launch(src, "k", out, block=(8, 1, 1))
+    assert "Invalid __global__ write" in str(info.value)
+    assert "8 bytes before the start of the array 'out'" in str(info.value)
+    assert info.value.thread == (0, 0, 0)
+
+
+def test_shared_out_of_bounds_names_the_shared_array_and_element():
+    src = """
+    __global__ void k(float* out) {
+        __shared__ float tile[4][8];
+        tile[threadIdx.x][0] = 1.0f;
+    }"""
+    with pytest.raises(MemoryAccessError) as info:
+        launch(src, "k", np.zeros(1, np.float32), block=(6, 1, 1))
+    text = str(info.value)
+    assert "__shared__ write" in text and "'tile'" in text
+    assert info.value.thread == (4, 0, 0)
+
+
+def test_index_overflow_wraps_like_a_gpu_and_is_caught():
+    # row * N + col overflows int32 for N = 70000: it wraps negative, as on a GPU.
+    src = """
+    __global__ void k(int N, float* a) {
+        int row = 40000, col = threadIdx.x;
+        a[row * N + col] = 1.0f;
+    }"""
+    with pytest.raises(MemoryAccessError) as info:
+        launch(src, "k", np.int32(70000), np.zeros(4, np.float32), block=(1, 1, 1))
+    wrapped = np.int64(np.int32(np.int64(40000) * 70000 - 2**32))
+    assert wrapped < 0
+    assert "before the start of the array 'a'" in str(info.value)
+
+
+def test_misaligned_vector_load():
+    src = """
+    __global__ void k(const float* in, float* out) {
+        float4 v = *((const float4*)(in + 1));
+        out[0] = v.x;
+    }"""
+    with pytest.raises(MemoryAccessError, match="Misaligned global read of size 16"):
+        launch(src, "k", np.zeros(8, np.float32), np.zeros(1, np.float32), block=(1, 1, 1))
+
+
+def test_null_pointer():
+    src = "__global__ void k(float* out) { float* p = 0; out[0] = *p; }"
+    with pytest.raises(MemoryAccessError, match="null pointer"):
+        launch(src, "k", np.zeros(1, np.float32), block=(1, 1, 1))
+
+
+def test_write_to_constant_memory_is_refused():
+    src = "__constant__ float c[2] = {1.0f, 2.0f};\n" \
+          "__global__ void k(float* out) { float* p = (float*)c; p[0] = 3.0f; }"
+    with pytest.raises(MemoryAccessError, match="__constant__"):
+        launch(src, "k", np.zeros(1, np.float32), block=(1, 1, 1))
+
+
+def test_emulator_stays_usable_after_a_fault():
+    f, args = _unguarded_tiled()
+    with pytest.raises(MemoryAccessError):
+        f(*args, block=(16, 16, 1), grid=(3, 3))
+    N = 32
+    A = np.random.default_rng(0).standard_normal((N, N)).astype(np.float32)
+    C = np.zeros_like(A)
+    f(np.int32(N), In(A), In(A), Out(C), block=(16, 16, 1), grid=(2, 2))
+    assert np.allclose(C, A @ A, rtol=1e-4, atol=1e-4)
+    assert f.last_report.hazards == ()
+
+
+def test_all_faults_share_one_base_class():
+    assert issubclass(MemoryAccessError, KernelRuntimeError)
+
+
+def test_out_array_starts_as_nan_so_unwritten_elements_show():
+    src = "__global__ void k(float* out) { if (threadIdx.x < 2) out[threadIdx.x] = 1.0f; }"
+    out = np.zeros(4, np.float32)
+    f = SourceModule(src).get_function("k")
+    f(Out(out), block=(4, 1, 1))
+    assert list(out[:2]) == [1.0, 1.0] and np.isnan(out[2:]).all()
+
+
+def test_memory_is_bounded_by_batches():
+    # A launch of 1,048,576 threads runs in batches of blocks: N=1024 naive completes
+    # in test_emulator_counters' slow test; here, a million-thread SAXPY.
+    n = 1 << 20
+    x = np.ones(n, np.float32)
+    y = np.arange(n, dtype=np.float32)
+    f = SourceModule(kernels.load("saxpy")).get_function("saxpy")
+    f(np.int32(n), np.float32(2), In(x), InOut(y), block=(256, 1, 1), grid=(n // 256, 1),
+      batch_threads=1 << 14)
+    assert y[0] == 2 and y[-1] == 2 + (n - 1)
+    assert f.last_report.global_load_requests == 2 * n // 32

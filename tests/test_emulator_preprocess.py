@@ -1,0 +1,115 @@
+"""Stage 1 of the emulator (tilinglib.emulator.preprocess): macros, conditionals, -D options,
+CUDA keywords rewritten to C, line numbers kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from emulator_helpers import launch
+from tilinglib.emulator.parse import kernel_signatures
+from tilinglib.emulator.preprocess import parse_options, preprocess
+from tilinglib.errors import CompileError, UnsupportedFeatureError
+
+
+def test_parse_options_forms():
+    defines, undefines = parse_options(["-DTILE=16", "-D", "PAD=1", "-DFAST", "-UX", "-O3",
+                                        "--use_fast_math", "-arch=sm_90", "-lineinfo"])
+    assert defines == {"TILE": "16", "PAD": "1", "FAST": "1"}
+    assert undefines == ["X"]
+
+
+def test_bad_options_are_compile_errors():
+    with pytest.raises(CompileError, match="-DNAME"):
+        parse_options(["-D=3"])
+    with pytest.raises(CompileError, match="strings"):
+        parse_options([16])
+
+
+SRC = """#include <cuda_runtime.h>
+#include "my_helpers.h"
+#define SQ(x) ((x) * (x))
+#define ADD3(a, b, c) ((a) + (b) + (c))
+#ifndef TILE
+#define TILE 4
+#endif
+#if TILE >= 8
+#define KIND 2
+#elif defined(SMALL)
+#define KIND 1
+#else
+#define KIND 0
+#endif
+extern "C" {
+__global__ void __launch_bounds__(256, 2)
+k(int* __restrict__ out)
+{
+    #pragma unroll 4
+    for (int i = 0; i < 1; ++i)
+        out[threadIdx.x] = SQ(TILE) * 10 + KIND + ADD3(1, 2, threadIdx.x) * 1000;
+}
+}
+"""
+
+
+@pytest.mark.parametrize("options, tile, kind", [
+    (None, 4, 0), (["-DTILE=8"], 8, 2), (["-DSMALL"], 4, 1), (["-D", "TILE=2", "-DSMALL"], 2, 1),
+])
+def test_macros_conditionals_and_options(options, tile, kind):
+    out = np.zeros(4, np.int32)
+    launch(SRC, "k", out, block=(4, 1, 1), options=options)
+    assert list(out) == [tile * tile * 10 + kind + (3 + t) * 1000 for t in range(4)]
+
+
+def test_lines_survive_comments_macros_and_continuations():
+    src = ("/* a comment\n   over two lines */\n#define LONG_MACRO(a) \\\n    ((a) + 1)\n"
+           "__global__ void k(float* a)\n{\n    a[0] = LONG_MACRO(1.0f) +;\n}\n")
+    with pytest.raises(CompileError) as info:
+        preprocess_and_compile(src)
+    assert info.value.line == 7
+
+
+def preprocess_and_compile(src, options=None):
+    from tilinglib.emulator import SourceModule
+
+    return SourceModule(src, options=options)
+
+
+def test_error_directive_is_reported_with_its_line():
+    src = "#if TILE > 32\n#error TILE must be at most 32\n#endif\n__global__ void k() {}\n"
+    preprocess_and_compile(src, ["-DTILE=16"])
+    with pytest.raises(CompileError) as info:
+        preprocess_and_compile(src, ["-DTILE=64"])
+    assert info.value.line == 2 and "TILE must be at most 32" in str(info.value)
+
+
+def test_cuda_keywords_become_c_markers():
+    pre = preprocess("__global__ void k(float* __restrict__ a) { __shared__ float s[4]; }\n"
+                     "__device__ __forceinline__ float f(float x) { return x; }\n")
+    assert "_Noreturn" in pre.text and "_Thread_local" in pre.text
+    assert "__restrict__" not in pre.text and "__device__" not in pre.text
+    assert "__forceinline__" not in pre.text
+
+
+def test_cpp_casts_are_rewritten_without_moving_lines():
+    pre = preprocess("__global__ void k(float* a)\n{\n  int i = static_cast<int>(a[0]);\n"
+                     "  float4* v = reinterpret_cast<float4*>(\n    a);\n}\n")
+    assert "static_cast" not in pre.text and "reinterpret_cast" not in pre.text
+    assert "((int)(a[0]))" in pre.text
+
+
+def test_templates_refused_in_stage_one_with_line():
+    with pytest.raises(UnsupportedFeatureError) as info:
+        preprocess("// header\n\ntemplate <typename T>\n__global__ void k(T* a) {}\n")
+    assert info.value.line == 3 and "template" in str(info.value)
+
+
+def test_kernel_signatures_read_parameter_types():
+    sigs = kernel_signatures("typedef float real;\n"
+                             "__global__ void a(int n, const real* x, unsigned char* c, "
+                             "size_t m, double d) {}\n__device__ void helper() {}\n")
+    assert list(sigs) == ["a"]
+    kinds = [(p.name, p.ctype.kind) for p in sigs["a"]]
+    assert kinds == [("n", "int"), ("x", "pointer"), ("c", "pointer"), ("m", "unsigned long"),
+                     ("d", "double")]
+    assert sigs["a"][1].ctype.target.kind == "float"
