@@ -1,0 +1,220 @@
+"""Counters of the emulator (tilinglib.emulator.memory / report) against Nsight Compute's
+formulas, and the seed's kernels bit for bit against a float32 NumPy loop in k order.
+
+The H200 readings these formulas come from are in ../shared/reference/h200-measurements.md
+(N=1024, `ncu --clock-control none`); `H200_NCU` below keeps the ones the emulator must
+reproduce, and `test_formulas_reproduce_the_h200_readings` ties the two together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilinglib import kernels
+from tilinglib.emulator import In, Out, SourceModule
+
+HERE_CONF = __import__("pathlib").Path(__file__).parent / "kernels" / "conformance"
+
+# Nsight Compute on the H200, N = 1024, one launch each (h200-measurements.md).
+H200_NCU = {
+    "naive32": {"ld_requests": 67_108_864, "ld_sectors": 167_772_160, "ffma": 1_073_741_824},
+    "tiled32": {"ld_requests": 2_097_152, "ld_sectors": 8_388_608, "lds": 41_943_040,
+                "sts": 2_097_152},
+    "tiled32pad": {"ld_requests": 2_097_152, "ld_sectors": 8_388_608, "lds": 67_108_864,
+                   "sts": 2_097_152},
+    "tiled16": {"ld_requests": 4_194_304, "ld_sectors": 16_777_216, "lds": 41_943_040,
+                "sts": 4_194_304},
+    "tiled16pad": {"ld_requests": 4_194_304, "ld_sectors": 16_777_216, "lds": 67_108_864,
+                   "sts": 4_194_304},
+    "transpose": {"lds": 32_768, "lds_wavefronts_unpadded": 1_048_709,
+                  "lds_wavefronts_padded": 33_053},
+}
+
+
+def naive_formulas(N):
+    return {"ld_requests": 2 * N**3 // 32, "ld_sectors": 5 * N**3 // 32, "ffma": N**3}
+
+
+def tiled_formulas(N, tile):
+    requests = 2 * N**3 // (32 * tile)
+    return {"ld_requests": requests, "ld_sectors": 4 * requests, "lds": 2 * N**3 // 32,
+            "sts": 2 * N**3 // (32 * tile)}
+
+
+def test_formulas_reproduce_the_h200_readings():
+    N = 1024
+    assert naive_formulas(N) == H200_NCU["naive32"]
+    for tile, pad in [(32, ""), (32, "pad"), (16, ""), (16, "pad")]:
+        f = tiled_formulas(N, tile)
+        m = H200_NCU[f"tiled{tile}{pad}"]
+        assert (f["ld_requests"], f["ld_sectors"], f["sts"]) == \
+            (m["ld_requests"], m["ld_sectors"], m["sts"])
+        if pad:   # no LDS.128 merge with padding: ncu counts what the source says
+            assert f["lds"] == m["lds"]
+        else:     # As[ty][k..k+3] is one LDS.128: 1 + 4 loads per 4 values of k, not 8
+            assert f["lds"] * 5 // 8 == m["lds"]
+    t = H200_NCU["transpose"]
+    assert t["lds"] == N * N // 32
+    # 32-way conflict unpadded, none padded (ncu adds a little arbitration noise).
+    assert abs(t["lds_wavefronts_unpadded"] - 32 * t["lds"]) / (32 * t["lds"]) < 1e-3
+    assert abs(t["lds_wavefronts_padded"] - t["lds"]) / t["lds"] < 0.01
+
+
+def _matrices(N, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((N, N)).astype(np.float32),
+            rng.standard_normal((N, N)).astype(np.float32))
+
+
+def _k_order_reference(A, B):
+    """C[i, j] = (((0 + A[i,0]B[0,j]) + A[i,1]B[1,j]) + ...) in float32, no FMA: what the
+    seed's `sum += As[ty][k] * Bs[k][tx]` computes on the emulator."""
+    N = A.shape[0]
+    C = np.zeros((N, N), np.float32)
+    for k in range(N):
+        C = C + np.multiply(A[:, k:k + 1], B[k:k + 1, :], dtype=np.float32)
+    return C
+
+
+def _launch(name, N, A, B, options=None, block=(32, 32, 1)):
+    kernel = {"sgemm_naive": "sgemmNaive", "sgemm_tiled": "sgemmTiled"}[name]
+    f = SourceModule(kernels.load(name), options=options).get_function(kernel)
+    C = np.zeros((N, N), np.float32)
+    grid = (-(-N // block[0]), -(-N // block[1]))
+    f(np.int32(N), In(A), In(B), Out(C), block=block, grid=grid, hazards="raise")
+    return C, f.last_report
+
+
+TILES = [t for t in range(1, 33)]
+
+
+@pytest.mark.parametrize("pad", [0, 1])
+@pytest.mark.parametrize("tile", TILES)
+def test_seed_tiled_bit_exact_every_tile(tile, pad):
+    N = tile * max(2, -(-16 // tile))     # at least two tiles, and N >= 16
+    A, B = _matrices(N, seed=tile)
+    C, report = _launch("sgemm_tiled", N, A, B, [f"-DTILE={tile}", f"-DPAD={pad}"],
+                        block=(tile, tile, 1))
+    assert np.array_equal(C, _k_order_reference(A, B))
+    assert report.hazards == ()
+    assert report.flops == 2 * N**3
+    assert report.shared_bytes == 2 * tile * (tile + pad) * 4
+
+
+@pytest.mark.parametrize("block", [(32, 32, 1), (16, 16, 1), (8, 4, 1)])
+def test_seed_naive_bit_exact(block):
+    N = 48
+    A, B = _matrices(N)
+    C, report = _launch("sgemm_naive", N, A, B, block=block)
+    assert np.array_equal(C, _k_order_reference(A, B))
+    assert report.flops == 2 * N**3
+
+
+@pytest.mark.parametrize("N", [32, 64])
+def test_naive_counters_match_ncu_formulas(N):
+    A, B = _matrices(N)
+    _, r = _launch("sgemm_naive", N, A, B)
+    f = naive_formulas(N)
+    assert r.global_load_requests == f["ld_requests"]
+    assert r.global_load_sectors == f["ld_sectors"]
+    assert r.flops == 2 * f["ffma"]
+    assert r.global_store_requests == N * N // 32 and r.global_store_sectors == N * N // 8
+    assert r.global_load_bytes == 8 * N**3
+    assert r.shared_load_requests == r.shared_store_requests == 0
+
+
+@pytest.mark.parametrize("tile", [8, 16, 32])
+@pytest.mark.parametrize("pad", [0, 1])
+def test_tiled_counters_match_ncu_formulas(tile, pad):
+    N = 64
+    A, B = _matrices(N)
+    _, r = _launch("sgemm_tiled", N, A, B, [f"-DTILE={tile}", f"-DPAD={pad}"],
+                   block=(tile, tile, 1))
+    f = tiled_formulas(N, tile)
+    assert r.global_load_requests == f["ld_requests"]
+    assert r.global_load_sectors == f["ld_sectors"]
+    assert r.shared_load_requests == f["lds"]
+    assert r.shared_store_requests == f["sts"]
+    # Loads: As[ty][k] is a broadcast per row, Bs[k][tx] consecutive words: no conflict.
+    assert r.shared_load_wavefronts == r.shared_load_requests
+    conflict_free_stores = not pad or tile == 32
+    expected_st = f["sts"] if conflict_free_stores else 2 * f["sts"]
+    assert r.shared_store_wavefronts == expected_st
+    assert r.shared_bank_conflicts == expected_st - f["sts"]
+    assert r.barriers == 2 * (N // tile) * (N // tile) ** 2
+
+
+def test_tile16_padded_store_conflict_is_two_way():
+    # A warp spans rows ty and ty+1 of a [16][17] tile: (ty+1)*17 + 15 is in the bank of
+    # ty*17 + 0 + 32, so the store takes two wavefronts.
+    N = 32
+    A, B = _matrices(N)
+    _, plain = _launch("sgemm_tiled", N, A, B, ["-DTILE=16"], block=(16, 16, 1))
+    _, padded = _launch("sgemm_tiled", N, A, B, ["-DTILE=16", "-DPAD=1"], block=(16, 16, 1))
+    assert plain.shared_store_wavefronts == plain.shared_store_requests
+    assert padded.shared_store_wavefronts == 2 * padded.shared_store_requests
+
+
+@pytest.mark.parametrize("pad, way", [(0, 32), (1, 1)])
+def test_transpose_column_read_conflict(pad, way):
+    n = 64
+    src = (HERE_CONF / "transpose_square.cu").read_text()
+    f = SourceModule(src, options=[f"-DPAD={pad}"]).get_function("transpose_square")
+    a = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    out = np.zeros_like(a)
+    f(np.int32(n), In(a), Out(out), block=(32, 32, 1), grid=(2, 2))
+    r = f.last_report
+    assert np.array_equal(out, a.T)
+    assert r.shared_load_requests == n * n // 32
+    assert r.shared_load_wavefronts == way * r.shared_load_requests
+    assert r.shared_store_wavefronts == r.shared_store_requests
+
+
+def test_partial_warps_and_strided_access():
+    # 48 threads: warp 0 full, warp 1 has 16 lanes; a stride-2 float read covers 2 sectors
+    # per 8 lanes.
+    src = """
+    __global__ void k(const float* x, float* y) {
+        y[threadIdx.x] = x[2 * threadIdx.x];
+    }"""
+    f = SourceModule(src).get_function("k")
+    f(In(np.zeros(96, np.float32)), Out(np.zeros(48, np.float32)), block=(48, 1, 1))
+    r = f.last_report
+    assert r.warps == 2
+    assert r.global_load_requests == 2
+    assert r.global_load_sectors == 8 + 4      # 256 B and 128 B of span
+    assert r.global_store_sectors == 4 + 2
+    assert r.global_load_bytes == 48 * 4
+
+
+def test_shared_broadcast_and_eight_byte_accesses():
+    src = """
+    __global__ void k(double* out) {
+        __shared__ double d[64];
+        __shared__ float f[32];
+        d[threadIdx.x] = threadIdx.x;
+        f[threadIdx.x] = 1.0f;
+        __syncthreads();
+        out[threadIdx.x] = d[threadIdx.x] + f[0] + d[2 * threadIdx.x];
+    }"""
+    f = SourceModule(src).get_function("k")
+    f(Out(np.zeros(32, np.float64)), block=(32, 1, 1), check_uninitialized=False)
+    r = f.last_report
+    # d[tx]: 256 B, two half-warp wavefronts; f[0]: one broadcast; d[2 tx]: stride of
+    # 16 B, each half warp touches 32 words in 16 banks twice -> 2 wavefronts per half.
+    assert r.shared_load_requests == 3
+    assert r.shared_load_wavefronts == 2 + 1 + 4
+    assert r.shared_store_wavefronts == 2 + 1
+
+
+def test_report_text_and_html():
+    N = 32
+    A, B = _matrices(N)
+    _, r = _launch("sgemm_tiled", N, A, B, ["-DTILE=16"], block=(16, 16, 1))
+    text = str(r)
+    assert "LaunchReport for sgemmTiled" in text and "global_load_requests" in text
+    assert f"{r.global_load_requests:,}" in text
+    assert "<table>" in r._repr_html_()
+    assert r.as_dict()["shared_load_requests"] == r.shared_load_requests
+    assert r.arithmetic_intensity == pytest.approx(r.flops / r.global_bytes_requested)
