@@ -18,6 +18,7 @@ from .module import Function, In, InOut, Out, SourceModule
 from .execute import LaunchOptions, RaceWarning
 from .report import LaunchReport
 from .races import Hazard
+from .trace import WarpAccess
 
 __all__ = ["SourceModule", "Function", "In", "Out", "InOut", "LaunchReport", "LaunchOptions",
-           "RaceWarning", "Hazard"]
+           "RaceWarning", "Hazard", "WarpAccess"]

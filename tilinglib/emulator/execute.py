@@ -25,6 +25,7 @@ from . import atomics
 from . import memory as M
 from .races import Hazard, RaceTracker
 from .report import LaunchReport
+from .trace import Tracer
 
 BATCH_THREADS = 1 << 16
 DEFAULT_MAX_STEPS = 2_000_000
@@ -50,6 +51,7 @@ class LaunchOptions:
     max_steps: int = DEFAULT_MAX_STEPS
     max_bytes: int = 1 << 30
     batch_threads: int = BATCH_THREADS
+    trace: bool = False
 
 
 class Context:
@@ -257,6 +259,8 @@ class Context:
         return key.view(dtype)
 
     def _count(self, space, is_store, lanes, a, off, blk, size, line):
+        if self.launch.tracer is not None:
+            self.launch.tracer.record(self, space, is_store, lanes, a, off, size, line)
         full = lanes is None and self.full_warps
         warp = self.warp if lanes is None else self.warp[lanes]
         if space == "global":
@@ -486,6 +490,7 @@ class Launch:
         self.constant_addresses = []
         self.steps = 0
         self.hazards: dict = {}
+        self.tracer = Tracer() if options.trace else None
         static = kernel.static_shared_bytes
         self.dynamic_offset = -(-static // 16) * 16 if dynamic_bytes else static
         self.shared_total = self.dynamic_offset + dynamic_bytes

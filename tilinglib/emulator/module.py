@@ -91,7 +91,8 @@ class Function:
     ``f(*args, block=(x, y, z), grid=(x, y[, z]), shared=bytes)``.
 
     Emulator-only keywords: `hazards` ("warn", "raise" or "ignore"), `max_steps`,
-    `check_uninitialized`. After each call, `last_report` holds the `LaunchReport`.
+    `check_uninitialized`, `trace` (record warp 0 of block (0, 0, 0): `last_trace`, a tuple
+    of `trace.WarpAccess`). After each call, `last_report` holds the `LaunchReport`.
     """
 
     max_threads_per_block = 1024
@@ -106,6 +107,7 @@ class Function:
         self.local_size_bytes = code.local_bytes
         self.const_size_bytes = sum(t.size for _, t, _ in program.constants)
         self.last_report = None
+        self.last_trace = None
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
@@ -113,7 +115,7 @@ class Function:
 
     def __call__(self, *args, block=None, grid=(1, 1), shared=0, stream=None, texrefs=None,
                  time_kernel=False, hazards="warn", max_steps=None, check_uninitialized=True,
-                 batch_threads=None):
+                 batch_threads=None, trace=False):
         from ..launch import check_launch
 
         check_launch(self.name, self.params, args, block=block, grid=grid, shared=shared,
@@ -127,6 +129,7 @@ class Function:
             options.max_steps = int(max_steps)
         if batch_threads is not None:
             options.batch_threads = int(batch_threads)
+        options.trace = bool(trace)
         launch = Launch(self._code, block3, grid3, int(shared or 0), options)
         values, copies = self._bind(launch, args)
         for name, t, init in self._program.constants:
@@ -140,6 +143,7 @@ class Function:
             flat[:] = alloc.buf[:flat.shape[0]]
         report = launch.report()
         self.last_report = report
+        self.last_trace = tuple(launch.tracer.records) if launch.tracer is not None else None
         if hazards == "warn" and report.hazards:
             warn_hazards(report)
         return None
