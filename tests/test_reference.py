@@ -49,3 +49,26 @@ def test_table_is_labelled():
     text = reference.load().table(N=1024)
     assert text.splitlines()[0].startswith("SGEMM, measured on an NVIDIA H200")
     assert "8,357" in text and "5,181" not in text
+
+
+def test_extra_run_keys_are_kept(tmp_path):
+    data = reference.load().to_dict()
+    data["runs"].append({"kernel": "saxpy", "N": 268435456, "block": [256, 1, 1], "tile": None,
+                         "pad": None, "static_shared_bytes": 0, "gflops": None,
+                         "gbps": 3357.0, "median_ms": 0.96})
+    ref = reference.from_dict(data, "x")
+    saxpy = ref.run("saxpy", 268435456)
+    assert saxpy.gflops is None and saxpy.extra["gbps"] == 3357.0
+    assert "saxpy" not in ref.table()            # the table lists GFLOP/s only
+    assert reference.from_dict(ref.to_dict(), "x") == ref
+
+
+def test_the_bench_command_writes_this_format():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "bench" / "results" / "reference_h200_bench.json"
+    if not path.exists():
+        pytest.skip("no bench results in this checkout")
+    ref = reference.from_dict(json.loads(path.read_text()), "bench")
+    assert ref.run("sgemm_tiled", 4096, tile=32, pad=0).gflops > 0

@@ -25,7 +25,9 @@ format (version 1; a benchmark command will write new files in the same format):
 - ``runs``: one entry per timed launch: ``kernel`` (a name from ``tilinglib.kernels``, or
   ``"cublas"``), ``N`` (square size), ``block`` (3 ints or null), ``tile`` and ``pad``
   (ints, or null for kernels without them), ``static_shared_bytes`` (int or null),
-  ``gflops`` (2 N^3 / median time, in 1e9 FLOP/s);
+  ``gflops`` (2 N^3 / median time, in 1e9 FLOP/s; 0 or null for kernels that are not
+  SGEMM). A run may carry more keys (``median_ms``, ``q1_ms``, ``q3_ms``, ``registers``,
+  ``gbps``, ``max_relative_error``, ...): they are kept, unread, in `Run.extra`;
 - ``counters``: one entry per profiled launch: ``kernel``, ``N``, ``block``, ``tile``,
   ``pad`` as above, and ``metrics``: Nsight Compute metric name -> value.
 """
@@ -56,7 +58,9 @@ def _block(value) -> tuple | None:
 
 @dataclass(frozen=True)
 class Run:
-    """One timed launch: `kernel` at size `N` with `block`, `tile`, `pad`, and its `gflops`."""
+    """One timed launch: `kernel` at size `N` with `block`, `tile`, `pad`, and its `gflops`.
+
+    `extra`: any further keys of the file's entry (e.g. ``median_ms``, ``gbps``)."""
 
     kernel: str
     N: int
@@ -64,7 +68,8 @@ class Run:
     tile: int | None
     pad: int | None
     static_shared_bytes: int | None
-    gflops: float
+    gflops: float | None
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def setting(self) -> str:
@@ -149,17 +154,21 @@ class Reference:
 
     def table(self, N: int | None = None) -> str:
         """The runs (all, or those at size `N`) as a text table headed by `label`."""
-        rows = [r for r in self.runs if N is None or r.N == N]
+        rows = [r for r in self.runs if (N is None or r.N == N) and r.gflops]
+        width = max([len("kernel")] + [len(r.kernel) for r in rows])
         head = f"SGEMM, {self.label}"
-        lines = [head, f"{'kernel':<12} {'N':>5}  {'setting':<30} {'GFLOP/s':>8}"]
-        lines += [f"{r.kernel:<12} {r.N:>5}  {r.setting:<30} {r.gflops:>8,.0f}" for r in rows]
+        lines = [head, f"{'kernel':<{width}} {'N':>5}  {'setting':<30} {'GFLOP/s':>8}"]
+        lines += [f"{r.kernel:<{width}} {r.N:>5}  {r.setting:<30} {r.gflops:>8,.0f}"
+                  for r in rows]
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
         """The data in the file format (what `from_dict` reads back)."""
         def plain(item):
-            d = {k: getattr(item, k) for k in (_RUN_KEYS if isinstance(item, Run)
-                                                else _COUNTER_KEYS)}
+            is_run = isinstance(item, Run)
+            d = {k: getattr(item, k) for k in (_RUN_KEYS if is_run else _COUNTER_KEYS)}
+            if is_run:
+                d.update(item.extra)
             d["block"] = list(d["block"]) if d["block"] is not None else None
             if "metrics" in d:
                 d["metrics"] = dict(d["metrics"])
@@ -190,8 +199,10 @@ def from_dict(data: Mapping, name: str = "") -> Reference:
         lack = [k for k in _RUN_KEYS if k not in r]
         if lack:
             raise ValueError(f"{where}: runs[{i}] lacks {', '.join(lack)}")
+        gflops = None if r["gflops"] is None else float(r["gflops"])
+        extra = MappingProxyType({k: v for k, v in r.items() if k not in _RUN_KEYS})
         runs.append(Run(str(r["kernel"]), int(r["N"]), _block(r["block"]), r["tile"],
-                        r["pad"], r["static_shared_bytes"], float(r["gflops"])))
+                        r["pad"], r["static_shared_bytes"], gflops, extra))
     for i, c in enumerate(data["counters"]):
         lack = [k for k in _COUNTER_KEYS if k not in c]
         if lack:
