@@ -1,0 +1,38 @@
+"""Plots the lessons share (matplotlib is imported only when one is drawn).
+
+Introduced in lesson 03 (`plot_requested_bytes`). The roofline plot lives in
+`tilinglib.roofline.plot_roofline`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+__all__ = ["plot_requested_bytes"]
+
+
+def plot_requested_bytes(N: int, tiles: Sequence[int], counted: Sequence[int], ax=None):
+    """Counted global-load bytes of the tiled kernel against TILE, with the 8·N³/TILE curve.
+
+    `tiles` and `counted` are matching sequences (e.g. from `tilinglib.sgemm.count_tiled`);
+    both axes are logarithmic, so the formula is a straight line of slope -1. The naive
+    kernel's 8·N³ is drawn as a dashed line. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if len(tiles) != len(counted):
+        raise ValueError(f"{len(tiles)} tiles but {len(counted)} counts")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.0))
+    t = np.geomspace(min(tiles), max(tiles), 64)
+    ax.loglog(t, 8 * N**3 / t, color="grey", lw=1, label="formula 8·N³/TILE")
+    ax.loglog(list(tiles), list(counted), "o", color="C0", label="counted by the emulator")
+    ax.axhline(8 * N**3, color="C3", ls="--", lw=1, label="naive kernel: 8·N³")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(tiles), [str(x) for x in tiles])
+    ax.set_xlabel("TILE")
+    ax.set_ylabel("global-load bytes requested")
+    ax.set_title(f"Bytes requested by the tiled kernel, N = {N}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
