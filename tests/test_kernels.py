@@ -8,7 +8,8 @@ from tilinglib import kernels
 
 
 def test_names_and_load():
-    assert kernels.names() == ["saxpy", "sgemm_naive", "sgemm_tiled"]
+    assert kernels.names() == ["saxpy", "sgemm_naive", "sgemm_tiled", "sgemm_tiled_db",
+                               "transpose"]
     assert "__global__ void sgemmNaive(int N, const float* A, const float* B, float* C)" in \
         kernels.load("sgemm_naive")
     assert kernels.load("saxpy.cu") == kernels.load("saxpy")
@@ -62,3 +63,44 @@ def test_saxpy():
     f(np.int32(n), np.float32(2.0), emulator.In(x), emulator.InOut(y), block=(32, 1, 1),
       grid=grid_for(n, 32))
     np.testing.assert_array_equal(y, 2 * np.arange(n, dtype=np.float32) + 1)
+
+
+@pytest.mark.parametrize("tile", [8, 16, 32])
+def test_double_buffered_equals_plain_tiled_and_is_race_free(tile):
+    """Same additions in the same k order as the plain tiled kernel: identical bits."""
+    from tilinglib import emulator
+
+    n = 64
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((n, n), dtype=np.float32)
+    B = rng.standard_normal((n, n), dtype=np.float32)
+    out = []
+    for name, kernel in (("sgemm_tiled", "sgemmTiled"), ("sgemm_tiled_db", "sgemmTiledDB")):
+        f = emulator.SourceModule(kernels.load(name), options=[f"-DTILE={tile}"]).get_function(kernel)
+        C = np.full_like(A, np.nan)
+        f(np.int32(n), emulator.In(A), emulator.In(B), emulator.Out(C), block=(tile, tile, 1),
+          grid=(n // tile, n // tile), hazards="raise")
+        out.append(C)
+    assert np.array_equal(out[0], out[1])
+    assert f.shared_size_bytes == 2 * 2 * tile * tile * 4
+    assert f.last_report.barriers == (n // tile) ** 2 * (n // tile + 1)
+
+
+@pytest.mark.parametrize("pad", [0, 1])
+def test_transposes(pad):
+    from tilinglib import emulator
+
+    n = 64
+    A = np.random.default_rng(3).standard_normal((n, n), dtype=np.float32)
+    mod = emulator.SourceModule(kernels.load("transpose"), options=[f"-DPAD={pad}"])
+    for name in ("transposeNaive", "transposeShared"):
+        f = mod.get_function(name)
+        O = np.full_like(A, np.nan)
+        f(np.int32(n), emulator.In(A), emulator.Out(O), block=(32, 32, 1), grid=(2, 2),
+          hazards="raise")
+        assert np.array_equal(O, A.T)
+    r = f.last_report
+    warps = n * n // 32
+    assert r.shared_load_requests == warps
+    # Reading a column of an unpadded 32 x 32 tile: 32 words in one bank, 32 wavefronts.
+    assert r.shared_load_wavefronts == warps * (1 if pad else 32)

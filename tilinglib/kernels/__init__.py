@@ -7,6 +7,11 @@
 - ``sgemm_tiled``: ``sgemmTiled``, same parameters, TILE x TILE shared-memory tiles;
   ``-DTILE=..`` (default 32) and ``-DPAD=1`` (row padding, default 0); needs N % TILE == 0
   (lesson 03);
+- ``sgemm_tiled_db``: ``sgemmTiledDB``, same parameters, the tiled kernel with two shared
+  buffers so the next tile loads while this one is used (``-DTILE=..``; lesson 06);
+- ``transpose``: ``transposeNaive`` and ``transposeShared(int N, const float* in,
+  float* out)``, the second through a shared tile read by columns (``-DPAD=1`` pads it;
+  lesson 05);
 - ``saxpy``: ``saxpy(int n, float a, const float* x, float* y)``, y = a·x + y (lesson 06).
 """
 
