@@ -218,3 +218,19 @@ def test_report_text_and_html():
     assert "<table>" in r._repr_html_()
     assert r.as_dict()["shared_load_requests"] == r.shared_load_requests
     assert r.arithmetic_intensity == pytest.approx(r.flops / r.global_bytes_requested)
+
+
+def test_constant_and_local_memory_are_not_global_traffic():
+    src = """
+    __constant__ float w[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    __global__ void k(float* out) {
+        float r[4];
+        for (int j = 0; j < 4; ++j) r[j] = w[j] * threadIdx.x;
+        out[threadIdx.x] = r[0] + r[1] + r[2] + r[3];
+    }"""
+    f = SourceModule(src).get_function("k")
+    out = np.zeros(32, np.float32)
+    f(Out(out), block=(32, 1, 1))
+    r = f.last_report
+    assert np.array_equal(out, 10.0 * np.arange(32))
+    assert r.global_load_requests == 0 and r.global_store_requests == 1

@@ -259,6 +259,12 @@ class Context:
         return key.view(dtype)
 
     def _count(self, space, is_store, lanes, a, off, blk, size, line):
+        """Add one access to the counters (and the trace). Local memory (registers to a
+        GPU) and __constant__ memory (the constant cache, not L1TEX) are not counted."""
+        if space == "local" or space == "global" and blk is not None and blk.readonly:
+            return
+        if space == "global":
+            blk = None
         if self.launch.tracer is not None:
             self.launch.tracer.record(self, space, is_store, lanes, a, off, size, line)
         full = lanes is None and self.full_warps
@@ -309,7 +315,7 @@ class Context:
         size = t.size
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
         values = view[index // size]
-        self._count(space, False, lanes, a, off, key if space == "shared" else None, size, line)
+        self._count(space, False, lanes, a, off, key if space != "local" else None, size, line)
         if lanes is None:
             return values
         out = np.zeros(self.T, dtype=t.dtype)
@@ -337,7 +343,7 @@ class Context:
         if a.shape[0] == 0:
             return tuple(f[1].dtype.type(0) for f in t.fields)
         space, index, off, key = self._resolve(a, lanes, t, line, "read")
-        self._count(space, False, lanes, a, off, key if space == "shared" else None, t.size,
+        self._count(space, False, lanes, a, off, key if space != "local" else None, t.size,
                     line)
         parts = []
         for _, ft, foff in t.fields:
