@@ -1,0 +1,144 @@
+"""Shared-memory banks: which lane of a warp hits which bank, and how many passes that costs.
+
+Introduced in lesson 05 (bank conflicts and padding). The model, for compute capability 5.0
+and later: shared memory is 32 banks, each 4 bytes wide; the 4-byte word at byte address
+``a`` lives in bank ``(a // 4) % 32``. One warp-wide access is served in *wavefronts*: in
+each one, every bank delivers at most one word, and a word that several lanes want is sent
+to all of them at once (a *broadcast*). So the access needs as many wavefronts as the
+largest number of **distinct** words that any one bank holds among the lanes' addresses:
+1 is conflict-free, 32 is the worst (every lane wants a different word of one bank).
+
+Nsight Compute counts the same thing (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``
+and ``..._bank_conflicts_...`` = wavefronts - instructions), and so does the emulator's
+`LaunchReport`. The pictures here draw one `WarpAccess` from the emulator's trace
+(``f(..., trace=True)``; ``f.last_trace``) or any object with the same fields (`lanes`,
+`words`, `banks`, `wavefronts`, `line`, `kind`, `array`)::
+
+    from tilinglib import banks
+    access = banks.find(f.last_trace, "Bs", kind="load")
+    print(banks.describe(access))
+    banks.plot_banks(access)
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+__all__ = ["BANKS", "WORD_BYTES", "bank_of", "wavefronts", "bank_layout", "find", "describe",
+           "plot_banks"]
+
+BANKS = 32          # banks of shared memory (compute capability 5.0 and later)
+WORD_BYTES = 4      # each bank is one 4-byte word wide
+
+
+def bank_of(byte_address: int) -> int:
+    """The bank of the 4-byte word holding `byte_address` in a block's shared memory."""
+    return (int(byte_address) // WORD_BYTES) % BANKS
+
+
+def wavefronts(words: Iterable[int]) -> int:
+    """Wavefronts one warp needs to read or write these 4-byte `words` (one per lane).
+
+    The largest number of distinct words in any one bank: lanes asking for the same word
+    share it (broadcast), different words in one bank take turns. 0 for no lanes."""
+    per_bank: dict[int, set] = {}
+    for w in words:
+        per_bank.setdefault(int(w) % BANKS, set()).add(int(w))
+    return max((len(s) for s in per_bank.values()), default=0)
+
+
+def bank_layout(access) -> dict[tuple[int, int], tuple[int, ...]]:
+    """Which lanes the access serves where: {(bank, wavefront): lanes}.
+
+    Each distinct word of a bank gets its own wavefront number (0, 1, ...), in the order of
+    the lowest lane that asks for it; the value lists every lane that reads that word
+    (several lanes: a broadcast). The number of rows used is the access's wavefront count.
+    """
+    rows: dict[int, list[int]] = {}          # bank -> its distinct words, in order
+    cells: dict[tuple[int, int], list[int]] = {}
+    for lane, word in sorted(zip(access.lanes, access.words)):
+        bank = int(word) % BANKS
+        words = rows.setdefault(bank, [])
+        if word not in words:
+            words.append(word)
+        cells.setdefault((bank, words.index(word)), []).append(int(lane))
+    return {key: tuple(v) for key, v in sorted(cells.items())}
+
+
+def find(trace: Sequence, array: str, *, kind: str = "load", line: int | None = None,
+         space: str = "shared"):
+    """The one access of `array` (`kind` "load" or "store", in `space`) in a trace.
+
+    `line` narrows it down when the array is accessed on several lines. Raises LookupError
+    listing what the trace holds when none or several match."""
+    found = [a for a in trace if a.array == array and a.kind == kind and a.space == space
+             and (line is None or a.line == line)]
+    if len(found) == 1:
+        return found[0]
+    have = ", ".join(f"{a.space} {a.kind} of {a.array} at line {a.line}" for a in trace)
+    what = "no" if not found else f"{len(found)}"
+    raise LookupError(f"{what} {space} {kind} of {array!r}"
+                      f"{'' if line is None else f' at line {line}'} in this trace; it has: "
+                      f"{have or 'nothing'}")
+
+
+def describe(access) -> str:
+    """One line in words: what the warp touched and how many wavefronts it took."""
+    distinct = len(set(access.words))
+    banks = len(set(access.banks))
+    lanes = len(access.lanes)
+    ways = access.wavefronts
+    if ways <= 1:
+        verdict = "conflict-free"
+    else:
+        verdict = f"a {ways}-way bank conflict"
+    share = (" (one word broadcast to every lane)" if distinct == 1 and lanes > 1 else
+             f" ({lanes - distinct} lanes share a word with another lane)" if distinct < lanes
+             else "")
+    return (f"line {access.line}, {access.kind} of {access.array}: {lanes} lanes, "
+            f"{distinct} distinct word{'s' if distinct != 1 else ''}{share} in {banks} "
+            f"bank{'s' if banks != 1 else ''}: {ways} wavefront{'s' if ways != 1 else ''}, "
+            f"{verdict}")
+
+
+def _lane_text(lanes: tuple[int, ...]) -> str:
+    if len(lanes) == 1:
+        return str(lanes[0])
+    if list(lanes) == list(range(lanes[0], lanes[-1] + 1)):
+        return f"{lanes[0]}–{lanes[-1]}"
+    return f"{len(lanes)} lanes"
+
+
+def plot_banks(access, ax=None, *, title: str | None = None):
+    """Draw one warp access: a column per bank, a row per wavefront, lanes in the cells.
+
+    A cell holds the lanes served by that bank in that wavefront (a range such as "0–31"
+    when one word is broadcast to many lanes). A conflict-free access fills one row; an
+    n-way conflict stacks n rows in some bank. Returns the Axes; its cells are also in
+    ``ax.bank_cells`` ({(bank, wavefront): lanes}, the data drawn)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    layout = bank_layout(access)
+    rows = max((r for _, r in layout), default=-1) + 1
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 1.2 + 0.22 * max(rows, 1)))
+    for (bank, row), lanes in layout.items():
+        shade = "C3" if rows > 1 else "C0"
+        ax.add_patch(Rectangle((bank, row), 1, 1, facecolor=shade, alpha=0.25 + 0.5 / max(rows, 1),
+                               edgecolor="white"))
+        ax.text(bank + 0.5, row + 0.5, _lane_text(lanes), ha="center", va="center",
+                fontsize=6 if len(lanes) > 1 else 7)
+    ax.set_xlim(0, BANKS)
+    ax.set_ylim(max(rows, 1), 0)
+    ax.set_xticks([b + 0.5 for b in range(BANKS)], [str(b) for b in range(BANKS)], fontsize=7)
+    ax.set_yticks([r + 0.5 for r in range(max(rows, 1))],
+                  [str(r + 1) for r in range(max(rows, 1))], fontsize=7)
+    ax.set_xlabel("bank")
+    ax.set_ylabel("wavefront")
+    ax.set_title(title or f"{access.kind} of {access.array} (line {access.line}): "
+                          f"{access.wavefronts} wavefront{'s' if access.wavefronts != 1 else ''}",
+                 fontsize=10)
+    ax.set_aspect("auto")
+    ax.bank_cells = layout
+    return ax
