@@ -17,7 +17,8 @@ inputs copied to the GPU once, outside the timed region; random normal float32 d
   ``A @ B`` when CuPy is installed. GFLOP/s = 2 N^3 / median time. Each variant is first
   checked against a float64 product at the smallest N (max error relative to the largest
   entry); a variant that fails is reported and left out.
-- SAXPY over 2^28 floats (block 256): GB/s counting 12 bytes per element.
+- SAXPY over 2^28 floats (block 256): GB/s counting 12 bytes per element (``gflops`` is
+  null for this and the transposes: they are bandwidth kernels).
 - Transpose of an N x N matrix (largest N): naive, shared, shared+padded; GB/s counting
   8 bytes per element.
 
@@ -221,8 +222,8 @@ def _saxpy(tl, warmup, repeat, log):
     y_d.free()
     log(f"{'saxpy':<15} n=2^28 {gbps:9,.0f} GB/s  {ms:8.3f} ms")
     return [{"kernel": "saxpy", "N": n, "block": [256, 1, 1], "tile": None, "pad": None,
-             "static_shared_bytes": 0, "gflops": round(2.0 * n / ms / 1e6, 1),
-             "gbps": round(gbps, 1), "median_ms": round(ms, 4),
+             "static_shared_bytes": 0, "gflops": None, "gbps": round(gbps, 1),
+             "median_ms": round(ms, 4),
              "bytes_per_element": 12}]
 
 
@@ -251,7 +252,7 @@ def _transpose(tl, N, warmup, repeat, log):
         log(f"{name:<15} N={N:<5} pad={pad} {gbps:9,.0f} GB/s  {ms:8.3f} ms  correct={ok}")
         out.append({"kernel": f"transpose:{name}", "N": N, "block": [32, 32, 1], "tile": 32,
                     "pad": pad, "static_shared_bytes": int(f.shared_size_bytes),
-                    "gflops": 0.0, "gbps": round(gbps, 1), "median_ms": round(ms, 4),
+                    "gflops": None, "gbps": round(gbps, 1), "median_ms": round(ms, 4),
                     "correct": ok, "bytes_per_element": 8})
     return out
 
@@ -300,7 +301,8 @@ def _ncu_one(spec, name, log):
     for key, value in zip(header, values):
         if key in NCU_METRICS:
             try:
-                metrics[key] = float(value.replace(",", ""))
+                number = float(value.replace(",", ""))
+                metrics[key] = int(number) if number.is_integer() else number
             except ValueError:
                 metrics[key] = value
     return metrics
@@ -326,7 +328,7 @@ def profile(log=print, N=1024):
                     "metrics": metrics})
         log(f"ncu {label:<28} tile={tile!s:<4} pad={pad!s:<4} " + ", ".join(
             f"{k.split('.')[0].split('__')[-1]}={v:,.0f}" for k, v in metrics.items()
-            if isinstance(v, float) and k.startswith(("launch__occupancy_limit_shared",
+            if isinstance(v, (int, float)) and k.startswith(("launch__occupancy_limit_shared",
                                                       "launch__shared_mem_config"))))
     return out
 
