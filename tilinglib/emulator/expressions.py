@@ -1,0 +1,447 @@
+"""Stage 3, expressions: C expressions -> `X` closures (a mixin of `compiler.Compiler`).
+
+Input: pycparser expression nodes. Output: an `X` per node: its static C type, whether it
+is an lvalue and where it lives, a constant value when it has one, and `fn(ctx)` computing
+its value on lane vectors with C's conversions (values.py) and memory accesses (execute.py).
+Dispatch is by node class: `expr_<Node>`; an unknown node is an `UnsupportedFeatureError`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from pycparser import c_ast
+
+from . import ctypes_ as ct
+from . import values as V
+from .closures import BUILTIN_VECTORS, X, _line, constant, parse_int
+
+
+class ExpressionsMixin:
+    """`expr_<Node>` methods; needs the helpers of `compiler.Compiler` (convert, rvalue,
+    memory_lvalue, assigner, error, unsupported, resolve, device_function)."""
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, node) -> X:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.unsupported(node, f"the expression {type(node).__name__}")
+        return method(node)
+
+    def const_value(self, node) -> int:
+        x = self.expr(node)
+        if x.const is None or not ct.decay(x.ctype).is_integer:
+            raise self.error(node, "array size must be a constant integer expression "
+                                   "(a number, or a #define / -D macro)")
+        return int(x.const)
+
+    def expr_Constant(self, node) -> X:
+        text = node.value
+        if node.type == "string":
+            return X(lambda ctx, s=text: s, ct.Pointer(ct.CHAR), const=text)
+        if node.type == "char":
+            body = text[1:-1].encode().decode("unicode_escape")
+            return constant(ord(body), ct.CHAR)
+        if node.type in ("float", "double") or re.search(r"[.eEpP]", text) and not \
+                text.lower().startswith("0x"):
+            is_float = text[-1] in "fF"
+            value = float(text.rstrip("fFlL"))
+            return constant(value, ct.FLOAT if is_float else ct.DOUBLE)
+        try:
+            value, t = parse_int(text)
+        except ValueError:
+            raise self.error(node, f"cannot read the number '{text}'") from None
+        return constant(value, t)
+
+    def expr_ID(self, node) -> X:
+        name = node.name
+        x = self.scope.lookup(name)
+        if x is not None:
+            return x
+        if name in BUILTIN_VECTORS:
+            return X(None, ct.UINT3, builtin=name)
+        if name == "warpSize":
+            return constant(32, ct.INT)
+        if name in ("true", "false"):
+            return constant(name == "true", ct.BOOL)
+        if name in ("INFINITY", "HUGE_VALF"):
+            return constant(np.inf, ct.FLOAT)
+        if name == "NAN":
+            return constant(np.nan, ct.FLOAT)
+        if name == "FLT_MAX":
+            return constant(np.finfo(np.float32).max, ct.FLOAT)
+        if name == "INT_MAX":
+            return constant(2**31 - 1, ct.INT)
+        if name == "INT_MIN":
+            return constant(-2**31, ct.INT)
+        raise self.error(node, f"'{name}' is not declared")
+
+    def expr_StructRef(self, node) -> X:
+        base = self.expr(node.name)
+        fname = node.field.name
+        if base.builtin is not None:
+            if node.type != "." or fname not in "xyz" or len(fname) != 1:
+                raise self.error(node, f"{base.builtin} has fields x, y and z")
+            i = "xyz".index(fname)
+            attr = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim",
+                    "gridDim": "gdim"}[base.builtin]
+            return X(lambda ctx, attr=attr, i=i: getattr(ctx, attr)[i], ct.UINT)
+        if node.type == "->":
+            pt = ct.decay(base.ctype)
+            if not pt.is_pointer or not pt.target.is_struct:
+                raise self.error(node, f"'->' needs a pointer to a struct, not {base.ctype}")
+            st = pt.target
+            found = st.field(fname)
+            if found is None:
+                raise self.error(node, f"{st} has no field '{fname}'")
+            ftype, offset = found
+            bfn = base.fn
+            return self.memory_lvalue(lambda ctx: bfn(ctx) + offset, ftype, node)
+        st = base.ctype
+        if not st.is_struct:
+            raise self.error(node, f"'.{fname}' needs a struct, not {st}")
+        found = st.field(fname)
+        if found is None:
+            raise self.error(node, f"{st} has no field '{fname}'")
+        ftype, offset = found
+        if base.addr is not None:
+            baddr = base.addr
+            return self.memory_lvalue(lambda ctx: baddr(ctx) + offset, ftype, node)
+        index = [f[0] for f in st.fields].index(fname)
+        bfn = base.fn
+        return X(lambda ctx: bfn(ctx)[index], ftype,
+                 slot=base.slot if base.member is None else None,
+                 member=index if base.slot is not None and base.member is None else None)
+
+    def expr_ArrayRef(self, node) -> X:
+        base = self.expr(node.name)
+        index = self.expr(node.subscript)
+        bt = ct.decay(base.ctype)
+        if not bt.is_pointer:
+            if ct.decay(index.ctype).is_pointer:
+                base, index, bt = index, base, ct.decay(index.ctype)
+            else:
+                raise self.error(node, f"cannot index a value of type {base.ctype}")
+        if not ct.decay(index.ctype).is_integer:
+            raise self.error(node.subscript, f"an array index must be an integer, "
+                                             f"not {index.ctype}")
+        elem = bt.target
+        if elem.is_void:
+            raise self.error(node, "cannot index a void pointer")
+        size = elem.size
+        bfn = base.fn
+        ifn = self.convert(index, ct.LONG, node)
+        if index.const is not None:
+            delta = np.int64(int(index.const) * size)
+            addr = lambda ctx: bfn(ctx) + delta  # noqa: E731
+        else:
+            addr = lambda ctx: bfn(ctx) + ifn(ctx) * size  # noqa: E731
+        return self.memory_lvalue(addr, elem, node)
+
+    def expr_UnaryOp(self, node) -> X:
+        op = node.op
+        if op == "sizeof":
+            if isinstance(node.expr, c_ast.Typename):
+                t = self.resolve(node.expr.type)
+            else:
+                t = self.expr(node.expr).ctype
+            return constant(t.size, ct.ULONG)
+        if op in ("++", "--", "p++", "p--"):
+            return self.increment(node)
+        x = self.expr(node.expr)
+        if op == "&":
+            if x.ctype.is_array:
+                return X(x.fn, ct.Pointer(x.ctype))
+            if x.addr is None:
+                raise self.unsupported(node, "taking the address of a local variable",
+                                       "use a local array of one element, or shared memory")
+            return X(x.addr, ct.Pointer(x.ctype))
+        if op == "*":
+            pt = ct.decay(x.ctype)
+            if not pt.is_pointer:
+                raise self.error(node, f"cannot dereference a value of type {x.ctype}")
+            return self.memory_lvalue(x.fn, pt.target, node)
+        t = ct.decay(x.ctype)
+        if op == "!":
+            f = self.convert(x, ct.BOOL, node)
+            if x.const is not None:
+                return constant(not bool(x.const), ct.BOOL)
+            return X(lambda ctx: np.logical_not(f(ctx)), ct.BOOL)
+        if not t.is_arithmetic:
+            raise self.error(node, f"operator {op} needs a number, not {t}")
+        rt = ct.integer_promote(t)
+        f = self.convert(x, rt, node)
+        if op == "+":
+            return X(f, rt, const=None if x.const is None else rt.dtype.type(x.const))
+        if op == "-":
+            if x.const is not None:
+                return constant(-rt.dtype.type(x.const), rt)
+            return X(lambda ctx: np.negative(f(ctx)), rt)
+        if op == "~":
+            if not rt.is_integer:
+                raise self.error(node, "operator ~ needs an integer")
+            if x.const is not None:
+                return constant(np.invert(rt.dtype.type(x.const)), rt)
+            return X(lambda ctx: np.invert(f(ctx)), rt)
+        raise self.unsupported(node, f"the unary operator {op}")
+
+    def increment(self, node) -> X:
+        target = self.expr(node.expr)
+        t = ct.decay(target.ctype)
+        store = self.assigner(target, node)
+        step = 1 if "+" in node.op else -1
+        post = node.op.startswith("p")
+        if t.is_pointer:
+            delta = np.int64(step * t.target.size)
+        else:
+            delta = t.dtype.type(step)
+        load = target.fn
+        addr = target.addr
+        if addr is not None:
+            # Evaluate the address once: load and store the same element.
+            t_ = t
+            line = _line(node)
+
+            def inc_mem(ctx):
+                a = addr(ctx)
+                old = ctx.load(a, t_, line)
+                new = (old + delta).astype(t_.dtype) if isinstance(old, np.ndarray) else \
+                    t_.dtype.type(old + delta)
+                ctx.store(a, t_, new, line)
+                return old if post else new
+            return X(inc_mem, t)
+
+        def inc(ctx):
+            old = load(ctx)
+            new = (old + delta).astype(t.dtype) if isinstance(old, np.ndarray) else \
+                t.dtype.type(old + delta)
+            store(ctx, new)
+            return old if post else new
+        return X(inc, t)
+
+    def expr_BinaryOp(self, node) -> X:
+        op = node.op
+        if op in ("&&", "||"):
+            return self.logical(node)
+        a = self.rvalue(self.expr(node.left))
+        b = self.rvalue(self.expr(node.right))
+        ta, tb = a.ctype, b.ctype
+        if ta.is_pointer or tb.is_pointer:
+            return self.pointer_op(node, op, a, b)
+        if not (ta.is_arithmetic and tb.is_arithmetic):
+            raise self.error(node, f"operator {op} cannot combine {ta} and {tb}")
+        t = ct.usual_arithmetic_conversion(ta, tb)
+        if op in ("<<", ">>"):
+            t = ct.integer_promote(ta)
+            fa, fb = self.convert(a, t, node), self.convert(b, t, node)
+        else:
+            fa, fb = self.convert(a, t, node), self.convert(b, t, node)
+        if op in V.COMPARE:
+            cmp = V.COMPARE[op]
+            if a.const is not None and b.const is not None:
+                return constant(bool(cmp(t.dtype.type(a.const), t.dtype.type(b.const))), ct.BOOL)
+            return X(lambda ctx: cmp(fa(ctx), fb(ctx)), ct.BOOL)
+        fop = V.arith_op(op, t)
+        if fop is None:
+            raise self.error(node, f"operator {op} cannot be used on {t} (use fmodf for floats)")
+        if a.const is not None and b.const is not None:
+            with np.errstate(all="ignore"):
+                return constant(fop(t.dtype.type(a.const), t.dtype.type(b.const)), t)
+        if t.is_floating and op in "+-*/":
+            def flop(ctx):
+                ctx.flops += ctx.nactive
+                return fop(fa(ctx), fb(ctx))
+            return X(flop, t)
+        return X(lambda ctx: fop(fa(ctx), fb(ctx)), t)
+
+    def pointer_op(self, node, op, a, b) -> X:
+        ta, tb = a.ctype, b.ctype
+        if op in V.COMPARE:
+            cmp = V.COMPARE[op]
+            fa, fb = self.convert(a, ct.LONG, node), self.convert(b, ct.LONG, node)
+            return X(lambda ctx: cmp(fa(ctx), fb(ctx)), ct.BOOL)
+        if op == "-" and ta.is_pointer and tb.is_pointer:
+            size = ta.target.size
+            fa, fb = a.fn, b.fn
+            return X(lambda ctx: ((fa(ctx) - fb(ctx)) // size).astype(np.int64)
+                     if isinstance(fa(ctx), np.ndarray) else np.int64((fa(ctx) - fb(ctx)) // size),
+                     ct.LONG)
+        if op in ("+", "-"):
+            if tb.is_pointer:
+                if op == "-":
+                    raise self.error(node, "cannot subtract a pointer from a number")
+                a, b, ta, tb = b, a, tb, ta
+            if not tb.is_integer:
+                raise self.error(node, f"pointer arithmetic needs an integer, not {tb}")
+            size = ta.target.size if not ta.target.is_void else 1
+            fp, fi = a.fn, self.convert(b, ct.LONG, node)
+            sign = 1 if op == "+" else -1
+            return X(lambda ctx: fp(ctx) + sign * fi(ctx) * size, ta)
+        raise self.error(node, f"operator {op} cannot be used on pointers")
+
+    def logical(self, node) -> X:
+        a = self.expr(node.left)
+        b = self.expr(node.right)
+        fa, fb = self.convert(a, ct.BOOL, node), self.convert(b, ct.BOOL, node)
+        is_and = node.op == "&&"
+        if a.const is not None and b.const is not None:
+            va, vb = bool(a.const), bool(b.const)
+            return constant((va and vb) if is_and else (va or vb), ct.BOOL)
+
+        def logic(ctx):
+            left = fa(ctx)
+            if not isinstance(left, np.ndarray):
+                if bool(left) != is_and:
+                    return np.bool_(left)
+                return fb(ctx)
+            # Evaluate the right side only in lanes that need it (C short-circuit).
+            saved = ctx.mask
+            ctx.set_mask(saved & left if is_and else saved & ~left)
+            try:
+                right = fb(ctx) if ctx.any else np.bool_(False)
+            finally:
+                ctx.set_mask(saved)
+            return (left & right) if is_and else (left | right)
+        return X(logic, ct.BOOL)
+
+    def expr_TernaryOp(self, node) -> X:
+        c = self.expr(node.cond)
+        a = self.rvalue(self.expr(node.iftrue))
+        b = self.rvalue(self.expr(node.iffalse))
+        if a.ctype.is_arithmetic and b.ctype.is_arithmetic:
+            t = ct.usual_arithmetic_conversion(a.ctype, b.ctype)
+        elif a.ctype == b.ctype:
+            t = a.ctype
+        elif a.ctype.is_pointer and b.ctype.is_integer:
+            t = a.ctype
+        elif b.ctype.is_pointer and a.ctype.is_integer:
+            t = b.ctype
+        else:
+            raise self.error(node, f"the two sides of ?: differ: {a.ctype} and {b.ctype}")
+        fc = self.convert(c, ct.BOOL, node)
+        fa, fb = self.convert(a, t, node), self.convert(b, t, node)
+        if c.const is not None:
+            return a if bool(c.const) else b
+
+        def ternary(ctx):
+            cond = fc(ctx)
+            if not isinstance(cond, np.ndarray):
+                return fa(ctx) if cond else fb(ctx)
+            saved = ctx.mask
+            try:
+                ctx.set_mask(saved & cond)
+                va = fa(ctx) if ctx.any else None
+                ctx.set_mask(saved & ~cond)
+                vb = fb(ctx) if ctx.any else None
+            finally:
+                ctx.set_mask(saved)
+            if va is None:
+                return vb
+            if vb is None:
+                return va
+            return V.where(cond, va, vb)
+        return X(ternary, t)
+
+    def expr_Cast(self, node) -> X:
+        t = self.resolve(node.to_type)
+        x = self.expr(node.expr)
+        if t.is_void:
+            f = x.fn
+            return X(f, ct.VOID)
+        f = self.convert(x, t, node)
+        const = None
+        if x.const is not None and t.is_scalar:
+            const = V.converter(ct.decay(x.ctype), t)(x.const) if V.converter(
+                ct.decay(x.ctype), t) else x.const
+        return X(f, t, const=const)
+
+    def expr_Assignment(self, node) -> X:
+        target = self.expr(node.lvalue)
+        value = self.expr(node.rvalue)
+        t = target.ctype
+        if t.is_array:
+            raise self.error(node, "cannot assign to a whole array; assign its elements")
+        op = node.op
+        if op == "=":
+            fv = self.convert(value, ct.decay(t), node)
+            store = self.assigner(target, node)
+
+            def assign(ctx):
+                v = fv(ctx)
+                store(ctx, v)
+                return v
+            return X(assign, t)
+        binop = op[:-1]
+        fake = c_ast.BinaryOp(binop, node.lvalue, node.rvalue, node.coord)
+        if target.addr is not None:
+            # a[i] += v: evaluate the address once.
+            addr, line = target.addr, _line(node)
+            cell = {}
+            tmp = X(lambda ctx: cell["v"], t)
+            combined = self.binary_on(fake, binop, tmp, value)
+            fc = self.convert(combined, t, node)
+            is_struct = t.is_struct
+
+            def update(ctx):
+                a = addr(ctx)
+                cell["v"] = ctx.load(a, t, line) if not is_struct else ctx.load_struct(a, t, line)
+                v = fc(ctx)
+                ctx.store(a, t, v, line)
+                return v
+            return X(update, t)
+        combined = self.binary_on(fake, binop, target, value)
+        fc = self.convert(combined, t, node)
+        store = self.assigner(target, node)
+
+        def update_var(ctx):
+            v = fc(ctx)
+            store(ctx, v)
+            return v
+        return X(update_var, t)
+
+    def binary_on(self, node, op, a: X, b: X) -> X:
+        """Compile `a op b` for already-compiled operands (used by compound assignment)."""
+        saved = self.expr
+        pre = {id(node.left): a, id(node.right): b}
+
+        def patched(n):
+            if id(n) in pre:
+                return pre[id(n)]
+            return saved(n)
+        self.expr = patched
+        try:
+            return self.expr_BinaryOp(node)
+        finally:
+            self.expr = saved
+
+    def expr_ExprList(self, node) -> X:
+        xs = [self.expr(e) for e in node.exprs]
+        fns = [x.fn for x in xs]
+
+        def comma(ctx):
+            v = None
+            for f in fns:
+                v = f(ctx)
+            return v
+        return X(comma, xs[-1].ctype)
+
+    def expr_FuncCall(self, node) -> X:
+        from .builtins import compile_builtin_call
+
+        if not isinstance(node.name, c_ast.ID):
+            raise self.unsupported(node, "calls through function pointers")
+        name = node.name.name
+        args = node.args.exprs if node.args is not None else []
+        if name in self.functions:
+            call, rtype, params = self.device_function(name, node)
+            if len(args) != len(params):
+                raise self.error(node, f"'{name}' takes {len(params)} arguments, "
+                                       f"{len(args)} given")
+            fargs = [self.convert(self.rvalue(self.expr(a)), p.ctype, a)
+                     for a, p in zip(args, params)]
+            return X(lambda ctx: call(ctx, [f(ctx) for f in fargs]), rtype)
+        return compile_builtin_call(self, node, name, args)
+
+    def expr_InitList(self, node):
+        raise self.error(node, "a brace initializer can only initialise a declared variable")

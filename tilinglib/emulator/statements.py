@@ -1,0 +1,394 @@
+"""Stage 3, statements: C statements -> closures run(ctx) (a mixin of `compiler.Compiler`).
+
+Input: pycparser statement nodes. Output: closures that run a statement for the active
+lanes of a batch, following the SIMT model: `if` narrows `ctx.mask`, loops run while any
+lane is active, `break`/`continue`/`return` clear lanes until the enclosing loop or
+function restores them. Declarations place variables in environment slots, shared memory
+or local memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pycparser import c_ast
+
+from . import ctypes_ as ct
+from . import values as V
+from .closures import SharedVar, X, _line, _Scope
+from .memory import LOCAL_REGION, SHARED_REGION, make_address
+
+
+class StatementsMixin:
+    """`stmt_<Node>` methods; needs the helpers of `compiler.Compiler`."""
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, node):
+        """Compile a statement. Returns a closure run(ctx)."""
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        x = self.expr(node)      # an expression statement
+        f = x.fn
+        return lambda ctx: (f(ctx), None)[1]
+
+    def stmt_Compound(self, node):
+        saved = self.scope
+        self.scope = _Scope(saved)
+        items = []
+        for item in node.block_items or []:
+            items.append((self.stmt(item), _has_jump(item)))
+        self.scope = saved
+        plain = [s for s, _ in items]
+        if not any(j for _, j in items):
+            def block_plain(ctx):
+                for s in plain:
+                    s(ctx)
+            return block_plain
+
+        def block(ctx):
+            for s, jumps in items:
+                s(ctx)
+                if jumps and not ctx.any:
+                    return
+        return block
+
+    def stmt_EmptyStatement(self, node):
+        return lambda ctx: None
+
+    def stmt_Pragma(self, node):
+        return lambda ctx: None
+
+    def stmt_DeclList(self, node):
+        stmts = [self.stmt_Decl(d) for d in node.decls]
+
+        def decls(ctx):
+            for s in stmts:
+                s(ctx)
+        return decls
+
+    def stmt_Decl(self, node):
+        storage = node.storage or []
+        if isinstance(node.type, c_ast.Struct) and node.name is None:
+            self.struct_type(node.type)
+            return lambda ctx: None
+        if isinstance(node.type, c_ast.Enum):
+            self.enum_decl(node.type)
+            return lambda ctx: None
+        if isinstance(node.type, c_ast.FuncDecl):
+            return lambda ctx: None
+        t = self.resolve(node.type)
+        if "_Thread_local" in storage:
+            return self.shared_decl(node, t, dynamic="extern" in storage)
+        if "static" in storage:
+            raise self.unsupported(node, "static local variables")
+        if "register" in storage:
+            raise self.unsupported(node, "__constant__ variables inside a function",
+                                   "declare them at file scope")
+        if t.is_array:
+            return self.local_array_decl(node, t)
+        slot = self.fn.new_slot()
+        x = X(self.slot_reader(slot), t, slot=slot)
+        if "const" in (node.quals or []) and node.init is not None and t.is_scalar:
+            init = self.expr(node.init)
+            if init.const is not None:
+                c = V.converter(ct.decay(init.ctype), t)
+                x = X(x.fn, t, slot=slot, const=c(init.const) if c else init.const)
+        self.scope.names[node.name] = x
+        zero = V.zero_of(t)
+        if node.init is None:
+            def declare(ctx, slot=slot, zero=zero):
+                if ctx.env[slot] is None:
+                    ctx.env[slot] = zero
+            return declare
+        if isinstance(node.init, c_ast.InitList):
+            if not t.is_struct:
+                raise self.error(node, "a brace initializer needs an array or struct")
+            parts = [self.convert(self.expr(e), f[1], e)
+                     for e, f in zip(node.init.exprs, t.fields)]
+            parts += [lambda ctx, z=f[1].dtype.type(0): z for f in t.fields[len(parts):]]
+            store = self.assigner(x, node)
+            return lambda ctx: store(ctx, tuple(p(ctx) for p in parts))
+        # The variable is in scope for its own initializer only in the (unusual) self-reference.
+        fv = self.convert(self.rvalue(self.expr(node.init)), t, node)
+        store = self.assigner(x, node)
+
+        def init(ctx, slot=slot, zero=zero):
+            if ctx.env[slot] is None:
+                ctx.env[slot] = zero
+            store(ctx, fv(ctx))
+        return init
+
+    def shared_decl(self, node, t, dynamic):
+        if not t.is_array and dynamic:
+            raise self.error(node, "extern __shared__ needs an array: extern __shared__ float s[];")
+        if dynamic:
+            var = SharedVar(node.name, t, 0, True, _line(node))
+            self.shared.append(var)
+
+            def dyn_addr(ctx):
+                return ctx.dynamic_shared_address
+            self.scope.names[node.name] = X(dyn_addr, t) if t.is_array else \
+                self.memory_lvalue(dyn_addr, t, node)
+            return lambda ctx: None
+        if node.init is not None:
+            raise self.error(node, "__shared__ variables cannot have an initializer; "
+                                   "assign them in the kernel, then __syncthreads()")
+        existing = [v for v in self.shared if v.name == node.name and v.line == _line(node)]
+        if existing:
+            var = existing[0]
+        else:
+            align = max(t.align, 1)
+            offset = -(-self._static_shared() // align) * align
+            var = SharedVar(node.name, t, offset, False, _line(node))
+            self.shared.append(var)
+        address = np.int64(make_address(SHARED_REGION, var.offset))
+        if t.is_array:
+            self.scope.names[node.name] = X(lambda ctx, a=address: a, t)
+        else:
+            self.scope.names[node.name] = self.memory_lvalue(lambda ctx, a=address: a, t, node)
+        return lambda ctx: None
+
+    def local_array_decl(self, node, t):
+        if t.length is None:
+            raise self.error(node, f"the local array '{node.name}' needs a size")
+        align = max(t.align, 4)
+        offset = -(-self.local_bytes // align) * align
+        self.local_bytes = offset + t.size
+        address = np.int64(make_address(LOCAL_REGION, offset))
+        x = X(lambda ctx, a=address: a, t)
+        self.scope.names[node.name] = x
+        if node.init is None:
+            return lambda ctx: None
+        if not isinstance(node.init, c_ast.InitList):
+            raise self.error(node, "initialise an array with { ... }")
+        stores = []
+        base = t.base_elem
+        flat = []
+
+        def walk(init, at):
+            if isinstance(init, c_ast.InitList):
+                for item in init.exprs:
+                    walk(item, at.elem if at.is_array else at)
+            else:
+                flat.append(init)
+        walk(node.init, t)
+        total = int(np.prod(t.shape))
+        if len(flat) > total:
+            raise self.error(node, f"too many initializers for '{node.name}' ({len(flat)} > {total})")
+        line = _line(node)
+        for i in range(total):
+            fv = (self.convert(self.expr(flat[i]), base, node) if i < len(flat)
+                  else (lambda ctx, z=base.dtype.type(0): z))
+            a = np.int64(address + i * base.size)
+            stores.append((a, fv))
+
+        def init_array(ctx):
+            for a, fv in stores:
+                ctx.store(a, base, fv(ctx), line)
+        return init_array
+
+    def stmt_If(self, node):
+        c = self.expr(node.cond)
+        fc = self.convert(c, ct.BOOL, node)
+        then = self.stmt(node.iftrue) if node.iftrue is not None else None
+        other = self.stmt(node.iffalse) if node.iffalse is not None else None
+        jumps = _has_jump(node)
+
+        def if_(ctx):
+            cond = fc(ctx)
+            if not isinstance(cond, np.ndarray):
+                if cond:
+                    if then is not None:
+                        then(ctx)
+                elif other is not None:
+                    other(ctx)
+                return
+            saved = ctx.mask
+            saved_state = ctx.state()
+            ctx.set_mask(saved & cond)
+            if ctx.any and then is not None:
+                then(ctx)
+            if other is not None:
+                ctx.set_mask(saved & ~cond)
+                if ctx.any:
+                    other(ctx)
+            if jumps:
+                ctx.set_mask(saved & ~ctx.jumped())
+            else:
+                ctx.restore(saved, saved_state)
+        return if_
+
+    def loop(self, node, init, cond, step, body, test_first=True):
+        fcond = self.convert(self.expr(cond), ct.BOOL, node) if cond is not None else None
+        fstep = self.expr(step).fn if step is not None else None
+        line = _line(node)
+
+        def run_loop(ctx):
+            if init is not None:
+                init(ctx)
+            outer = ctx.mask
+            outer_state = ctx.state()
+            saved_brk, saved_cont = ctx.brk, ctx.cont
+            ctx.brk = np.zeros(ctx.T, dtype=bool)
+            ctx.cont = np.zeros(ctx.T, dtype=bool)
+            active = outer
+            first = True
+            try:
+                while True:
+                    ctx.step(line)
+                    if fcond is not None and (test_first or not first):
+                        c = fcond(ctx)
+                        if isinstance(c, np.ndarray):
+                            active = active & c
+                            ctx.set_mask(active)
+                        elif not c:
+                            break
+                        if not ctx.any:
+                            break
+                    first = False
+                    body(ctx)
+                    if ctx.brk.any() or ctx.ret.any() or ctx.cont.any():
+                        active = active & ~ctx.brk & ~ctx.ret
+                        ctx.cont[:] = False
+                        ctx.set_mask(active)
+                        if not ctx.any:
+                            break
+                    elif ctx.mask is not active:
+                        ctx.set_mask(active)
+                    if fstep is not None:
+                        fstep(ctx)
+            finally:
+                ctx.brk, ctx.cont = saved_brk, saved_cont
+            if ctx.ret.any():
+                ctx.set_mask(outer & ~ctx.jumped())
+            else:
+                ctx.restore(outer, outer_state)
+        return run_loop
+
+    def stmt_For(self, node):
+        saved = self.scope
+        self.scope = _Scope(saved)
+        init = None
+        if node.init is not None:
+            init = self.stmt(node.init)
+        body = self.stmt(node.stmt)
+        run = self.loop(node, init, node.cond, node.next, body)
+        self.scope = saved
+        return run
+
+    def stmt_While(self, node):
+        return self.loop(node, None, node.cond, None, self.stmt(node.stmt))
+
+    def stmt_DoWhile(self, node):
+        return self.loop(node, None, node.cond, None, self.stmt(node.stmt), test_first=False)
+
+    def stmt_Break(self, node):
+        def brk(ctx):
+            ctx.brk |= ctx.mask
+            ctx.set_mask(np.zeros(ctx.T, dtype=bool))
+        return brk
+
+    def stmt_Continue(self, node):
+        def cont(ctx):
+            ctx.cont |= ctx.mask
+            ctx.set_mask(np.zeros(ctx.T, dtype=bool))
+        return cont
+
+    def stmt_Return(self, node):
+        fn = self.fn
+        if node.expr is not None:
+            if fn.ret_slot is None:
+                raise self.error(node, f"'{fn.name}' returns void: write 'return;'")
+            value = self.convert(self.rvalue(self.expr(node.expr)), fn.return_type, node)
+            store = self.assigner(X(None, fn.return_type, slot=fn.ret_slot), node)
+        elif fn.ret_slot is not None:
+            raise self.error(node, f"'{fn.name}' must return a {fn.return_type}")
+        else:
+            value = store = None
+
+        def ret(ctx):
+            if value is not None:
+                store(ctx, value(ctx))
+            ctx.ret |= ctx.mask
+            ctx.set_mask(np.zeros(ctx.T, dtype=bool))
+        return ret
+
+    def stmt_Switch(self, node):
+        x = self.expr(node.cond)
+        t = ct.integer_promote(ct.decay(x.ctype))
+        fx = self.convert(x, t, node)
+        if not isinstance(node.stmt, c_ast.Compound):
+            raise self.unsupported(node, "a switch without braces")
+        # Flatten: a list of (case values or 'default', statements).
+        groups = []
+        for item in node.stmt.block_items or []:
+            while isinstance(item, (c_ast.Case, c_ast.Default)):
+                if isinstance(item, c_ast.Case):
+                    label = self.const_value(item.expr)
+                else:
+                    label = "default"
+                groups.append([label, []])
+                body = item.stmts or []
+                if len(body) == 1 and isinstance(body[0], (c_ast.Case, c_ast.Default)):
+                    item = body[0]
+                    continue
+                groups[-1][1].extend(body)
+                item = None
+            if item is not None:
+                if not groups:
+                    raise self.error(item, "a statement before the first case label")
+                groups[-1][1].append(item)
+        saved = self.scope
+        self.scope = _Scope(saved)
+        compiled = [(label, [self.stmt(s) for s in stmts]) for label, stmts in groups]
+        self.scope = saved
+        labels = [label for label, _ in compiled if label != "default"]
+
+        def switch(ctx):
+            v = fx(ctx)
+            outer = ctx.mask
+            saved_brk = ctx.brk
+            ctx.brk = np.zeros(ctx.T, dtype=bool)
+            entered = np.zeros(ctx.T, dtype=bool)
+            matched_any = np.zeros(ctx.T, dtype=bool)
+            for label in labels:
+                matched_any = matched_any | (v == t.dtype.type(label))
+            try:
+                for label, stmts in compiled:
+                    hit = ~matched_any if label == "default" else (v == t.dtype.type(label))
+                    entered = entered | (outer & hit)  # fall-through keeps lanes entered
+                    ctx.set_mask(entered & ~ctx.brk & ~ctx.jumped())
+                    if ctx.any:
+                        for s in stmts:
+                            s(ctx)
+                            if not ctx.any:
+                                break
+            finally:
+                ctx.brk = saved_brk
+            ctx.set_mask(outer & ~ctx.jumped())
+        return switch
+
+    def stmt_Label(self, node):
+        raise self.unsupported(node, "labels and goto")
+
+    def stmt_Goto(self, node):
+        raise self.unsupported(node, "goto")
+
+    def stmt_Typedef(self, node):
+        self.add_typedef(node)
+        return lambda ctx: None
+
+
+_JUMPS = (c_ast.Break, c_ast.Continue, c_ast.Return)
+
+
+def _has_jump(node) -> bool:
+    """Whether a statement may clear lanes (break, continue or return inside it)."""
+    if isinstance(node, _JUMPS):
+        return True
+    if isinstance(node, c_ast.FuncCall):
+        return False
+    for _, child in node.children():
+        if _has_jump(child):
+            return True
+    return False
