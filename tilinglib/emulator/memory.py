@@ -115,10 +115,11 @@ def _distinct_per_warp(warp: np.ndarray, key: np.ndarray, full_warps: bool) -> t
         return 0, 0
     if full_warps:
         k = key.reshape(-1, WARP)
-        d = np.diff(k, axis=1)
-        if not (d >= 0).all():
-            d = np.diff(np.sort(k, axis=1), axis=1)
-        return k.shape[0], int(np.count_nonzero(d)) + k.shape[0]
+        left, right = k[:, :-1], k[:, 1:]
+        if not (right >= left).all():
+            k = np.sort(k, axis=1)
+            left, right = k[:, :-1], k[:, 1:]
+        return k.shape[0], int(np.count_nonzero(right != left)) + k.shape[0]
     order = np.lexsort((key, warp))
     w, k = warp[order], key[order]
     new_warp = w[1:] != w[:-1]
