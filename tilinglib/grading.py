@@ -1,0 +1,587 @@
+"""Autograding for the course's assignments: run a student's kernel where it can fail.
+
+Introduced by ``notebooks/assignments/``. The grader never trusts a single lucky run: it
+launches the student's CUDA C on the CPU emulator (always; it needs no GPU, and its
+out-of-bounds, race, barrier and uninitialised-memory checks are exact) on shapes chosen to
+break the usual mistakes, with random non-symmetric data and an output pre-filled with NaN,
+and reads the source for the two mistakes no affordable run shows (32-bit index products,
+an accumulator read before it is set). On a machine where tilinglib's backend is PyCUDA it
+also runs the same cases on the GPU.
+
+```python
+from tilinglib.grading import check_sgemm
+report = check_sgemm(source, "sgemm")      # source: str of CUDA C
+report.passed, report.score, report.max_score
+for message in report.failures: print(message)
+report                                     # a table in Jupyter, text in a terminal
+```
+
+Every lost point comes with a message that says what went wrong, on which shape, and what to
+change. Every launch has a step budget, so a kernel that never ends fails its check instead
+of hanging the grader.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .errors import (BarrierError, CompileError, KernelArgumentError, KernelRuntimeError,
+                     LaunchError, MemoryAccessError, RaceError, StepBudgetExceeded)
+
+__all__ = ["Check", "GradeReport", "check_sgemm", "sgemm_cases", "SGEMM_SIGNATURE"]
+
+SGEMM_SIGNATURE = "(int M, int N, int K, const float* A, const float* B, float* C)"
+MAX_THREADS_PER_BLOCK = 1024
+PROBE = "tilinglib_tile_probe"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded check: its `name`, the `points` it earned out of `max_points`, whether it
+    `passed`, and a `message` (what went wrong and what to change; "ok" when it passed)."""
+
+    name: str
+    points: float
+    max_points: float
+    passed: bool
+    message: str = "ok"
+
+
+@dataclass(frozen=True)
+class GradeReport:
+    """The outcome of grading one submission.
+
+    `checks` holds one `Check` per graded item; `passed`, `score`, `max_score` and `failures`
+    (the messages of the failed checks, each naming the check) are derived from them.
+    `tile` is the TILE the submission declared (None if it could not be read), `seconds`
+    the time grading took.
+    """
+
+    kernel: str
+    checks: tuple
+    tile: int | None = None
+    block: tuple | None = None
+    seconds: float = 0.0
+    notes: tuple = ()
+
+    @property
+    def score(self) -> float:
+        return round(sum(c.points for c in self.checks), 2)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(c.max_points for c in self.checks), 2)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failures(self) -> list[str]:
+        return [f"{c.name}: {c.message}" for c in self.checks if not c.passed]
+
+    def __str__(self) -> str:
+        head = (f"{self.kernel}: {self.score:g} / {self.max_score:g}"
+                f"{'  (all checks passed)' if self.passed else ''}"
+                f"  [TILE={self.tile}, block={self.block}, {self.seconds:.1f} s]")
+        width = max((len(c.name) for c in self.checks), default=0)
+        lines = [head]
+        for c in self.checks:
+            mark = "ok  " if c.passed else "FAIL"
+            lines.append(f"  {mark} {c.name:<{width}}  {c.points:g}/{c.max_points:g}")
+            if not c.passed:
+                lines += ["         " + line for line in c.message.splitlines()]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for c in self.checks:
+            colour = "#070" if c.passed else "#b00"
+            msg = "" if c.passed else html.escape(c.message).replace("\n", "<br>")
+            rows.append(f"<tr><td style='color:{colour}'>{'✔' if c.passed else '✘'}</td>"
+                        f"<td style='text-align:left'>{html.escape(c.name)}</td>"
+                        f"<td>{c.points:g}/{c.max_points:g}</td>"
+                        f"<td style='text-align:left;font-family:monospace'>{msg}</td></tr>")
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return (f"<b>{html.escape(self.kernel)}: {self.score:g} / {self.max_score:g}</b> "
+                f"(TILE={self.tile}, block={self.block}, {self.seconds:.1f} s)"
+                f"<table>{''.join(rows)}</table>" + (f"<ul>{notes}</ul>" if notes else ""))
+
+    def __repr__(self) -> str:
+        return (f"GradeReport(kernel={self.kernel!r}, score={self.score:g}, "
+                f"max_score={self.max_score:g}, passed={self.passed}, "
+                f"failures={len(self.failures)})")
+
+
+# --------------------------------------------------------------------------- the cases
+@dataclass(frozen=True)
+class _Case:
+    name: str
+    shapes: tuple          # ((M, N, K), ...)
+    points: float
+    why: str
+
+
+def sgemm_cases(tile: int) -> list:
+    """The correctness cases for a kernel with tile size `tile`: (name, [(M, N, K), ...],
+    points, what the case is for). Sizes stay small enough for the emulator."""
+    t = int(tile)
+    lo, hi = max(t - 1, 1), t + 1
+    return [
+        _Case("1x1x1", ((1, 1, 1),), 5, "one element: almost every thread of the block is "
+              "outside the matrices"),
+        _Case("square, multiple of TILE", ((2 * t, 2 * t, 2 * t),), 10,
+              "the easy case: no partial tile anywhere"),
+        _Case("TILE+1 and TILE-1", ((hi, lo, hi), (lo, hi, lo)), 10,
+              "one element past a tile, one short of a tile"),
+        _Case("primes, M != N != K", ((37, 19, 53), (13, 29, 7)), 10,
+              "nothing divides anything; rows, columns and K all differ"),
+        _Case("tall and wide", ((1000, 3, 5), (3, 1000, 7)), 10,
+              "1000 rows by 3 columns, then 3 rows by 1000 columns"),
+        _Case("long K", ((7, 9, 3 * t + 5),), 10,
+              "several tiles along K, the last one partial"),
+    ]
+
+
+# --------------------------------------------------------------------------- helpers
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _default_grid(M: int, N: int, K: int, tile: int) -> tuple:
+    return (_ceil_div(N, tile), _ceil_div(M, tile), 1)
+
+
+def _inputs(M: int, N: int, K: int, seed: int):
+    rng = np.random.default_rng([seed, M, N, K])
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.uniform(-1.0, 2.0, size=(K, N)).astype(np.float32)   # not A's distribution
+    return A, B
+
+
+def _step_budget(M, N, K, tile, threads) -> int:
+    """Loop iterations (summed over the emulator's batches of blocks) a launch may take:
+    generous for any sensible kernel, small enough that a runaway loop stops in seconds."""
+    batches = _ceil_div(threads, 1 << 16)
+    tiles = _ceil_div(K, tile)
+    return batches * (8 * (K + tiles * (tile + 4)) + 2000)
+
+
+def _probe_tile(source: str, options) -> int:
+    """The value of TILE after the submission's own #defines and the -D options."""
+    from .emulator import Out, SourceModule
+
+    probe = (source + f"\n__global__ void {PROBE}(int* out) {{ out[0] = (int)(TILE); }}\n")
+    f = SourceModule(probe, options=options).get_function(PROBE)
+    out = np.zeros(1, dtype=np.int32)
+    f(Out(out), block=(1, 1, 1), grid=(1, 1))
+    return int(out[0])
+
+
+def _close(C, ref, bound, K) -> np.ndarray:
+    """Elements of C within float32 round-off of the float64 reference."""
+    tol = 8 * max(K, 1) * np.finfo(np.float32).eps * bound + 1e-6
+    with np.errstate(invalid="ignore"):
+        return np.abs(C.astype(np.float64) - ref) <= tol
+
+
+def _diagnose(C, A, B, M, N, K, tile) -> str:
+    """What the wrong answer looks like, in words a student can act on."""
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    ref = A64 @ B64
+    bound = np.abs(A64) @ np.abs(B64)
+    ok = _close(C, ref, bound, K)
+    bad = ~ok
+    nan = np.isnan(C)
+    n_bad = int(bad.sum())
+    i, j = (int(x) for x in np.argwhere(bad)[0])
+    parts = [f"{n_bad} of {M * N} elements of C are wrong; first C[{i}][{j}] = "
+             f"{C[i, j]:.6g}, expected {ref[i, j]:.6g}."]
+    alternatives = []
+    if K % tile:
+        kf = (K // tile) * tile
+        alternatives.append((A64[:, :kf] @ B64[:kf, :],
+                             f"C equals A·B summed over only the first {kf} of K={K} terms: "
+                             f"the tile loop stops before the last, partial tile. Loop over "
+                             f"(K + TILE - 1) / TILE tiles and load 0 past the edge."))
+    alternatives.append((A64 @ B64.reshape(N, K).T,
+                         "C equals A times B read as if it were stored transposed "
+                         "(B[col*K + k]): B is K x N, row-major, so element (k, col) is "
+                         "B[k*N + col]."))
+    alternatives.append((A64.reshape(K, M).T @ B64,
+                         "C equals A read as if it were stored transposed (A[k*M + row]): "
+                         "A is M x K, row-major, so element (row, k) is A[row*K + k]."))
+    alternatives.append((ref.T.reshape(M, N),
+                         "C holds A·B stored transposed (C[col*M + row]): C is M x N, "
+                         "row-major, so element (row, col) is C[row*N + col]."))
+    if min(M, N, K) > 1:
+        for alt, words in alternatives:
+            if alt.shape == C.shape and bool(np.all(_close(C, alt, np.abs(alt) + bound, K))):
+                parts.append(words)
+                break
+    if nan.any():
+        rows = np.flatnonzero(nan.any(axis=1))
+        cols = np.flatnonzero(nan.any(axis=0))
+        parts.append(f"{int(nan.sum())} elements were never written (C was filled with NaN "
+                     f"before the launch), e.g. C[{rows[0]}][{cols[0]}].")
+        full_rows, full_cols = (M // tile) * tile, (N // tile) * tile
+        edge = np.zeros_like(nan)
+        edge[full_rows:, :] = True
+        edge[:, full_cols:] = True
+        if nan[edge].all() and not nan[~edge].any() and edge.any():
+            parts.append("Exactly the partial tiles at the bottom/right edge are missing: "
+                         "launch ceil(M/TILE) x ceil(N/TILE) blocks and compute the edge "
+                         "tiles, guarding with row < M && col < N.")
+        elif M != N:
+            parts.append("Check that rows come from the y dimension (blockIdx.y, threadIdx.y) "
+                         "and columns from x, and the grid is (ceil(N/TILE), ceil(M/TILE)): a "
+                         "swap only works when M == N.")
+    else:
+        full_rows, full_cols = (M // tile) * tile, (N // tile) * tile
+        if full_rows and full_cols and not bad[:full_rows, :full_cols].any():
+            parts.append("Only the last, partial block row/column is wrong: look at the "
+                         "boundary handling.")
+    return " ".join(parts)
+
+
+def _explain_error(exc: Exception, shape) -> str:
+    M, N, K = shape
+    where = f"M={M}, N={N}, K={K}"
+    text = str(exc).strip()
+    if isinstance(exc, StepBudgetExceeded):
+        return (f"{where}: the kernel did not finish within the grader's step budget (a loop "
+                f"that never ends, or far more work than C = A·B needs): {text}")
+    if isinstance(exc, MemoryAccessError) and "__shared__" in text:
+        return (f"{where}: out-of-bounds shared-memory access: {text}\nThe shared arrays, the "
+                f"block and the indices must agree on the tile size.")
+    if isinstance(exc, MemoryAccessError):
+        return (f"{where}: out-of-bounds access: {text}\nEvery load of A and B and every store "
+                f"to C needs a guard (row < M, col < N, k < K) unless it provably stays inside.")
+    if isinstance(exc, BarrierError):
+        return f"{where}: {text}"
+    if isinstance(exc, RaceError):
+        return f"{where}: {text}"
+    if isinstance(exc, LaunchError):
+        return f"{where}: the launch itself fails: {text}"
+    return f"{where}: {type(exc).__name__}: {text}"
+
+
+@dataclass
+class _Runner:
+    """Runs one compiled submission on the emulator, remembering what went wrong."""
+
+    function: object
+    tile: int
+    block: tuple
+    grid: Callable
+    seed: int
+    deadline: float
+    aborted: str | None = None
+    hazards: list = field(default_factory=list)
+    reports: dict = field(default_factory=dict)
+
+    def run(self, shape, *, hazards="warn"):
+        """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
+        from .emulator import In, InOut
+
+        M, N, K = shape
+        A, B = _inputs(M, N, K, self.seed)
+        C = np.full((M, N), np.nan, dtype=np.float32)
+        grid = tuple(int(g) for g in self.grid(M, N, K, self.tile))
+        threads = math.prod(self.block) * math.prod(grid)
+        needed = math.prod(self.block) * _ceil_div(M, self.tile) * _ceil_div(N, self.tile)
+        if threads > 4 * needed + (1 << 16):
+            raise LaunchError(f"grid {grid} launches {threads:,} threads for a {M} x {N} result "
+                              f"(one {self.tile} x {self.tile} tile per block needs "
+                              f"{needed:,}): over the grader's budget of "
+                              f"{4 * needed + (1 << 16):,}. Launch ceil(N/TILE) x "
+                              f"ceil(M/TILE) blocks.")
+        budget = _step_budget(M, N, K, self.tile, threads)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.function(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
+                          block=self.block, grid=grid, hazards=hazards, max_steps=budget)
+        report = self.function.last_report
+        self.reports[shape] = report
+        for h in report.hazards:
+            self.hazards.append((shape, h))
+        return C, A, B
+
+
+def _fail_all(kernel: str, reason: str, *, tile=None, block=None, t0=0.0) -> GradeReport:
+    checks = [Check("compiles and launches", 0, 0, False, reason)]
+    for case in sgemm_cases(tile or 16):
+        checks.append(Check(f"correct: {case.name}", 0, case.points, False,
+                            "not run: " + reason.splitlines()[0]))
+    for name, pts in _OTHER_CHECKS:
+        checks.append(Check(name, 0, pts, False, "not run: " + reason.splitlines()[0]))
+    return GradeReport(kernel, tuple(checks), tile, block, time.perf_counter() - t0)
+
+
+_OTHER_CHECKS = [("synchronisation (races, barriers, uninitialised shared memory)", 15),
+                 ("shared memory is used", 10),
+                 ("TILE declared is the TILE used", 5),
+                 ("64-bit index arithmetic", 10),
+                 ("accumulator initialised", 5)]
+
+
+# --------------------------------------------------------------------------- the grader
+def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None = None,
+                block: Sequence[int] | None = None,
+                grid: Callable[[int, int, int, int], Sequence[int]] | None = None,
+                seed: int = 0, gpu: bool | None = None,
+                time_limit: float = 60.0) -> GradeReport:
+    """Grade a tiled SGEMM kernel, ``C = A·B`` for any M, N, K.
+
+    The kernel must have the signature
+    ``__global__ void <kernel_name>(int M, int N, int K, const float* A, const float* B,
+    float* C)``, with A (M x K), B (K x N) and C (M x N) row-major float32 arrays, and must
+    define TILE (``#define TILE 16``, or ``-DTILE=16`` in `options`). The grader launches it
+    with ``block`` (default ``(TILE, TILE, 1)``; give a non-square block such as
+    ``(TILE, TILE // 4, 1)`` if each thread computes several elements) and one block per
+    TILE x TILE tile of C: ``grid = (ceil(N / TILE), ceil(M / TILE))``, or ``grid(M, N, K,
+    TILE)`` when a `grid` callable is given (to grade a student's own launch arithmetic).
+
+    Checks (100 points): results on 1x1x1, 2·TILE cubed, TILE±1, primes with M != N != K,
+    1000x3x5 and 3x1000x7, and a K spanning several tiles (55; each with NaN-filled C and
+    random non-symmetric data, every load and store bounds-checked); no shared-memory race,
+    partial barrier or read of unwritten shared memory (15); shared memory really staged
+    (about 2·ceil(K/TILE) global load requests per warp, not 2·K) (10); the shared arrays
+    are as big as TILE says (5); index products computed in 64 bits (10, read from the
+    source: the overflow needs matrices over 8 GiB); the accumulator set before it is read
+    (5, from the source: the emulator's registers start at 0, a GPU's do not).
+
+    A source that does not compile, the wrong signature, no TILE, or a block over 1,024
+    threads scores 0, with the reason. `gpu=None` also runs the correctness cases on the
+    GPU when tilinglib's backend is PyCUDA (`True` requires it, `False` never). Grading
+    stops launching after `time_limit` seconds and fails what is left.
+
+    Returns a `GradeReport`; raises nothing for a faulty submission (TypeError only for
+    arguments of the wrong type, e.g. a non-str source).
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C as a str, not "
+                        f"{type(source).__name__}")
+    t0 = time.perf_counter()
+    options = list(options or [])
+    from .emulator import SourceModule
+
+    # --- compile, signature, TILE, block
+    try:
+        module = SourceModule(source, options=options)
+    except CompileError as exc:
+        return _fail_all(kernel_name, f"the source does not compile: {exc}", t0=t0)
+    try:
+        f = module.get_function(kernel_name)
+    except LookupError as exc:
+        return _fail_all(kernel_name, str(exc), t0=t0)
+    kinds = [(p.ctype.kind if not p.ctype.is_pointer else
+              "pointer:" + getattr(p.ctype.target, "name", "?")) for p in f.params]
+    expected = ["int", "int", "int", "pointer:float", "pointer:float", "pointer:float"]
+    if kinds != expected:
+        have = ", ".join(f"{p.ctype} {p.name}" for p in f.params)
+        return _fail_all(kernel_name, f"the kernel's parameters are ({have}); the assignment "
+                         f"asks for {SGEMM_SIGNATURE}", t0=t0)
+    try:
+        tile = _probe_tile(source, options)
+    except CompileError:
+        return _fail_all(kernel_name, "TILE is not defined: write '#define TILE 16' (or pass "
+                         "options=['-DTILE=16']) and use TILE for the shared arrays and the "
+                         "launch", t0=t0)
+    except KernelRuntimeError as exc:
+        return _fail_all(kernel_name, f"could not read TILE: {exc}", t0=t0)
+    if not 1 <= tile <= 1024:
+        return _fail_all(kernel_name, f"TILE = {tile} is not a tile size (1 to 32)", tile=tile,
+                         t0=t0)
+    block3 = tuple(int(b) for b in (block or (tile, tile, 1)))
+    block3 = block3 + (1,) * (3 - len(block3))
+    threads = math.prod(block3)
+    if threads > MAX_THREADS_PER_BLOCK:
+        return _fail_all(kernel_name, f"TILE = {tile} launches a block of {block3[0]} x "
+                         f"{block3[1]} = {threads:,} threads, but a block holds at most 1,024 "
+                         f"on every CUDA GPU: with one thread per element, TILE <= 32",
+                         tile=tile, block=block3, t0=t0)
+    runner = _Runner(f, tile, block3,
+                     grid or (lambda M, N, K, t: _default_grid(M, N, K, t)), seed,
+                     t0 + time_limit)
+    checks: list[Check] = [Check("compiles and launches", 0, 0, True)]
+    notes: list[str] = []
+
+    # --- correctness
+    shared_case_shape = None
+    for case in sgemm_cases(tile):
+        checks.append(_correctness(runner, case))
+        if shared_case_shape is None and case.name == "long K":
+            shared_case_shape = case.shapes[0]
+
+    # --- synchronisation: hazards seen in the runs above, then a hazards="raise" run
+    checks.append(_synchronisation(runner, shared_case_shape))
+    checks.append(_shared_used(runner, shared_case_shape))
+    checks.append(_tile_consistent(f, tile, block3))
+    checks.append(_index_width(source, options, kernel_name))
+    checks.append(_accumulator(source, options, kernel_name))
+
+    if gpu or gpu is None:
+        notes += _gpu_pass(source, options, kernel_name, tile, block3, runner, checks, gpu)
+    return GradeReport(kernel_name, tuple(checks), tile, block3, time.perf_counter() - t0,
+                       tuple(notes))
+
+
+def _correctness(runner: _Runner, case: _Case) -> Check:
+    name = f"correct: {case.name}"
+    for shape in case.shapes:
+        if runner.aborted:
+            return Check(name, 0, case.points, False, f"not run: {runner.aborted}")
+        if time.perf_counter() > runner.deadline:
+            runner.aborted = "the grader's time limit ran out on earlier cases"
+            return Check(name, 0, case.points, False, f"not run: {runner.aborted}")
+        try:
+            C, A, B = runner.run(shape)
+        except StepBudgetExceeded as exc:
+            runner.aborted = (f"an earlier case ran past the step budget (M={shape[0]}, "
+                              f"N={shape[1]}, K={shape[2]})")
+            return Check(name, 0, case.points, False, _explain_error(exc, shape))
+        except (KernelRuntimeError, LaunchError, KernelArgumentError) as exc:
+            return Check(name, 0, case.points, False, _explain_error(exc, shape))
+        M, N, K = shape
+        A64, B64 = A.astype(np.float64), B.astype(np.float64)
+        ref = A64 @ B64
+        if not bool(np.all(_close(C, ref, np.abs(A64) @ np.abs(B64), K))):
+            return Check(name, 0, case.points, False,
+                         f"M={M}, N={N}, K={K}: " + _diagnose(C, A, B, M, N, K, runner.tile))
+    return Check(name, case.points, case.points, True)
+
+
+def _synchronisation(runner: _Runner, shape) -> Check:
+    name, pts = _OTHER_CHECKS[0]
+    if runner.hazards:
+        (M, N, K), h = runner.hazards[0]
+        return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {h}")
+    if runner.aborted:
+        return Check(name, 0, pts, False, f"not run: {runner.aborted}")
+    try:
+        runner.run(shape, hazards="raise")
+    except (RaceError, BarrierError) as exc:
+        return Check(name, 0, pts, False, _explain_error(exc, shape))
+    except (KernelRuntimeError, LaunchError, KernelArgumentError) as exc:
+        return Check(name, 0, pts, False, "not checked: the kernel fails before the end: "
+                     + _explain_error(exc, shape))
+    if runner.hazards:
+        (M, N, K), h = runner.hazards[0]
+        return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {h}")
+    return Check(name, pts, pts, True)
+
+
+def _shared_used(runner: _Runner, shape) -> Check:
+    name, pts = _OTHER_CHECKS[1]
+    report = runner.reports.get(shape)
+    if report is None:
+        return Check(name, 0, pts, False, "not checked: the long-K case did not run to the end")
+    M, N, K = shape
+    t = runner.tile
+    blocks = math.prod(report.grid)
+    tiles = _ceil_div(K, t)
+    tiled = blocks * tiles * 2 * _ceil_div(t * t, 32)
+    naive = report.warps * 2 * K
+    if report.shared_load_requests == 0 or report.shared_store_requests == 0:
+        return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: the kernel stores "
+                     f"{report.shared_store_requests} and loads {report.shared_load_requests} "
+                     f"warp-requests of shared memory: it does not stage tiles there. Load each "
+                     f"TILE x TILE tile of A and B into __shared__ arrays once, then compute "
+                     f"from them.")
+    if report.global_load_requests > 2 * tiled:
+        return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {report.global_load_requests:,} "
+                     f"global load requests, where a tiled kernel needs about {tiled:,} "
+                     f"(a naive one about {naive:,}): the inner loop still reads A or B from "
+                     f"global memory instead of the shared tiles.")
+    return Check(name, pts, pts, True)
+
+
+def _tile_consistent(f, tile: int, block) -> Check:
+    name, pts = _OTHER_CHECKS[2]
+    need = 2 * tile * tile * 4
+    have = f.shared_size_bytes
+    if have < need:
+        return Check(name, 0, pts, False, f"the kernel's __shared__ arrays hold {have:,} bytes, "
+                     f"but one TILE x TILE tile of A and one of B with TILE = {tile} need "
+                     f"{need:,}: size the arrays with TILE (As[TILE][TILE]), not a number, so "
+                     f"the tile you declare is the tile that runs.")
+    if block[0] != tile:
+        return Check(name, 0, pts, False, f"block {block} does not have TILE = {tile} threads "
+                     f"along x: the launch and the kernel disagree on the tile.")
+    return Check(name, pts, pts, True)
+
+
+def _index_width(source, options, kernel) -> Check:
+    from ._source_checks import int_overflow_risks
+
+    name, pts = _OTHER_CHECKS[3]
+    risks = int_overflow_risks(source, options, kernel)
+    if not risks:
+        return Check(name, pts, pts, True)
+    where = "; ".join(f"line {r.line}: {r.text}" for r in risks[:4])
+    return Check(name, 0, pts, False,
+                 f"int overflow risk: {where}. These products of two int values are computed "
+                 f"in 32 bits and wrap around once a matrix has more than 2^31 elements "
+                 f"(e.g. M = K = 50,000: 10 GB, which an H200 holds), so the address goes "
+                 f"negative. Compute them in 64 bits: (size_t)row * K + k. (Read from the "
+                 f"source: no run that fits the grader's memory can show the overflow.)")
+
+
+def _accumulator(source, options, kernel) -> Check:
+    from ._source_checks import uninitialized_locals
+
+    name, pts = _OTHER_CHECKS[4]
+    found = uninitialized_locals(source, options, kernel)
+    if not found:
+        return Check(name, pts, pts, True)
+    f0 = found[0]
+    return Check(name, 0, pts, False,
+                 f"uninitialised variable: '{f0.text}' is read at line {f0.line} before it is "
+                 f"given a value. On a GPU it starts with whatever its register held (the "
+                 f"emulator starts it at 0, so the answer may look right here): write "
+                 f"'float {f0.text} = 0.0f;'.")
+
+
+def _gpu_pass(source, options, kernel, tile, block, runner, checks, gpu) -> list[str]:
+    """On the PyCUDA backend, run the correctness shapes on the GPU too; a wrong GPU result
+    turns that case's check into a failure. Returns notes for the report."""
+    from .backend import get_backend
+    from .errors import BackendUnavailableError
+
+    try:
+        backend = get_backend()
+    except BackendUnavailableError as exc:
+        if gpu:
+            return [f"GPU pass not run: {exc}"]
+        return []
+    if backend.name != "pycuda":
+        return ["GPU pass not run: tilinglib's backend here is the CPU emulator"] if gpu else []
+    mod = backend.SourceModule(source, options=options)
+    fn = mod.get_function(kernel)
+    by_name = {c.name: i for i, c in enumerate(checks)}
+    for case in sgemm_cases(tile):
+        i = by_name[f"correct: {case.name}"]
+        if not checks[i].passed:
+            continue
+        for (M, N, K) in case.shapes:
+            A, B = _inputs(M, N, K, runner.seed)
+            C = np.full((M, N), np.nan, dtype=np.float32)
+            grid = tuple(int(g) for g in runner.grid(M, N, K, tile))[:2]
+            fn(np.int32(M), np.int32(N), np.int32(K), backend.In(A), backend.In(B),
+               backend.InOut(C), block=block, grid=grid)
+            A64, B64 = A.astype(np.float64), B.astype(np.float64)
+            if not bool(np.all(_close(C, A64 @ B64, np.abs(A64) @ np.abs(B64), K))):
+                checks[i] = Check(checks[i].name, 0, checks[i].max_points, False,
+                                  f"on the GPU ({backend.device_name}), M={M}, N={N}, K={K}: "
+                                  + _diagnose(C, A, B, M, N, K, tile))
+                break
+    return [f"correctness cases also run on the GPU ({backend.device_name})"]
