@@ -1,0 +1,18 @@
+// Mistake: a naive kernel: correct, but the shared arrays are never used.
+// expect: shared memory is used
+// expect: does not stage tiles
+// score: 90
+#define TILE 16
+__global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C)
+{
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int row = blockIdx.y * TILE + threadIdx.y;
+    int col = blockIdx.x * TILE + threadIdx.x;
+    if (row < M && col < N) {
+        float sum = 0.0f;
+        for (int k = 0; k < K; ++k)
+            sum += A[(size_t)row * K + k] * B[(size_t)k * N + col];
+        C[(size_t)row * N + col] = sum;
+    }
+}

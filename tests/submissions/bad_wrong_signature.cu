@@ -1,0 +1,27 @@
+// Mistake: the square-only signature (int N, ...) instead of (int M, int N, int K, ...).
+// expect: the assignment asks for
+// score: 0
+#ifndef TILE
+#define TILE 16
+#endif
+__global__ void sgemm(int N, const float* A, const float* B, float* C)
+{
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty;
+    int col = blockIdx.x * TILE + tx;
+    float sum = 0.0f;
+    for (int t = 0; t < (N + TILE - 1) / TILE; ++t) {
+        int ka = t * TILE + tx;
+        int kb = t * TILE + ty;
+        As[ty][tx] = (row < N && ka < N) ? A[(size_t)row * N + ka] : 0.0f;
+        Bs[ty][tx] = (kb < N && col < N) ? B[(size_t)kb * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k)
+            sum += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < N && col < N)
+        C[(size_t)row * N + col] = sum;
+}
