@@ -426,3 +426,48 @@ def test_get_function_unknown_name_lists_kernels():
     mod = SourceModule("__global__ void alpha(int* a) {}\n__global__ void beta(int* a) {}")
     with pytest.raises(KernelNotFoundError, match="alpha, beta"):
         mod.get_function("gamma")
+
+
+def test_unsigned_decrement_register_keyword_and_dim3_copy():
+    out = run_body("""
+        register unsigned int s = 0;
+        for (unsigned int i = 10; i > 0; i--) s += i;
+        dim3 t = threadIdx;
+        unsigned char c = 250;
+        c += 10;
+        out[4 * threadIdx.x + 0] = s;
+        out[4 * threadIdx.x + 1] = t.x;
+        out[4 * threadIdx.x + 2] = c;
+        out[4 * threadIdx.x + 3] = sizeof(float4) + sizeof(int2);
+    """, n_out=4)
+    assert (out[:, 0] == 55).all() and (out[:, 1] == TID).all()
+    assert (out[:, 2] == 4).all() and (out[:, 3] == 24).all()
+
+
+def test_device_assert_stops_the_launch():
+    from tilinglib.errors import KernelRuntimeError
+
+    src = "__global__ void k(int* a) {\n  assert(a[threadIdx.x] >= 0);\n}"
+    a = np.zeros(8, np.int32)
+    launch(src, "k", a, block=(8, 1, 1))
+    a[5] = -1
+    with pytest.raises(KernelRuntimeError) as info:
+        launch(src, "k", a, block=(8, 1, 1))
+    assert info.value.line == 2 and info.value.thread == (5, 0, 0)
+
+
+def test_printf_string_arguments(capsys):
+    launch('__global__ void k() { if (threadIdx.x == 0) printf("%s=%d\\n", "n", 3); }', "k",
+           block=(4, 1, 1))
+    assert capsys.readouterr().out == "n=3\n"
+
+
+@pytest.mark.parametrize("body, construct", [
+    ("auto x = 3;", "auto"),
+    ("float (*f)(float) = 0;", "function pointers"),
+    ("__half h = 1;", "half-precision"),
+])
+def test_more_unsupported_constructs(body, construct):
+    with pytest.raises(UnsupportedFeatureError, match=construct) as info:
+        SourceModule(f"__global__ void k(float* a)\n{{\n  {body}\n}}")
+    assert info.value.line == 3

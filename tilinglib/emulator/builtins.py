@@ -133,6 +133,10 @@ def compile_builtin_call(comp, node, name, args):
         return X(lambda ctx: None, ct.VOID)
     if name in _NO_OPS:
         return X(lambda ctx: None, ct.VOID)
+    if name == "assert":
+        want(1)
+        fc = comp.convert(comp.rvalue(comp.expr(args[0])), ct.BOOL, node)
+        return X(lambda ctx: ctx.device_assert(fc(ctx), line), ct.VOID)
     if name in _MATH:
         func, argtypes, rtype = _MATH[name]
         want(len(argtypes))
@@ -182,12 +186,20 @@ def compile_builtin_call(comp, node, name, args):
         if not isinstance(fmt.const, str):
             raise comp.error(node, "printf's format must be a string literal")
         fargs = [comp.rvalue(comp.expr(a)) for a in args[1:]]
-        conv = [comp.convert(a, ct.DOUBLE if a.ctype == F else a.ctype, a)
-                for a in fargs]
+        conv = [_printf_arg(comp, a) for a in fargs]
         text = fmt.const[1:-1].encode().decode("unicode_escape")
         return X(lambda ctx: ctx.printf(text, [c(ctx) for c in conv], line), ct.INT)
     raise comp.error(node, f"'{name}' is not a function the kernel can call "
                            f"(not declared, and not a CUDA built-in the emulator knows)")
+
+
+def _printf_arg(comp, x):
+    """A printf argument: float is promoted to double (C's variadic rule), a string literal
+    passed as its text."""
+    if isinstance(x.const, str):
+        text = x.const[1:-1].encode().decode("unicode_escape")
+        return lambda ctx: text
+    return comp.convert(x, ct.DOUBLE if x.ctype == F else x.ctype, x)
 
 
 def _cast(v, dtype):

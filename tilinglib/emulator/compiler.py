@@ -363,7 +363,9 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         """A closure giving `x` converted to C type `to`."""
         frm = ct.decay(x.ctype)
         if to.is_struct or frm.is_struct:
-            if to != frm:
+            same_layout = to.is_struct and frm.is_struct and \
+                [f[1:] for f in to.fields] == [f[1:] for f in frm.fields]
+            if to != frm and not same_layout:     # uint3 -> dim3 is allowed
                 raise self.error(node, f"cannot convert {frm} to {to}")
             return x.fn
         if to.is_pointer and frm.is_arithmetic and not frm.is_integer:

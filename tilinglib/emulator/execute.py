@@ -462,6 +462,21 @@ class Context:
         out[lanes] = old
         return out
 
+    def device_assert(self, cond, line) -> None:
+        """`assert(cond)` in a kernel: stop the launch at the first active thread where the
+        condition is false, as a GPU's device-side assert does."""
+        if isinstance(cond, np.ndarray):
+            bad = self.mask & ~cond
+        else:
+            bad = self.mask if not cond else None
+        if bad is None or not bad.any():
+            return
+        block, thread = self.coords(int(np.argmax(bad)))
+        raise KernelRuntimeError(
+            f"Assertion failed at kernel.cu:{line} in {self.kernel_name}, by thread {thread} "
+            f"in block {block} ({int(np.count_nonzero(bad))} threads failed it).",
+            kernel=self.kernel_name, line=line, block=block, thread=thread)
+
     def printf(self, fmt, args, line):
         """Device printf: one line per active thread, in thread order, to sys.stdout."""
         import re
@@ -471,7 +486,7 @@ class Context:
         lanes = np.flatnonzero(self.mask)
         out = []
         for lane in lanes:
-            vals = tuple((a[lane] if isinstance(a, np.ndarray) else a).item() for a in args)
+            vals = tuple(_plain(a[lane] if isinstance(a, np.ndarray) else a) for a in args)
             try:
                 out.append(pyfmt % vals)
             except (TypeError, ValueError) as exc:
@@ -480,6 +495,11 @@ class Context:
                                          line=line) from None
         sys.stdout.write("".join(out))
         return np.int32(len(out))
+
+
+def _plain(v):
+    """A printf argument as a Python value (NumPy scalars unwrapped, strings as they are)."""
+    return v.item() if hasattr(v, "item") else v
 
 
 class Launch:

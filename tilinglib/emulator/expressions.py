@@ -18,6 +18,9 @@ from . import values as V
 from .closures import BUILTIN_VECTORS, X, _line, constant, parse_int
 
 
+_BUILTIN_ATTRS = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim", "gridDim": "gdim"}
+
+
 class ExpressionsMixin:
     """`expr_<Node>` methods; needs the helpers of `compiler.Compiler` (convert, rvalue,
     memory_lvalue, assigner, error, unsupported, resolve, device_function)."""
@@ -60,7 +63,8 @@ class ExpressionsMixin:
         if x is not None:
             return x
         if name in BUILTIN_VECTORS:
-            return X(None, ct.UINT3, builtin=name)
+            attr = _BUILTIN_ATTRS[name]
+            return X(lambda ctx, attr=attr: getattr(ctx, attr), ct.UINT3, builtin=name)
         if name == "warpSize":
             return constant(32, ct.INT)
         if name in ("true", "false"):
@@ -84,8 +88,7 @@ class ExpressionsMixin:
             if node.type != "." or fname not in "xyz" or len(fname) != 1:
                 raise self.error(node, f"{base.builtin} has fields x, y and z")
             i = "xyz".index(fname)
-            attr = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim",
-                    "gridDim": "gdim"}[base.builtin]
+            attr = _BUILTIN_ATTRS[base.builtin]
             return X(lambda ctx, attr=attr, i=i: getattr(ctx, attr)[i], ct.UINT)
         if node.type == "->":
             pt = ct.decay(base.ctype)
@@ -195,7 +198,7 @@ class ExpressionsMixin:
         if t.is_pointer:
             delta = np.int64(step * t.target.size)
         else:
-            delta = t.dtype.type(step)
+            delta = np.array(step).astype(t.dtype)[()]   # -1 wraps for unsigned types
         load = target.fn
         addr = target.addr
         if addr is not None:

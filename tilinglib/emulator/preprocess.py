@@ -48,6 +48,7 @@ PRELUDE = "\n".join(_PRELUDE_TYPEDEFS) + "\n"
 _KEYWORD_REWRITES = [
     (re.compile(r"\b__global__\b"), "_Noreturn"),
     (re.compile(r"\b__shared__\b"), "_Thread_local"),
+    (re.compile(r"\bregister\b"), ""),              # a hint to C compilers: meaningless
     (re.compile(r"\b__constant__\b"), "register"),
     (re.compile(r"\b__restrict__\b"), "restrict"),
     (re.compile(r"\b__restrict\b"), "restrict"),
@@ -64,6 +65,11 @@ _UNSUPPORTED = [
     (re.compile(r"\bnew\b|\bdelete\b"), "C++ '{0}'",
      "allocate memory on the host and pass a pointer to the kernel"),
     (re.compile(r"::"), "C++ scope operator '::'", "use plain C names"),
+    (re.compile(r"\bauto\b"), "C++ 'auto'", "write the type out"),
+    (re.compile(r"\[[^\]\n]*\]\s*\([^)\n]*\)\s*(->\s*\w+\s*)?\{"), "C++ lambdas",
+     "write a __device__ function"),
+    (re.compile(r"\b(__half2?|half2?|__nv_bfloat162?)\b"), "half-precision type '{0}'",
+     "use float"),
     (re.compile(r"\b(float|int|double|unsigned|char|short|long|float[1-4]|int[1-4])\s*&\s*\w"),
      "C++ reference parameter ('{0}...')", "pass a pointer instead"),
 ]
