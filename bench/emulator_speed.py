@@ -1,0 +1,157 @@
+"""How fast is tilinglib's CPU emulator? Figures for docs/emulator.md (not a timed test).
+
+    python bench/emulator_speed.py            # all three measurements
+    python bench/emulator_speed.py --skip-big # without the N=1024 runs
+
+1. The seed's naive and tiled SGEMM at N=64, one run each, on the emulator (counters and
+   race check on) and under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``; the kernels
+   are ported to Python below, as that simulator needs). Target: the emulator >= 300x faster.
+   Numba is in the ``bench`` extra: ``pip install -e ".[bench]"``.
+2. Tiled TILE=32, N=256, counters and race check on. Target: <= 1 s.
+3. N=1024 naive and tiled TILE=32 complete (blocks run in batches, so memory stays bounded);
+   wall time and peak resident memory are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TILE_SMALL = 16
+
+NUMBA_PORT = r'''
+import os, sys, time
+os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+import numpy as np
+from numba import cuda, float32
+
+TILE = int(sys.argv[2])
+
+@cuda.jit
+def sgemm_naive(N, A, B, C):
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if row < N and col < N:
+        s = float32(0.0)
+        for k in range(N):
+            s += A[row * N + k] * B[k * N + col]
+        C[row * N + col] = s
+
+@cuda.jit
+def sgemm_tiled(N, A, B, C):
+    As = cuda.shared.array((TILE, TILE), dtype=float32)
+    Bs = cuda.shared.array((TILE, TILE), dtype=float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    s = float32(0.0)
+    for t in range(N // TILE):
+        As[ty, tx] = A[row * N + (t * TILE + tx)]
+        Bs[ty, tx] = B[(t * TILE + ty) * N + col]
+        cuda.syncthreads()
+        for k in range(TILE):
+            s += As[ty, k] * Bs[k, tx]
+        cuda.syncthreads()
+    C[row * N + col] = s
+
+N = int(sys.argv[1])
+rng = np.random.default_rng(0)
+A = rng.standard_normal(N * N).astype(np.float32)
+B = rng.standard_normal(N * N).astype(np.float32)
+ref = (A.reshape(N, N).astype(np.float64) @ B.reshape(N, N)).reshape(-1)
+for name, kern in (("naive", sgemm_naive), ("tiled", sgemm_tiled)):
+    C = np.zeros(N * N, np.float32)
+    t = time.perf_counter()
+    kern[(N // TILE, N // TILE), (TILE, TILE)](np.int32(N), A, B, C)
+    dt = time.perf_counter() - t
+    assert np.allclose(C, ref, rtol=1e-3, atol=1e-3), name
+    print(f"{name} {dt:.3f}")
+'''
+
+
+def numba_times(N: int, tile: int) -> dict | None:
+    """Seconds for one naive and one tiled launch under Numba's CUDA simulator."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        print("numba is not installed (pip install -e '.[bench]'): skipping the comparison")
+        return None
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run([sys.executable, "-c", NUMBA_PORT, str(N), str(tile)],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        print("Numba's simulator failed:\n" + proc.stderr[-2000:])
+        return None
+    return {ln.split()[0]: float(ln.split()[1]) for ln in proc.stdout.splitlines() if ln}
+
+
+def emulator_time(kernel: str, N: int, tile: int, repeat: int = 1) -> tuple[float, object]:
+    """Best of `repeat` wall times of one emulated launch (counters and race check on)."""
+    from tilinglib import kernels
+    from tilinglib.emulator import In, Out, SourceModule
+
+    name = {"naive": ("sgemm_naive", "sgemmNaive"), "tiled": ("sgemm_tiled", "sgemmTiled")}
+    src, fn = name[kernel]
+    f = SourceModule(kernels.load(src), options=[f"-DTILE={tile}"]).get_function(fn)
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((N, N)).astype(np.float32)
+    B = rng.standard_normal((N, N)).astype(np.float32)
+    best = float("inf")
+    for _ in range(repeat):
+        C = np.zeros((N, N), np.float32)
+        t = time.perf_counter()
+        f(np.int32(N), In(A), In(B), Out(C), block=(tile, tile, 1),
+          grid=(N // tile, N // tile), hazards="warn", check_uninitialized=True)
+        best = min(best, time.perf_counter() - t)
+    err = np.abs(C - A.astype(np.float64) @ B).max()
+    assert err < 1e-2 * np.sqrt(N), f"{kernel} N={N}: max error {err}"
+    return best, f.last_report
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--skip-big", action="store_true", help="skip the N=1024 runs")
+    p.add_argument("--skip-numba", action="store_true")
+    args = p.parse_args(argv)
+    print(f"CPU: {os.cpu_count()} cores; numpy {np.__version__}")
+
+    print(f"\n1. N=64, TILE={TILE_SMALL}, one run each")
+    emu = {k: emulator_time(k, 64, TILE_SMALL)[0] for k in ("naive", "tiled")}
+    sim = None if args.skip_numba else numba_times(64, TILE_SMALL)
+    for k in ("naive", "tiled"):
+        line = f"   {k}: emulator {emu[k] * 1000:8.1f} ms"
+        if sim:
+            line += f"   Numba simulator {sim[k]:8.2f} s   speed-up {sim[k] / emu[k]:7.0f}x"
+        print(line)
+
+    print("\n2. Tiled TILE=32, N=256, counters and race check on (best of 3)")
+    t, report = emulator_time("tiled", 256, 32, repeat=3)
+    print(f"   {t:.3f} s  (target <= 1 s); {report.global_load_requests:,} global load "
+          f"requests, {report.shared_load_requests:,} shared load requests")
+
+    if not args.skip_big:
+        print("\n3. N=1024 (blocks in batches: bounded memory)")
+        for k, tile in (("naive", 32), ("tiled", 32)):
+            t, report = emulator_time(k, 1024, tile)
+            print(f"   {k}: {t:6.1f} s, {report.global_load_requests:,} global load requests; "
+                  f"peak RSS so far {peak_rss_mb():.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
