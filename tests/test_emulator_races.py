@@ -174,3 +174,55 @@ def test_bad_hazards_value():
     with pytest.raises(ValueError, match="hazards"):
         f(np.int32(32), In(np.ones((32, 32), np.float32)), In(np.ones((32, 32), np.float32)),
           Out(np.zeros((32, 32), np.float32)), block=(32, 32, 1), grid=(1, 1), hazards="loud")
+
+
+WARP_REDUCE = """
+__global__ void warp_reduce(const float* in, float* out)
+{
+    __shared__ float s[64];
+    int tid = threadIdx.x;
+    s[tid] = in[tid] + in[tid + 64];
+    __syncthreads();
+    if (tid < 32) {
+        for (int offset = 32; offset > 0; offset >>= 1) {
+            float t = tid < offset ? s[tid + offset] : 0.0f;
+            SYNC;
+            s[tid] += t;
+            SYNC;
+        }
+    }
+    if (tid == 0) out[0] = s[0];
+}
+"""
+
+
+def _warp_reduce(sync, **kw):
+    x = np.arange(128, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    f = launch(WARP_REDUCE, "warp_reduce", x, out, block=(64, 1, 1),
+               options=[f"-DSYNC={sync}"], **kw)
+    return f, out[0], x.sum()
+
+
+def test_syncwarp_orders_accesses_within_a_warp():
+    f, got, want = _warp_reduce("__syncwarp()", hazards="raise")
+    assert got == want and f.last_report.hazards == ()
+
+
+def test_warp_synchronous_code_without_syncwarp_is_a_race():
+    # Legal before Volta, a race since: lanes of a warp are not in lockstep any more.
+    with pytest.raises(RaceError, match="read-after-write|write-after-read"):
+        _warp_reduce("(void)0", hazards="raise")
+
+
+def test_syncwarp_does_not_order_accesses_across_warps():
+    src = """
+    __global__ void k(int* out) {
+        __shared__ int s[64];
+        s[threadIdx.x] = threadIdx.x;
+        __syncwarp();
+        out[threadIdx.x] = s[(threadIdx.x + 1) % 64];
+    }"""
+    with pytest.raises(RaceError) as info:
+        launch(src, "k", np.zeros(64, np.int32), block=(64, 1, 1), hazards="raise")
+    assert "read-after-write" in str(info.value) and info.value.thread == (31, 0, 0)

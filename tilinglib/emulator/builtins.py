@@ -129,8 +129,10 @@ def compile_builtin_call(comp, node, name, args):
     if name == "__syncthreads":
         want(0)
         return X(lambda ctx: ctx.syncthreads(line), ct.VOID)
-    if name in ("__syncwarp",):
-        return X(lambda ctx: None, ct.VOID)
+    if name == "__syncwarp":
+        if n > 1:
+            raise comp.error(node, "__syncwarp() takes at most one argument (a lane mask)")
+        return X(lambda ctx: ctx.syncwarp(line), ct.VOID)
     if name in _NO_OPS:
         return X(lambda ctx: None, ct.VOID)
     if name == "assert":

@@ -401,6 +401,15 @@ class Context:
         if self.races is not None:
             self.races.barrier(reached)
 
+    def syncwarp(self, line) -> None:
+        """`__syncwarp()`: orders the shared-memory accesses of each warp that runs it (the
+        lanes of a warp run in lockstep here, so only the hazard tracker needs to know)."""
+        if self.races is None or not self.any:
+            return
+        wpb = -(-self.tpb // M.WARP)
+        keys = np.unique(self.blk[self.mask] * wpb + self.tib[self.mask] // M.WARP)
+        self.races.warp_barrier(keys, wpb)
+
     def _warp_rows(self, v):
         return v.reshape(-1, M.WARP) if isinstance(v, np.ndarray) else v
 

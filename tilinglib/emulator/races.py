@@ -24,7 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 NONE = -1
-MANY = -2
+MANY = -2          # read by several threads of different warps
+# -(3 + w): read by several threads, all of warp w (a __syncwarp() in w orders them)
+
+
+def _warp_of(state: np.ndarray) -> np.ndarray:
+    """Warp of a reader/writer state: tid // 32, w for "several threads of warp w", else -1."""
+    return np.where(state >= 0, state // 32, np.where(state <= -3, -(state + 3), -1))
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,8 @@ class RaceTracker:
         self.logged = 0
         self.dirty = False          # a write since the last barrier of every block
         self.reader_used = False    # reader state holds something since the last reset
+        self.warp_mode = False      # a __syncwarp() ran: keep warps apart (see warp_barrier)
+        self.writer_sync = self.reader_sync = None
         if check_races:
             self.writer = np.full(n, NONE, dtype=np.int32)
             self.writer_line = np.zeros(n, dtype=np.int32)
@@ -111,6 +119,12 @@ class RaceTracker:
 
     def _fold(self) -> None:
         """Apply the logged reads to the reader state."""
+        if self.warp_mode:
+            for idx, t, line in self.log:
+                self._fold_warps(idx, t, line)
+            self.log.clear()
+            self.logged = 0
+            return
         for idx, t, line in self.log:
             r = self.reader[idx]
             new = np.where(r == NONE, t, np.where(r == t, r, MANY))
@@ -125,6 +139,51 @@ class RaceTracker:
             self.reader_used = True
         self.log.clear()
         self.logged = 0
+
+    def _fold_warps(self, idx, t, line) -> None:
+        """Fold one logged read keeping track of warps (after a __syncwarp())."""
+        order = np.argsort(idx, kind="stable")
+        si, st = idx[order], t[order]
+        starts = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])
+        u = si[starts]
+        tmin, tmax = np.minimum.reduceat(st, starts), np.maximum.reduceat(st, starts)
+        wmin, wmax = tmin // 32, tmax // 32
+        one_warp = wmin == wmax
+        g = np.where(tmin == tmax, tmin, np.where(one_warp, -(3 + wmin), MANY))
+        r, rs = self.reader[u], self.reader_sync[u]
+        ordered = (rs >= 0) & (rs == wmin) & one_warp
+        same = (_warp_of(r) == wmin) & one_warp & (r != MANY)
+        new = np.where((r == NONE) | ordered, g,
+                       np.where(r == g, r, np.where(same, -(3 + wmin), MANY)))
+        self.reader[u] = new.astype(np.int32)
+        self.reader_sync[u] = NONE
+        self.reader_line[u] = line
+        self.reader_used = True
+
+    def _unordered(self, state, sync, t, idx):
+        """Lanes whose access conflicts with `state` (writer or reader of their location)."""
+        other = (state < NONE) | ((state >= 0) & (state != t))
+        if self.warp_mode:
+            other &= sync[idx] != t // 32
+        return other
+
+    def warp_barrier(self, keys: np.ndarray, warps_per_block: int) -> None:
+        """A `__syncwarp()` by the warps `keys` (block in batch x warps_per_block + warp):
+        their own accesses since the last barrier are ordered for each other from now on
+        (not for other warps: those still need __syncthreads())."""
+        if not self.check_races:
+            return
+        if not self.warp_mode:
+            self.warp_mode = True
+            n = self.writer.shape[0]
+            self.writer_sync = np.full(n, NONE, dtype=np.int32)
+            self.reader_sync = np.full(n, NONE, dtype=np.int32)
+        self._fold()
+        block = np.arange(self.writer.shape[0]) // self.nbytes
+        for state, sync in ((self.writer, self.writer_sync), (self.reader, self.reader_sync)):
+            w = _warp_of(state)
+            hit = (w >= 0) & np.isin(block * warps_per_block + w, keys)
+            sync[hit] = w[hit]
 
     def on_read(self, flat, tid, line, size):
         """Record a read at byte indices `flat` (block in batch x bytes per block + offset) by
@@ -143,7 +202,7 @@ class RaceTracker:
         if self.check_races:
             if self.dirty:
                 w = self.writer[idx]
-                bad = (w >= 0) & (w != t)
+                bad = self._unordered(w, self.writer_sync, t, idx)
                 if bad.any():
                     i = int(np.argmax(bad))
                     found.append(("read-after-write", _lane(lanes, i), int(idx[i]), int(w[i]),
@@ -163,20 +222,22 @@ class RaceTracker:
             self._fold()
             if self.dirty:
                 w = self.writer[idx]
-                bad = (w >= 0) & (w != t)
+                bad = self._unordered(w, self.writer_sync, t, idx)
                 if bad.any():
                     i = int(np.argmax(bad))
                     found.append(("write-after-write", _lane(lanes, i), int(idx[i]), int(w[i]),
                                   int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
             if self.reader_used:
                 r = self.reader[idx]
-                bad = (r == MANY) | ((r >= 0) & (r != t))
+                bad = self._unordered(r, self.reader_sync, t, idx)
                 if bad.any():
                     i = int(np.argmax(bad))
                     other = int(r[i]) if r[i] >= 0 else None
                     found.append(("write-after-read", _lane(lanes, i), int(idx[i]), other,
                                   int(self.reader_line[idx[i]]), int(np.count_nonzero(bad))))
             self.writer[idx] = t
+            if self.warp_mode:
+                self.writer_sync[idx] = NONE
             back = self.writer[idx]
             clash = back != t
             if clash.any():
@@ -208,8 +269,14 @@ class RaceTracker:
                 self.writer.fill(NONE)
             if self.reader_used:
                 self.reader.fill(NONE)
+            if self.warp_mode:
+                self.writer_sync.fill(NONE)
+                self.reader_sync.fill(NONE)
             self.dirty = self.reader_used = False
             return
         self._fold()
-        self.writer.reshape(-1, self.nbytes)[blocks] = NONE
-        self.reader.reshape(-1, self.nbytes)[blocks] = NONE
+        arrays = [self.writer, self.reader]
+        if self.warp_mode:
+            arrays += [self.writer_sync, self.reader_sync]
+        for a in arrays:
+            a.reshape(-1, self.nbytes)[blocks] = NONE
