@@ -46,7 +46,7 @@ def test_shared_memory_becomes_the_limit():
 
 def test_plots_draw_the_points(points):
     left, right = sweep.plot_tile_sweep(points)
-    assert list(right.lines[0].get_ydata()) == [p.requested_bytes for p in points]
+    assert list(right.lines[0].get_ydata()) == [p.requested_bytes / 1e9 for p in points]
     if points[0].gflops is not None:
         assert list(left.lines[0].get_ydata()) == [p.gflops for p in points]
     ax = sweep.plot_shared_sweep(sweep.shared_sweep(4096, 16, [0, 44 * 1024], progress=False))

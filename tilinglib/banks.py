@@ -122,7 +122,7 @@ def plot_banks(access, ax=None, *, title: str | None = None):
     layout = bank_layout(access)
     rows = max((r for _, r in layout), default=-1) + 1
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 1.2 + 0.22 * max(rows, 1)))
+        _, ax = plt.subplots(figsize=(10, 1.5 + 0.22 * max(rows, 1)))
     for (bank, row), lanes in layout.items():
         shade = "C3" if rows > 1 else "C0"
         ax.add_patch(Rectangle((bank, row), 1, 1, facecolor=shade, alpha=0.25 + 0.5 / max(rows, 1),

@@ -100,6 +100,15 @@ def _reference_run(ref, N, tile, pad):
         return None
 
 
+def _reference_registers(ref, tile, pad):
+    """nvcc's register count for this TILE and PAD in the reference (the same at every N)."""
+    for run in ref.runs:
+        if run.kernel == "sgemm_tiled" and run.tile == tile and run.pad == pad:
+            if run.extra.get("registers") is not None:
+                return int(run.extra["registers"])
+    return None
+
+
 def _point(backend, ref, source, N, tile, pad, dynamic_shared, repeat,
            with_speed=True) -> SweepPoint:
     from .roofline import sgemm_flops
@@ -122,7 +131,7 @@ def _point(backend, ref, source, N, tile, pad, dynamic_shared, repeat,
         # Registers belong to the compiled kernel, so the reference's count holds for any
         # launch; a speed only for the launch that was measured (no extra shared memory).
         run = _reference_run(ref, N, tile, pad)
-        registers = run.extra.get("registers") if run is not None else None
+        registers = _reference_registers(ref, tile, pad)
         gflops = run.gflops if run is not None and dynamic_shared == 0 and with_speed else None
         where = ref.label if gflops is not None else "no measurement (CPU emulator)"
     occ = occupancy(tile * tile, registers_per_thread=registers, static_shared=static,
@@ -179,7 +188,7 @@ def shared_sweep(N: int, tile: int, extra: Sequence[int], *, repeat: int = 10,
 def table(points: Sequence[SweepPoint]) -> str:
     """The points as a text table: resources, blocks per SM and what limits them, speed."""
     head = (f"{'TILE':>4} {'pad':>3} {'threads':>7} {'static B':>8} {'shared= B':>9} {'regs':>4} "
-            f"{'blocks/SM':>9} {'limited by':<30} {'occupancy':>9} {'GFLOP/s':>8}")
+            f"{'blocks/SM':>9} {'limited by':<38} {'occupancy':>9} {'GFLOP/s':>8}")
     lines = [head]
     for p in points:
         o = p.occupancy
@@ -187,7 +196,7 @@ def table(points: Sequence[SweepPoint]) -> str:
         speed = "-" if p.gflops is None else f"{p.gflops:,.0f}"
         lines.append(f"{p.tile:>4} {p.pad:>3} {p.threads:>7} {p.static_shared:>8,} "
                      f"{p.dynamic_shared:>9,} {regs:>4} {o.active_blocks:>9} "
-                     f"{' and '.join(o.limited_by):<30} {o.percent:>8.0f}% {speed:>8}")
+                     f"{' and '.join(o.limited_by):<38} {o.percent:>8.0f}% {speed:>8}")
     sources = sorted({p.measured_on for p in points if p.gflops is not None})
     if sources:
         lines.append("GFLOP/s " + "; ".join(sources))
@@ -196,7 +205,7 @@ def table(points: Sequence[SweepPoint]) -> str:
 
 def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     """Two panels against TILE: GFLOP/s (occupancy written at each point) and global bytes
-    requested (log scale, 8·N³/TILE). Returns the two Axes."""
+    requested (log scale, 8·N³/TILE, in GB). Returns the two Axes."""
     import matplotlib.pyplot as plt
 
     if axes is None:
@@ -209,6 +218,7 @@ def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
         left.annotate(f"{p.occupancy.percent:.0f}% occ.", (p.tile, p.gflops),
                       textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     left.set_xscale("log", base=2)
+    left.margins(x=0.12)
     left.set_xticks(tiles, [str(t) for t in tiles])
     left.set_xlabel("TILE")
     left.set_ylabel("GFLOP/s")
@@ -217,10 +227,12 @@ def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     left.set_title(f"Tiled SGEMM, N = {points[0].N}" + (f"\n{where[0]}" if len(where) == 1 else ""),
                    fontsize=9)
     left.grid(True, alpha=0.3)
-    right.loglog(tiles, [p.requested_bytes for p in points], "s-", color="C1", base=2)
+    right.plot(tiles, [p.requested_bytes / 1e9 for p in points], "s-", color="C1")
+    right.set_xscale("log", base=2)
+    right.set_yscale("log")
     right.set_xticks(tiles, [str(t) for t in tiles])
     right.set_xlabel("TILE")
-    right.set_ylabel("global bytes requested")
+    right.set_ylabel("global GB requested (1e9 bytes)")
     right.set_title("Requested bytes: 8·N³/TILE", fontsize=9)
     right.grid(True, which="both", alpha=0.3)
     return left, right
