@@ -350,7 +350,7 @@ def test_shared_atomics_and_global_atomics():
 
 def test_printf_in_thread_order(capsys):
     src = """
-    #include <cstdio>
+    #include <stdio.h>
     __global__ void k() {
         if (threadIdx.x % 2 == 0)
             printf("block %d thread %d value %.2f\\n", blockIdx.x, threadIdx.x, threadIdx.x * 0.5f);

@@ -1,6 +1,6 @@
 // Online softmax, one warp per row: running max and sum combined with __shfl_xor_sync
 // butterflies; uses __expf and __fdividef.
-#include <cfloat>
+#include <float.h>
 __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
