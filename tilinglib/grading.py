@@ -35,7 +35,8 @@ import numpy as np
 from .errors import (BarrierError, CompileError, KernelArgumentError, KernelRuntimeError,
                      LaunchError, MemoryAccessError, RaceError, StepBudgetExceeded)
 
-__all__ = ["Check", "GradeReport", "check_sgemm", "sgemm_cases", "SGEMM_SIGNATURE"]
+__all__ = ["Check", "GradeReport", "check_sgemm", "declared_tile", "sgemm_cases",
+           "SGEMM_SIGNATURE"]
 
 SGEMM_SIGNATURE = "(int M, int N, int K, const float* A, const float* B, float* C)"
 MAX_THREADS_PER_BLOCK = 1024
@@ -173,6 +174,14 @@ def _step_budget(M, N, K, tile, threads) -> int:
     batches = _ceil_div(threads, 1 << 16)
     tiles = _ceil_div(K, tile)
     return batches * (8 * (K + tiles * (tile + 4)) + 2000)
+
+
+def declared_tile(source: str, options: Sequence[str] | None = None) -> int:
+    """The TILE a kernel source declares: the value of the macro TILE after the source's own
+    ``#define`` and the ``-DTILE=...`` in `options` (nvcc-style strings).
+
+    Raises `CompileError` if the source does not compile or does not define TILE."""
+    return _probe_tile(source, list(options or []))
 
 
 def _probe_tile(source: str, options) -> int:
