@@ -31,6 +31,15 @@ BATCH_THREADS = 1 << 16
 DEFAULT_MAX_STEPS = 2_000_000
 
 
+_SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+
+
+def _elements(byte_index: np.ndarray, size: int) -> np.ndarray:
+    """Element indices of a view of `size`-byte elements (a shift, not a division)."""
+    shift = _SHIFTS.get(size)
+    return byte_index >> shift if shift is not None else byte_index // size
+
+
 class RaceWarning(UserWarning):
     """Issued after a launch in which the emulator found shared-memory hazards."""
 
@@ -314,7 +323,7 @@ class Context:
         space, index, off, key = self._resolve(a, lanes, t, line, "read")
         size = t.size
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
-        values = view[index // size]
+        values = view[_elements(index, size)]
         self._count(space, False, lanes, a, off, key if space != "local" else None, size, line)
         if lanes is None:
             return values
@@ -334,7 +343,7 @@ class Context:
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
         if isinstance(value, np.ndarray) and lanes is not None:
             value = value[lanes]
-        view[index // size] = value
+        view[_elements(index, size)] = value
         self._count(space, True, lanes, a, off, key if space == "shared" else None, size, line)
 
     def load_struct(self, addr, t, line):
@@ -348,7 +357,7 @@ class Context:
         parts = []
         for _, ft, foff in t.fields:
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
-            vals = view[(index + foff) // ft.size]
+            vals = view[_elements(index + foff, ft.size)]
             if lanes is not None:
                 full = np.zeros(self.T, dtype=ft.dtype)
                 full[lanes] = vals
@@ -365,7 +374,7 @@ class Context:
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             if isinstance(v, np.ndarray) and lanes is not None:
                 v = v[lanes]
-            view[(index + foff) // ft.size] = v
+            view[_elements(index + foff, ft.size)] = v
         self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
 
     # ------------------------------------------------------------------ barriers & warps
@@ -460,7 +469,7 @@ class Context:
         if space == "global" and key.readonly:
             self._fault(lanes, 0, "Invalid atomic on __constant__ memory", line)
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
-        idx = index // t.size
+        idx = _elements(index, t.size)
         vs = [np.broadcast_to(v, (self.T,))[lanes] if lanes is not None else
               np.broadcast_to(v, (self.T,)) for v in vals]
         old = atomics.apply(op, view, idx, vs, t.dtype)

@@ -140,7 +140,7 @@ def _wavefronts(group: np.ndarray, words: np.ndarray, full_rows: int) -> int:
         return 0
     if full_rows:
         w = words.reshape(full_rows, -1)
-        if not (np.diff(w, axis=1) >= 0).all():
+        if not (w[:, 1:] >= w[:, :-1]).all():
             w = np.sort(w, axis=1)
         elif (w[:, -1] - w[:, 0] < BANKS).all():
             # Sorted words spanning fewer than 32 words fall in distinct banks: one each.
