@@ -81,10 +81,11 @@ def plot_tile_loads(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0), 
         if name == "C":
             r, c = step.c_tile
             ax.add_patch(Rectangle((c, r), 1, 1, facecolor="none", edgecolor=color, lw=2.5))
-            ax.set_title(f"C: block ({block[0]}, {block[1]}) writes tile {step.c_tile}",
-                         fontsize=9)
+            ax.set_title(f"C: block (bx, by) = ({block[0]}, {block[1]}) writes\n"
+                         f"tile (row {r}, col {c})", fontsize=9)
         else:
-            ax.set_title(f"{name}: tile {now} loaded in step t={t}", fontsize=9)
+            ax.set_title(f"{name}: tile (row {now[0]}, col {now[1]})\nloaded in step t={t}",
+                         fontsize=9)
     axes[0].figure.suptitle(f"N = {N}, TILE = {tile}: step {t + 1} of {n}", fontsize=10)
     axes[0].tile_step = step
     return axes
@@ -185,7 +186,7 @@ def plot_phases(steps: int = 4, ax=None, **kwargs):
     ax.invert_yaxis()
     ax.set_xlabel("time (schematic units, not measured)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
-    ax.legend(handles, list(colors), fontsize=8, loc="lower right", ncol=3)
+    ax.legend(handles, list(colors), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("One block's tile loop: when is global memory busy?", fontsize=10)
     ax.timelines = rows
     return ax
