@@ -51,3 +51,14 @@ def test_plots_draw_the_points(points):
         assert list(left.lines[0].get_ydata()) == [p.gflops for p in points]
     ax = sweep.plot_shared_sweep(sweep.shared_sweep(4096, 16, [0, 44 * 1024], progress=False))
     assert list(ax.lines[0].get_ydata()) == [100.0, 50.0]
+
+
+def test_progress_outside_jupyter_prints_each_step(capsys):
+    with sweep.Progress(2, "demo") as bar:
+        bar.step("first")
+        bar.step("second")
+    err = capsys.readouterr().err
+    assert "demo: 1/2 first" in err and "demo: 2/2 second" in err
+    with sweep.Progress(1, "quiet", enabled=False) as bar:
+        bar.step()
+    assert capsys.readouterr().err == ""
