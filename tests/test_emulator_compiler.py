@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emulator_helpers import launch, run_body
+from emulator_helpers import InOut, launch, run_body
 from tilinglib.emulator import SourceModule
 from tilinglib.errors import CompileError, UnsupportedFeatureError
 
@@ -471,3 +471,29 @@ def test_more_unsupported_constructs(body, construct):
     with pytest.raises(UnsupportedFeatureError, match=construct) as info:
         SourceModule(f"__global__ void k(float* a)\n{{\n  {body}\n}}")
     assert info.value.line == 3
+
+
+def test_constant_memory_filled_from_the_host_like_pycuda():
+    from tilinglib.emulator import memcpy_dtoh, memcpy_htod
+
+    src = """
+    __constant__ float mask[3];
+    __global__ void k(float* out) { out[threadIdx.x] = mask[threadIdx.x % 3] * 2.0f; }"""
+    mod = SourceModule(src)
+    symbol, nbytes = mod.get_global("mask")
+    assert nbytes == 12
+    memcpy_htod(symbol, np.array([1, 2, 3], np.float32))
+    out = np.zeros(6, np.float32)
+    f = mod.get_function("k")
+    f(InOut(out), block=(6, 1, 1))
+    assert list(out) == [2, 4, 6, 2, 4, 6]
+    back = np.zeros(3, np.float32)
+    memcpy_dtoh(back, symbol)
+    assert list(back) == [1, 2, 3]
+    other = SourceModule(src).get_function("k")       # another module: its own constants
+    other(InOut(out), block=(6, 1, 1))
+    assert (out == 0).all()
+    with pytest.raises(KeyError, match="mask"):
+        mod.get_global("nope")
+    with pytest.raises(ValueError, match="do not fit"):
+        memcpy_htod(symbol, np.zeros(4, np.float32))

@@ -14,11 +14,12 @@ with memory, races and report beside it. `docs/emulator.md` lists the CUDA C it 
 and how it differs from a GPU.
 """
 
-from .module import Function, In, InOut, Out, SourceModule
+from .module import Function, In, InOut, Out, SourceModule, memcpy_dtoh, memcpy_htod
 from .execute import LaunchOptions, RaceWarning
 from .report import LaunchReport
 from .races import Hazard
 from .trace import WarpAccess
 
-__all__ = ["SourceModule", "Function", "In", "Out", "InOut", "LaunchReport", "LaunchOptions",
+__all__ = ["SourceModule", "Function", "In", "Out", "InOut", "memcpy_htod", "memcpy_dtoh",
+           "LaunchReport", "LaunchOptions",
            "RaceWarning", "Hazard", "WarpAccess"]

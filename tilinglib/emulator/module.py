@@ -71,6 +71,7 @@ class SourceModule:
         self.source = source
         self.options = list(options or [])
         self._program = _compile(source, tuple(self.options))
+        self._constant_data: dict = {}
 
     def get_function(self, name: str) -> "Function":
         """The `__global__` function `name`. Raises `KernelNotFoundError` (a LookupError)
@@ -80,10 +81,59 @@ class SourceModule:
             known = ", ".join(sorted(kernels)) or "none"
             raise KernelNotFoundError(f"no __global__ function named '{name}' in this module "
                               f"(kernels found: {known})")
-        return Function(self._program, kernels[name])
+        return Function(self._program, kernels[name], self)
 
-    def get_global(self, name):
-        raise NotImplementedError("get_global is not supported by the emulator")
+    def get_global(self, name: str):
+        """``(symbol, nbytes)`` of the `__constant__` variable `name`, as PyCUDA's
+        ``get_global`` gives ``(device pointer, nbytes)``. Fill it with
+        ``tilinglib.emulator.memcpy_htod(symbol, array)``; every later launch of this
+        module's kernels sees the copy. Raises KeyError naming the constants there are."""
+        for index, (cname, t, _) in enumerate(self._program.constants):
+            if cname == name:
+                return ConstantSymbol(self, index, cname, t.size), t.size
+        known = ", ".join(c[0] for c in self._program.constants) or "none"
+        raise KeyError(f"no __constant__ variable named {name!r} in this module "
+                       f"(__constant__ variables: {known})")
+
+    def _constant_bytes(self, index: int) -> bytes:
+        """The bytes a launch starts `__constant__` variable `index` with."""
+        if index in self._constant_data:
+            return self._constant_data[index]
+        _, t, init = self._program.constants[index]
+        return (b"" if init is None else init.tobytes()).ljust(t.size, b"\0")
+
+
+class ConstantSymbol:
+    """A `__constant__` variable of an emulated module (what `get_global` returns)."""
+
+    def __init__(self, module, index, name, nbytes):
+        self.module, self.index, self.name, self.nbytes = module, index, name, nbytes
+
+    def __int__(self) -> int:      # PyCUDA's pointers convert to int; keep that working
+        return self.index
+
+    def __repr__(self) -> str:
+        return f"<__constant__ {self.name}, {self.nbytes} bytes>"
+
+
+def memcpy_htod(dest, src) -> None:
+    """Copy the NumPy array `src` into the `__constant__` variable `dest` (from
+    `SourceModule.get_global`), as ``pycuda.driver.memcpy_htod`` does on a GPU."""
+    if not isinstance(dest, ConstantSymbol):
+        raise TypeError("the emulator's memcpy_htod copies into a __constant__ variable: "
+                        "pass the first value of mod.get_global(name)")
+    data = np.ascontiguousarray(src).tobytes()
+    if len(data) > dest.nbytes:
+        raise ValueError(f"{len(data)} bytes do not fit in __constant__ {dest.name} "
+                         f"({dest.nbytes} bytes)")
+    dest.module._constant_data[dest.index] = data.ljust(dest.nbytes, b"\0")
+
+
+def memcpy_dtoh(dest, src) -> None:
+    """Copy the `__constant__` variable `src` into the NumPy array `dest`."""
+    data = src.module._constant_bytes(src.index)
+    flat = dest.reshape(-1).view(np.uint8)
+    flat[:] = np.frombuffer(data[:flat.shape[0]], dtype=np.uint8)
 
 
 class Function:
@@ -98,7 +148,8 @@ class Function:
     max_threads_per_block = 1024
     num_regs = None
 
-    def __init__(self, program, code):
+    def __init__(self, program, code, module=None):
+        self._module = module
         self._program = program
         self._code = code
         self.name = code.name
@@ -132,8 +183,11 @@ class Function:
         options.trace = bool(trace)
         launch = Launch(self._code, block3, grid3, int(shared or 0), options)
         values, copies = self._bind(launch, args)
-        for name, t, init in self._program.constants:
-            data = b"" if init is None else init.tobytes()
+        for index, (name, t, init) in enumerate(self._program.constants):
+            if self._module is not None:
+                data = self._module._constant_bytes(index)
+            else:
+                data = b"" if init is None else init.tobytes()
             launch.constant_addresses.append(np.int64(launch.gmem.allocate(
                 name, t.size, elem_size=(t.base_elem if t.is_array else t).size,
                 init=data.ljust(t.size, b"\0"), readonly=True)))
