@@ -41,8 +41,9 @@ __global__ void device_functions(const int *n, int *steps, const float *m, float
     const float *r = row_ptr(m, i, cols);
     float s = 0.0f;
     for (int c = 0; c < cols; ++c) {
-        if (r[c] < 0.0f) continue;
-        s += SQUARE(r[c]);
+        float v = r[c];
+        if (v < 0.0f) continue;
+        s += SQUARE(v);
     }
     rowsum[i] = CLAMP(s, 0.0f, 10.0f);
     cls[i] = classify(i) + (i > 5 ? 0.5f : 0.25f);

@@ -14,7 +14,9 @@ __global__ void histogram_shared(const int *data, int n, unsigned int *hist)
         atomicAdd(&local[bin], 1u);
     }
     __syncthreads();
-    for (int b = threadIdx.x; b < NBINS; b += blockDim.x)
-        if (local[b] > 0)
-            atomicAdd(&hist[b], local[b]);
+    for (int b = threadIdx.x; b < NBINS; b += blockDim.x) {
+        unsigned int count = local[b];
+        if (count > 0)
+            atomicAdd(&hist[b], count);
+    }
 }
