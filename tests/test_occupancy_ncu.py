@@ -77,8 +77,11 @@ def test_calculator_matches_ncu_live(spec, name, threads):
     f = tl.SourceModule(kernels.load(kernel_file), options=options).get_function(name)
     metrics = bench._ncu_one(spec, name, print)
     assert metrics is not None, "ncu did not return readings (see the printed output)"
-    assert int(metrics["launch__registers_per_thread"]) == f.num_regs
+    # ncu reports the registers the launch was given, which can be a little more than
+    # nvcc's count (seen on the H200: transposeShared 14 in PyCUDA, 16 in ncu).
+    regs = int(metrics["launch__registers_per_thread"])
+    assert f.num_regs <= regs < f.num_regs + 8
     assert int(metrics["launch__shared_mem_per_block_static"]) == f.shared_size_bytes
-    occ = occupancy(threads, registers_per_thread=f.num_regs, static_shared=f.shared_size_bytes,
+    occ = occupancy(threads, registers_per_thread=regs, static_shared=f.shared_size_bytes,
                     shared_config=int(metrics["launch__shared_mem_config_size"]))
     assert {k: getattr(occ, a) for k, a in LIMITS.items()} == {k: int(metrics[k]) for k in LIMITS}
