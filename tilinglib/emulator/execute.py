@@ -209,7 +209,8 @@ class Context:
             msg = M.out_of_bounds(f"__{space}__ {what}" if space != "local" else f"local {what}",
                                   name, size, o, limit if alloc is None else alloc.size)
             self._fault(lanes, i, f"{msg}\n  element: {self._element_of(space, o, alloc)}", line)
-        if align > 1:
+        # One reduction: the OR of all offsets has a low bit set iff some offset has.
+        if align > 1 and int(np.bitwise_or.reduce(off)) & (align - 1):
             mis = (off & (align - 1)) != 0
             if mis.any():
                 i = int(np.argmax(mis))

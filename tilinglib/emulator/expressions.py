@@ -138,6 +138,11 @@ class ExpressionsMixin:
         if index.const is not None:
             delta = np.int64(int(index.const) * size)
             addr = lambda ctx: bfn(ctx) + delta  # noqa: E731
+        elif ct.decay(index.ctype).size <= 4:
+            # A 32-bit index times an int64 scalar is an int64 product: one NumPy operation
+            # for the conversion and the scaling, exact for every 32-bit value.
+            raw, size64 = index.fn, np.int64(size)
+            addr = lambda ctx: bfn(ctx) + np.multiply(raw(ctx), size64)  # noqa: E731
         else:
             addr = lambda ctx: bfn(ctx) + ifn(ctx) * size  # noqa: E731
         return self.memory_lvalue(addr, elem, node)
