@@ -48,7 +48,7 @@ def test_first_barrier_removed_is_read_after_write():
         _run_tiled(_without(FIRST_BARRIER), hazards="raise")
     e = info.value
     text = str(e)
-    assert "read-after-write" in text
+    assert text.startswith("sgemmTiled: Race (read-after-write)")
     assert "Write at kernel.cu:27" in text and "Read at kernel.cu:33" in text
     assert e.kernel == "sgemmTiled" and e.line == 33 and e.block == (0, 0, 0)
     assert "As[0][0]" in text

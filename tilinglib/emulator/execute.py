@@ -548,8 +548,8 @@ class Launch:
         if old is None:
             self.hazards[key] = h
             if self.options.hazards == "raise" and h.kind != "barrier-after-exit":
-                raise RaceError(str(h) + self._advice(h), kernel=h.kernel, line=h.line,
-                                block=h.block, thread=h.thread)
+                raise RaceError(f"{h.kernel}: {h}{self._advice(h)}", kernel=h.kernel,
+                                line=h.line, block=h.block, thread=h.thread)
         else:
             self.hazards[key] = Hazard(**{**old.__dict__, "count": old.count + h.count})
 
@@ -611,7 +611,7 @@ def warn_hazards(report: LaunchReport) -> None:
     races = [h for h in report.hazards]
     if races:
         more = f" (and {len(races) - 1} more: see f.last_report.hazards)" if len(races) > 1 else ""
-        warnings.warn(str(races[0]) + more, RaceWarning, stacklevel=3)
+        warnings.warn(f"{report.kernel}: {races[0]}{more}", RaceWarning, stacklevel=3)
 
 
 __all__ = ["Context", "Launch", "LaunchOptions", "RaceWarning", "warn_hazards",
