@@ -7,7 +7,7 @@ import pytest
 
 from tilinglib.roofline import ridge_point
 from tilinglib.sgemm import TiledMeasurement
-from tilinglib.widgets import read_values, roofline_explorer, tile_explorer
+from tilinglib.widgets import WidgetArgumentError, read_values, roofline_explorer, tile_explorer
 
 
 def fake_measure(N, tile, source=None):
@@ -109,3 +109,82 @@ def test_no_busy_indicator_for_a_quick_recompute():
 
 def test_read_values_unescapes():
     assert read_values('<td data-name="a" data-value="x&amp;y">') == {"a": "x&y"}
+
+
+# -- interactive polish: what a student can get wrong, and the status line's timing ---------
+
+def test_sliders_offer_valid_tiles_smallest_first():
+    e = roofline_explorer("H200 SXM", tiles=(32, 8, 16, 8), value=16, plot=False)
+    assert list(e.slider.options) == [8, 16, 32]
+    e = tile_explorer(64, tiles=[32.0, 16], value=16, measure=fake_measure)
+    assert list(e.slider.options) == [16, 32]
+    for bad in ([0, 8], [8, 2.5], [True], ["x"], []):
+        with pytest.raises(WidgetArgumentError):
+            roofline_explorer("H200 SXM", tiles=bad, value=8, plot=False)
+
+
+def test_a_wrong_argument_is_one_line_in_a_notebook():
+    """WidgetArgumentError uses IPython's _render_traceback_ hook: one line, no traceback."""
+    cases = [lambda: tile_explorer(64, value=5, measure=fake_measure),
+             lambda: tile_explorer(64, tiles=[3], measure=fake_measure),
+             lambda: tile_explorer(0, measure=fake_measure),
+             lambda: tile_explorer("64", measure=fake_measure),
+             lambda: roofline_explorer("H300", plot=False),
+             lambda: tile_explorer(64, value=16, measure=fake_measure).select(5)]
+    for make in cases:
+        with pytest.raises(WidgetArgumentError) as info:
+            make()
+        assert isinstance(info.value, ValueError)          # still a ValueError
+        lines = info.value._render_traceback_()
+        assert len(lines) == 1 and lines[0].startswith("WidgetArgumentError: ")
+        assert "Traceback" not in lines[0]
+    with pytest.raises(WidgetArgumentError, match="no GPU named 'H300'"):
+        roofline_explorer("H300", plot=False)
+
+
+def test_a_late_busy_timer_does_not_hide_the_result():
+    """The timer can fire just as the recompute ends: it must not leave "working" on show."""
+    e = tile_explorer(64, value=16, measure=fake_measure, busy_after=60)
+    done = threading.Event()
+    done.set()                                  # the recompute has finished ...
+    e._show_busy(8, done)                       # ... when the timer's action runs
+    assert 'data-state="idle"' in e.status.value
+    e._show_busy(8, threading.Event())          # still running: "working" shows
+    assert 'data-state="busy"' in e.status.value
+
+
+def test_no_busy_timer_left_behind():
+    before = threading.active_count()
+    e = tile_explorer(64, value=16, measure=fake_measure, busy_after=30)
+    for tile in (8, 4, 32):
+        e.select(tile)
+    time.sleep(0.1)
+    assert threading.active_count() <= before
+
+
+def test_an_interrupt_clears_working_and_says_so():
+    def interrupted(N, tile, source=None):
+        if tile == 8:
+            raise KeyboardInterrupt
+        return fake_measure(N, tile)
+
+    e = tile_explorer(64, value=16, measure=interrupted, busy_after=0.05)
+    with pytest.raises(KeyboardInterrupt):
+        e.select(8)
+    time.sleep(0.2)                              # long past busy_after: no late "working"
+    assert 'data-state="error"' in e.status.value and "interrupted" in e.status.value
+    e.select(16)
+    assert 'data-state="idle"' in e.status.value and e.error is None
+
+
+def test_a_long_warning_is_cut_to_one_short_line():
+    import warnings
+
+    def noisy(N, tile, source=None):
+        warnings.warn("Race " + "x" * 1000 + "\nsecond line", RuntimeWarning)
+        return fake_measure(N, tile)
+
+    e = tile_explorer(64, value=16, measure=noisy)
+    text = e.status.value
+    assert 'data-state="idle"' in text and "Warning: Race" in text
+    assert "second line" not in text and len(text) < 500

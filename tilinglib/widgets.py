@@ -6,10 +6,12 @@
   on release it recompiles the tiled kernel and re-measures it (GPU) or re-counts its
   memory accesses (emulator).
 
-Both recompute only when the slider is released (``continuous_update=False``). A recompute
-that takes longer than `busy_after` seconds shows "working" in the status line; a mistake
-(a kernel that does not compile, a launch that fails) shows as one short line there, never
-as a traceback.
+Both recompute only when the slider is released (``continuous_update=False``), and offer
+only valid tiles, smallest first. A recompute that takes longer than `busy_after` seconds
+shows "working" in the status line; a mistake (a kernel that does not compile, a launch that
+fails) shows as one short line there, never as a traceback. A wrong argument to either
+function (a TILE the kernel cannot take, an unknown GPU) raises `WidgetArgumentError`, which
+a notebook shows as one line instead of a traceback.
 
 For tests, human or browser: every number shown is also in the HTML as
 ``<td class="tl-value" data-name="<name>" data-value="<plain number>">``, inside
@@ -21,18 +23,44 @@ back into a dict, and each explorer's `.values` holds what it shows.
 from __future__ import annotations
 
 import html
+import operator
 import re
 import threading
 import warnings
 from typing import Callable, Sequence
 
 __all__ = ["RooflineExplorer", "TileExplorer", "roofline_explorer", "tile_explorer",
-           "read_values", "BUSY_AFTER_S"]
+           "read_values", "WidgetArgumentError", "BUSY_AFTER_S"]
 
 BUSY_AFTER_S = 1.0     # show "working" when a recompute takes longer than this
 _MAX_MESSAGE = 300     # characters of an error message shown in the status line
 
 _VALUE_RE = re.compile(r'data-name="([^"]+)" data-value="([^"]*)"')
+
+
+class WidgetArgumentError(ValueError):
+    """A wrong argument to `roofline_explorer` or `tile_explorer`: a student's mistake, so
+    IPython shows it as one line (``WidgetArgumentError: ...``) instead of a traceback
+    through tilinglib's internals (IPython's ``_render_traceback_`` hook)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _choices(tiles: Sequence[int]) -> list[int]:
+    """The slider's options: whole positive tile sizes, each once, smallest first."""
+    out = set()
+    for t in tiles:
+        try:
+            whole = not isinstance(t, bool) and float(t).is_integer() and int(t) >= 1
+        except (TypeError, ValueError):
+            whole = False
+        if not whole:
+            raise WidgetArgumentError(f"a tile size is a whole number of 1 or more, not {t!r}")
+        out.add(int(t))
+    if not out:
+        raise WidgetArgumentError("no tile sizes to choose from")
+    return sorted(out)
 
 
 def read_values(readout_html: str) -> dict[str, str]:
@@ -68,11 +96,15 @@ def _status(state: str, text: str = "") -> str:
             f"{html.escape(text)}</div>")
 
 
+def _first_line(text: str) -> str:
+    """The first line of `text`, cut to `_MAX_MESSAGE` characters."""
+    first = (str(text).strip().splitlines() or [""])[0]
+    return first if len(first) <= _MAX_MESSAGE else first[:_MAX_MESSAGE - 1] + "…"
+
+
 def _short(exc: BaseException) -> str:
     """One line for the student: the exception's class and the first line of its message."""
-    first = (str(exc).strip().splitlines() or [""])[0]
-    if len(first) > _MAX_MESSAGE:
-        first = first[:_MAX_MESSAGE - 1] + "…"
+    first = _first_line(str(exc))
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
@@ -84,11 +116,9 @@ class _Explorer:
     def __init__(self, tiles: Sequence[int], value: int, *, busy_after: float, description: str):
         import ipywidgets as w
 
-        tiles = [int(t) for t in tiles]
-        if not tiles:
-            raise ValueError("no tile sizes to choose from")
+        tiles = _choices(tiles)
         if value not in tiles:
-            raise ValueError(f"TILE={value} is not one of the choices {tiles}")
+            raise WidgetArgumentError(f"TILE={value} is not one of the choices {tiles}")
         self.busy_after = float(busy_after)
         self.slider = w.SelectionSlider(options=tiles, value=value, description=description,
                                         continuous_update=False,
@@ -97,7 +127,8 @@ class _Explorer:
         self.readout = w.HTML()
         self.values: dict[str, object] = {}
         self.error: str | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()           # one recompute at a time
+        self._status_lock = threading.Lock()    # the busy timer against the final status
         self.slider.observe(self._on_change, names="value")
 
     # -- the part subclasses fill in -------------------------------------------------------
@@ -115,22 +146,33 @@ class _Explorer:
     def select(self, tile: int) -> None:
         """Move the slider to `tile` (a recompute follows, as when a student releases it)."""
         if tile not in self.slider.options:
-            raise ValueError(f"TILE={tile} is not one of the choices {list(self.slider.options)}")
+            raise WidgetArgumentError(
+                f"TILE={tile} is not one of the choices {list(self.slider.options)}")
         if self.slider.value == tile:
             self.update(tile)
         else:
             self.slider.value = tile
 
+    def _show_busy(self, tile: int, done: threading.Event) -> None:
+        """The busy timer's action: "working" unless the recompute has finished (checked
+        under the lock the final status is written under, so a late timer cannot leave
+        "working" on show after the result)."""
+        with self._status_lock:
+            if not done.is_set():
+                self.status.value = _status("busy", f"working on TILE={tile} …")
+
+    def _finish(self, done: threading.Event, timer: threading.Timer, state: str,
+                text: str) -> None:
+        with self._status_lock:
+            done.set()
+            timer.cancel()
+            self.status.value = _status(state, text)
+
     def update(self, tile: int) -> None:
         """Recompute and redraw for `tile`; failures end up in the status line."""
         with self._lock:
             done = threading.Event()
-
-            def show_busy():
-                if not done.is_set():
-                    self.status.value = _status("busy", f"working on TILE={tile} …")
-
-            timer = threading.Timer(self.busy_after, show_busy)
+            timer = threading.Timer(self.busy_after, self._show_busy, args=(tile, done))
             timer.daemon = True
             timer.start()
             try:
@@ -139,20 +181,20 @@ class _Explorer:
                     rows, note = self._compute(tile)
                     self._draw(tile)
             except Exception as exc:  # a student's mistake: one short line, no traceback
-                done.set()
-                timer.cancel()
                 self.error = _short(exc)
                 self.values = {}
                 self.readout.value = _readout(self.widget_name, [])
-                self.status.value = _status("error", f"TILE={tile}: {self.error}")
+                self._finish(done, timer, "error", f"TILE={tile}: {self.error}")
                 return
-            done.set()
-            timer.cancel()
+            except BaseException:     # the kernel interrupted (Kernel > Interrupt)
+                self.error = "interrupted"
+                self._finish(done, timer, "error", f"TILE={tile}: interrupted")
+                raise
             self.error = None
             self.values = {name: value for name, _, value, _ in rows}
             self.readout.value = _readout(self.widget_name, rows, note)
-            warned = [str(c.message).splitlines()[0] for c in caught]
-            self.status.value = _status("idle", f"Warning: {warned[0]}" if warned else "")
+            warned = [_first_line(str(c.message)) for c in caught]
+            self._finish(done, timer, "idle", f"Warning: {warned[0]}" if warned else "")
 
     def _children(self) -> list:
         return [self.slider, self.status, self.readout]
@@ -181,7 +223,10 @@ class RooflineExplorer(_Explorer):
 
         from .roofline import GPUS, gpu_spec
 
-        gpu_spec(gpu)
+        try:
+            gpu_spec(gpu)
+        except KeyError as exc:
+            raise WidgetArgumentError(exc.args[0]) from None
         super().__init__(tiles, value, busy_after=busy_after, description="TILE")
         self.gpu = w.Dropdown(options=list(GPUS), value=gpu, description="GPU")
         self.gpu.observe(lambda change: self.update(self.slider.value), names="value")
@@ -246,12 +291,20 @@ class TileExplorer(_Explorer):
                  measure: Callable | None = None, busy_after: float = BUSY_AFTER_S):
         from .sgemm import measure_tiled, valid_tiles
 
-        allowed = valid_tiles(N)
-        tiles = allowed if tiles is None else [int(t) for t in tiles]
+        try:
+            N = operator.index(N)
+        except TypeError:
+            N = 0
+        allowed = valid_tiles(N) if N >= 1 else []
+        if not allowed:
+            raise WidgetArgumentError(f"N is the matrix size, a whole number of 1 or more, "
+                                      f"not {N!r}")
+        tiles = allowed if tiles is None else _choices(tiles)
         bad = [t for t in tiles if t not in allowed]
         if bad:
-            raise ValueError(f"TILE {bad} cannot run at N={N}: the kernel needs a divisor of N "
-                             f"up to 32, i.e. one of {allowed}")
+            raise WidgetArgumentError(
+                f"TILE {bad} cannot run at N={N}: the kernel needs a divisor of N up to 32, "
+                f"i.e. one of {allowed}")
         value = max(tiles) if value is None else value
         super().__init__(tiles, value, busy_after=busy_after, description=f"TILE (N={N})")
         self.N = N
