@@ -497,3 +497,16 @@ def test_constant_memory_filled_from_the_host_like_pycuda():
         mod.get_global("nope")
     with pytest.raises(ValueError, match="do not fit"):
         memcpy_htod(symbol, np.zeros(4, np.float32))
+
+
+@pytest.mark.parametrize("call, message", [
+    ("__syncthreads(1);", "takes 0 argument"),
+    ("sqrtf(1.0f, 2.0f);", "takes 1 argument"),
+    ("make_float2(1.0f);", "takes 2 argument"),
+    ("nosuch(3);", "'nosuch' is not a function the kernel can call"),
+    ("printf(a);", "string literal"),
+])
+def test_builtin_misuse_is_a_compile_error_at_the_line(call, message):
+    with pytest.raises(CompileError, match=message) as info:
+        SourceModule(f"__global__ void k(float* a)\n{{\n  {call}\n}}")
+    assert info.value.line == 3

@@ -119,80 +119,111 @@ def _fma(a, b, c, dtype):
 
 
 def compile_builtin_call(comp, node, name, args):
-    line = _line(node)
-    n = len(args)
+    """Compile a call of the CUDA built-in `name` (a pycparser FuncCall `node` with argument
+    nodes `args`) into an `X`. Raises CompileError for a wrong argument count or an unknown
+    function."""
+    handler = _handler(name)
+    if handler is None:
+        raise comp.error(node, f"'{name}' is not a function the kernel can call "
+                               f"(not declared, and not a CUDA built-in the emulator knows)")
+    return handler(comp, node, name, args)
 
-    def want(count):
-        if n != count:
-            raise comp.error(node, f"{name}() takes {count} argument(s), {n} given")
 
-    if name == "__syncthreads":
-        want(0)
-        return X(lambda ctx: ctx.syncthreads(line), ct.VOID)
-    if name == "__syncwarp":
-        if n > 1:
-            raise comp.error(node, "__syncwarp() takes at most one argument (a lane mask)")
-        return X(lambda ctx: ctx.syncwarp(line), ct.VOID)
+def _handler(name):
+    """The compile function for built-in `name`, or None."""
+    if name in _HANDLERS:
+        return _HANDLERS[name]
     if name in _NO_OPS:
-        return X(lambda ctx: None, ct.VOID)
-    if name == "assert":
-        want(1)
-        fc = comp.convert(comp.rvalue(comp.expr(args[0])), ct.BOOL, node)
-        return X(lambda ctx: ctx.device_assert(fc(ctx), line), ct.VOID)
+        return _no_op
     if name in _MATH:
-        func, argtypes, rtype = _MATH[name]
-        want(len(argtypes))
-        fargs = [comp.convert(comp.rvalue(comp.expr(a)), t, a) for a, t in zip(args, argtypes)]
-        dtype = rtype.dtype
-        if len(fargs) == 1:
-            f0 = fargs[0]
-            return X(lambda ctx: _cast(func(f0(ctx)), dtype), rtype)
-        f0, f1 = fargs
-        return X(lambda ctx: _cast(func(f0(ctx), f1(ctx)), dtype), rtype)
-    if name in ("fmaf", "__fmaf_rn", "fma"):
-        want(3)
-        t = F if name != "fma" else D
-        fa, fb, fc = (comp.convert(comp.rvalue(comp.expr(a)), t, a) for a in args)
-        dtype = t.dtype
-
-        def fma(ctx):
-            ctx.flops += 2 * ctx.nactive
-            return _fma(fa(ctx), fb(ctx), fc(ctx), dtype)
-        return X(fma, t)
-    if name in ("min", "max", "umin", "umax", "abs", "llabs"):
-        return _minmax(comp, node, name, args)
+        return _math
     if name.startswith("make_"):
-        tname = name[len("make_"):]
-        st = ct.VECTOR_TYPES.get(tname)
-        if st is None:
-            raise comp.error(node, f"unknown function '{name}'")
-        want(len(st.fields))
-        fargs = [comp.convert(comp.rvalue(comp.expr(a)), f[1], a) for a, f in zip(args, st.fields)]
-        return X(lambda ctx: tuple(f(ctx) for f in fargs), st)
-    if name == "__ldg":
-        want(1)
-        x = comp.rvalue(comp.expr(args[0]))
-        if not x.ctype.is_pointer:
-            raise comp.error(node, "__ldg() takes a pointer")
-        return comp.memory_lvalue(x.fn, x.ctype.target, node)
+        return _make_vector
     if name.startswith("atomic"):
-        return _atomic(comp, node, name, args, line)
-    if name in ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync"):
-        return _shuffle(comp, node, name, args)
-    if name in ("__ballot_sync", "__any_sync", "__all_sync"):
-        return _vote(comp, node, name, args)
-    if name == "printf":
-        if n == 0:
-            raise comp.error(node, "printf() needs a format string")
-        fmt = comp.expr(args[0])
-        if not isinstance(fmt.const, str):
-            raise comp.error(node, "printf's format must be a string literal")
-        fargs = [comp.rvalue(comp.expr(a)) for a in args[1:]]
-        conv = [_printf_arg(comp, a) for a in fargs]
-        text = fmt.const[1:-1].encode().decode("unicode_escape")
-        return X(lambda ctx: ctx.printf(text, [c(ctx) for c in conv], line), ct.INT)
-    raise comp.error(node, f"'{name}' is not a function the kernel can call "
-                           f"(not declared, and not a CUDA built-in the emulator knows)")
+        return lambda comp, node, name, args: _atomic(comp, node, name, args, _line(node))
+    return None
+
+
+def _want(comp, node, name, args, count):
+    if len(args) != count:
+        raise comp.error(node, f"{name}() takes {count} argument(s), {len(args)} given")
+
+
+def _syncthreads(comp, node, name, args):
+    _want(comp, node, name, args, 0)
+    line = _line(node)
+    return X(lambda ctx: ctx.syncthreads(line), ct.VOID)
+
+
+def _syncwarp(comp, node, name, args):
+    if len(args) > 1:
+        raise comp.error(node, "__syncwarp() takes at most one argument (a lane mask)")
+    line = _line(node)
+    return X(lambda ctx: ctx.syncwarp(line), ct.VOID)
+
+
+def _no_op(comp, node, name, args):
+    return X(lambda ctx: None, ct.VOID)
+
+
+def _assert(comp, node, name, args):
+    _want(comp, node, name, args, 1)
+    line = _line(node)
+    fc = comp.convert(comp.rvalue(comp.expr(args[0])), ct.BOOL, node)
+    return X(lambda ctx: ctx.device_assert(fc(ctx), line), ct.VOID)
+
+
+def _math(comp, node, name, args):
+    func, argtypes, rtype = _MATH[name]
+    _want(comp, node, name, args, len(argtypes))
+    fargs = [comp.convert(comp.rvalue(comp.expr(a)), t, a) for a, t in zip(args, argtypes)]
+    dtype = rtype.dtype
+    if len(fargs) == 1:
+        f0 = fargs[0]
+        return X(lambda ctx: _cast(func(f0(ctx)), dtype), rtype)
+    f0, f1 = fargs
+    return X(lambda ctx: _cast(func(f0(ctx), f1(ctx)), dtype), rtype)
+
+
+def _fma_call(comp, node, name, args):
+    _want(comp, node, name, args, 3)
+    t = F if name != "fma" else D
+    fa, fb, fc = (comp.convert(comp.rvalue(comp.expr(a)), t, a) for a in args)
+    dtype = t.dtype
+
+    def fma(ctx):
+        ctx.flops += 2 * ctx.nactive
+        return _fma(fa(ctx), fb(ctx), fc(ctx), dtype)
+    return X(fma, t)
+
+
+def _make_vector(comp, node, name, args):
+    st = ct.VECTOR_TYPES.get(name[len("make_"):])
+    if st is None:
+        raise comp.error(node, f"unknown function '{name}'")
+    _want(comp, node, name, args, len(st.fields))
+    fargs = [comp.convert(comp.rvalue(comp.expr(a)), f[1], a) for a, f in zip(args, st.fields)]
+    return X(lambda ctx: tuple(f(ctx) for f in fargs), st)
+
+
+def _ldg(comp, node, name, args):
+    _want(comp, node, name, args, 1)
+    x = comp.rvalue(comp.expr(args[0]))
+    if not x.ctype.is_pointer:
+        raise comp.error(node, "__ldg() takes a pointer")
+    return comp.memory_lvalue(x.fn, x.ctype.target, node)
+
+
+def _printf(comp, node, name, args):
+    if not args:
+        raise comp.error(node, "printf() needs a format string")
+    fmt = comp.expr(args[0])
+    if not isinstance(fmt.const, str):
+        raise comp.error(node, "printf's format must be a string literal")
+    conv = [_printf_arg(comp, comp.rvalue(comp.expr(a))) for a in args[1:]]
+    text = fmt.const[1:-1].encode().decode("unicode_escape")
+    line = _line(node)
+    return X(lambda ctx: ctx.printf(text, [c(ctx) for c in conv], line), ct.INT)
 
 
 def _printf_arg(comp, x):
@@ -272,3 +303,14 @@ def _vote(comp, node, name, args):
     kind = name[2:-len("_sync")]
     rtype = ct.UINT if kind == "ballot" else ct.INT
     return X(lambda ctx: ctx.vote(kind, fp(ctx)), rtype)
+
+
+_HANDLERS = {
+    "__syncthreads": _syncthreads, "__syncwarp": _syncwarp, "assert": _assert,
+    "fmaf": _fma_call, "__fmaf_rn": _fma_call, "fma": _fma_call, "__ldg": _ldg,
+    "printf": _printf,
+    **{k: _minmax for k in ("min", "max", "umin", "umax", "abs", "llabs")},
+    **{k: _shuffle for k in ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
+                             "__shfl_xor_sync")},
+    **{k: _vote for k in ("__ballot_sync", "__any_sync", "__all_sync")},
+}
