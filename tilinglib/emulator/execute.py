@@ -107,6 +107,7 @@ class Context:
         self.dynamic_shared_address = np.int64(M.make_address(M.SHARED_REGION,
                                                               launch.dynamic_offset))
         self.shared = np.zeros(nb * self.shared_bytes, dtype=np.uint8)
+        self.blk_base = self.blk * self.shared_bytes
         self.shared_views = {}
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
@@ -185,8 +186,10 @@ class Context:
         if r0 == M.SHARED_REGION:
             limit = self.launch.shared_total
             self._check(off, span, size, align, limit, lanes, line, what, "shared", None)
-            blk = self.blk if lanes is None else self.blk[lanes]
-            return "shared", (blk * self.shared_bytes + off), off, blk
+            # Byte index in the batch's shared storage (block base + offset): used for the
+            # data, and as the location key of the hazard tracker.
+            flat = (self.blk_base if lanes is None else self.blk_base[lanes]) + off
+            return "shared", flat, off, flat
         if r0 == M.LOCAL_REGION:
             limit = self.launch.kernel.local_bytes
             self._check(off, span, size, align, limit, lanes, line, what, "local", None)
@@ -268,13 +271,15 @@ class Context:
             return v
         return key.view(dtype)
 
-    def _count(self, space, is_store, lanes, a, off, blk, size, line):
-        """Add one access to the counters (and the trace). Local memory (registers to a
-        GPU) and __constant__ memory (the constant cache, not L1TEX) are not counted."""
-        if space == "local" or space == "global" and blk is not None and blk.readonly:
+    def _count(self, space, is_store, lanes, a, off, key, size, line):
+        """Add one access to the counters (and the trace). `key` is the allocation of a
+        global access, the byte index in the batch's shared storage of a shared one. Local
+        memory (registers to a GPU) and __constant__ memory (the constant cache, not L1TEX)
+        are not counted."""
+        if space == "local" or space == "global" and key is not None and key.readonly:
             return
         if space == "global":
-            blk = None
+            key = None
         if self.launch.tracer is not None:
             self.launch.tracer.record(self, space, is_store, lanes, a, off, size, line)
         full = lanes is None and self.full_warps
@@ -287,11 +292,11 @@ class Context:
             if self.races is not None:
                 tib = self.tib if lanes is None else self.tib[lanes]
                 track = self.races.on_write if is_store else self.races.on_read
-                found = track(blk * self.shared_bytes + off, tib, line or 0, size)
+                found = track(key, tib, line or 0, size)
                 if found:
                     self._hazards(found, lanes, line)
 
-    def _count_atomic(self, space, lanes, a, off, blk, size):
+    def _count_atomic(self, space, lanes, a, off, key, size):
         """Count an atomic (its own counters: not a load or store in ncu's metrics). Atomics
         are never hazards among themselves; on shared memory they initialise what they hit."""
         warp = self.warp if lanes is None else self.warp[lanes]
@@ -301,7 +306,7 @@ class Context:
         elif space == "shared":
             self.counters.shared_atomic_requests += requests
             if self.races is not None:
-                self.races.on_atomic(blk * self.shared_bytes + off, size)
+                self.races.on_atomic(key, size)
 
     def _hazards(self, found, lanes, line):
         for kind, i, flat, other_tid, other_line, count in found:

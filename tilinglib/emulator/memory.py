@@ -191,7 +191,10 @@ def count_shared(counters: Counters, is_store: bool, warp: np.ndarray, lane: np.
     n = offset.shape[0]
     if n == 0:
         return
-    requests = int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
+    if full_warps:
+        requests = n // WARP
+    else:
+        requests = int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
     words_per_lane = max(1, size // 4)
     lanes_per_phase = WARP // words_per_lane
     if words_per_lane == 1:
