@@ -279,3 +279,27 @@ def test_constant_and_local_memory_are_not_global_traffic():
     r = f.last_report
     assert np.array_equal(out, 10.0 * np.arange(32))
     assert r.global_load_requests == 0 and r.global_store_requests == 1
+
+
+def _report_fields(r):
+    d = r.as_dict()
+    d.pop("hazards")
+    return d
+
+
+@pytest.mark.parametrize("name", ["sgemm_tiled_course", "sgemm_tiled_course_pad",
+                                  "sgemm_naive_xrow", "sgemm_2d_blocktiling",
+                                  "transpose_square", "reduce_interleaved", "stencil_2d",
+                                  "histogram_shared", "types_mix"])
+def test_fast_load_path_counts_like_the_general_path(name):
+    # trace=True sends every access through the general path; the counts must not change.
+    from tilinglib import emulator
+    from test_conformance import CASES, run_case
+
+    case = next(c for c in CASES if c.name == name)
+    objs = (emulator.SourceModule, emulator.In, emulator.Out, emulator.InOut)
+    _, out_fast, fast = run_case(case, *objs, hazards="raise")
+    _, out_slow, slow = run_case(case, *objs, hazards="raise", trace=True)
+    assert _report_fields(fast.last_report) == _report_fields(slow.last_report)
+    for i in out_fast:
+        assert np.array_equal(out_fast[i], out_slow[i], equal_nan=True)

@@ -129,3 +129,23 @@ def test_memory_is_bounded_by_batches():
       batch_threads=1 << 14)
     assert y[0] == 2 and y[-1] == 2 + (n - 1)
     assert f.last_report.global_load_requests == 2 * n // 32
+
+
+@pytest.mark.parametrize("expr, where", [
+    ("a[(int)threadIdx.x - 1]", "4 bytes before the start of the array 'a'"),
+    ("a[threadIdx.x + 1]", "4 bytes after the end of the array 'a'"),
+    ("s[threadIdx.x + 1]", "after the end of the __shared__ array 's'"),
+])
+def test_out_of_bounds_loads_through_a_uniform_pointer(expr, where):
+    # Loads through one pointer for all threads take the fast path; a fault must still be
+    # reported exactly as the general path reports it.
+    src = f"""
+    __global__ void k(const float* a, float* out) {{
+        __shared__ float s[32];
+        s[threadIdx.x] = 1.0f;
+        __syncthreads();
+        out[threadIdx.x] = {expr};
+    }}"""
+    with pytest.raises(MemoryAccessError) as info:
+        launch(src, "k", np.zeros(32, np.float32), np.zeros(32, np.float32), block=(32, 1, 1))
+    assert where in str(info.value) and info.value.line == 6

@@ -36,9 +36,10 @@ class X:
     variable) or `addr(ctx)` (memory). `const` holds the value of a constant expression.
     """
 
-    __slots__ = ("fn", "ctype", "slot", "member", "addr", "const", "builtin")
+    __slots__ = ("fn", "ctype", "slot", "member", "addr", "const", "builtin", "parts")
 
-    def __init__(self, fn, ctype, *, slot=None, member=None, addr=None, const=None, builtin=None):
+    def __init__(self, fn, ctype, *, slot=None, member=None, addr=None, const=None, builtin=None,
+                 parts=None):
         self.fn = fn
         self.ctype = ctype
         self.slot = slot
@@ -46,6 +47,9 @@ class X:
         self.addr = addr
         self.const = const
         self.builtin = builtin
+        # For an element `p[i]` (or `a[i][j]`): (base_fn, index_fn, unit), the address being
+        # base + index * unit bytes; lets loads take Context.load_fast (no address array).
+        self.parts = parts
 
     @property
     def is_lvalue(self) -> bool:

@@ -387,10 +387,14 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             return X(x.fn, ct.decay(x.ctype))
         return x
 
-    def memory_lvalue(self, addr, t: ct.CType, node) -> X:
+    def memory_lvalue(self, addr, t: ct.CType, node, parts=None) -> X:
+        """An lvalue in memory at `addr(ctx)`; `parts` (see `X.parts`) enables the fast load
+        of a scalar element through a uniform base pointer."""
         line = _line(node)
         if t.is_array:
-            return X(addr, t)
+            return X(addr, t, parts=parts)
+        if parts is not None and t.is_scalar:
+            return X(self._indexed_load(parts, t, line), t, addr=addr, parts=parts)
         if t.is_struct:
             def load(ctx, addr=addr, t=t, line=line):
                 return ctx.load_struct(addr(ctx), t, line)
@@ -398,6 +402,23 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             def load(ctx, addr=addr, t=t, line=line):
                 return ctx.load(addr(ctx), t, line)
         return X(load, t, addr=addr)
+
+    @staticmethod
+    def _indexed_load(parts, t, line):
+        """Load closure for `base[index]`: Context.load_fast when the base is one pointer
+        for all threads and every thread is active, else the general Context.load (with the
+        base and index already evaluated, so side effects in them happen once)."""
+        bfn, ifn, unit = parts
+        unit64 = np.int64(unit)
+
+        def load(ctx):
+            base, i = bfn(ctx), ifn(ctx)
+            if ctx.full and type(i) is np.ndarray and type(base) is np.int64:
+                v = ctx.load_fast(base, i, t, line)
+                if v is not None:
+                    return v
+            return ctx.load(base + np.multiply(i, unit64), t, line)
+        return load
 
     def assigner(self, target: X, node):
         """A function (ctx, value) that stores `value` (already of target's type) into target."""

@@ -108,6 +108,7 @@ class Context:
                                                               launch.dynamic_offset))
         self.shared = np.zeros(nb * self.shared_bytes, dtype=np.uint8)
         self.blk_base = self.blk * self.shared_bytes
+        self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
         self.shared_views = {}
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
@@ -336,6 +337,42 @@ class Context:
         out = np.zeros(self.T, dtype=t.dtype)
         out[lanes] = values
         return out
+
+    def load_fast(self, base, index, t, line):
+        """`base[index]` for every thread of the batch, `base` one pointer for all: element
+        indices instead of addresses, no lane selection. Returns None whenever the general
+        `load` must run instead (a fault to report, a trace to record, local or constant
+        memory, a misaligned base, a shared access other than 4 bytes)."""
+        if self.launch.tracer is not None:
+            return None
+        b = int(base)
+        region = b >> M.REGION_SHIFT
+        size = t.size
+        off0 = b - ((region << M.REGION_SHIFT) + M.BIAS)
+        shift = _SHIFTS.get(size)
+        if shift is None or off0 % size:
+            return None
+        e = index + np.int64(off0 >> shift)
+        # One reduction bounds both ends: a negative index is huge as unsigned.
+        hi = int(e.view(np.uint64).max())
+        if region == M.SHARED_REGION:
+            if size != 4 or (hi + 1) * 4 > self.launch.shared_total:
+                return None
+            flat_elems = self.blk_base4 + e
+            values = self._view("shared", None, t.dtype)[flat_elems]
+            M.count_shared_words(self.counters, False, e, self.warp, self.full_warps)
+            if self.races is not None:
+                found = self.races.on_read(flat_elems << 2, self.tib, line or 0, 4)
+                if found:
+                    self._hazards(found, None, line)
+            return values
+        alloc = self.gmem.lookup(region) if region >= M.FIRST_GLOBAL_REGION else None
+        if alloc is None or alloc.readonly or (hi + 1) * size > alloc.size \
+                or size > M.SECTOR_BYTES:
+            return None
+        values = alloc.view(t.dtype)[e]
+        M.count_global_keys(self.counters, e >> (5 - shift), self.warp, size, self.full_warps)
+        return values
 
     def store(self, addr, t, value, line):
         """Store `value` (of C type `t`) at `addr` in every active lane."""

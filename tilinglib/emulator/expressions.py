@@ -145,7 +145,25 @@ class ExpressionsMixin:
             addr = lambda ctx: bfn(ctx) + np.multiply(raw(ctx), size64)  # noqa: E731
         else:
             addr = lambda ctx: bfn(ctx) + ifn(ctx) * size  # noqa: E731
-        return self.memory_lvalue(addr, elem, node)
+        return self.memory_lvalue(addr, elem, node, parts=self._index_parts(base, index, size))
+
+    @staticmethod
+    def _index_parts(base, index, size):
+        """`X.parts` of `base[index]`: (base fn, element index fn, size), folding
+        `a[i][j]` into one index of the innermost elements; None for 64-bit indices."""
+        if not ct.decay(index.ctype).size <= 4:
+            return None
+        raw = index.fn
+        if index.const is not None:
+            c = np.int64(int(index.const))
+            raw = lambda ctx: c  # noqa: E731
+        if base.parts is None or not base.ctype.is_array:
+            return (base.fn, raw, size)
+        b0, i0, unit = base.parts
+        if unit % size:
+            return None
+        k = np.int64(unit // size)
+        return (b0, lambda ctx: np.multiply(i0(ctx), k) + raw(ctx), size)
 
     def expr_UnaryOp(self, node) -> X:
         op = node.op

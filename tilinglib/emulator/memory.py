@@ -115,11 +115,11 @@ def _distinct_per_warp(warp: np.ndarray, key: np.ndarray, full_warps: bool) -> t
         return 0, 0
     if full_warps:
         k = key.reshape(-1, WARP)
-        left, right = k[:, :-1], k[:, 1:]
-        if not (right >= left).all():
+        d = k[:, 1:] - k[:, :-1]         # ascending rows: distinct = rows + non-zero steps
+        if d.min() < 0:
             k = np.sort(k, axis=1)
-            left, right = k[:, :-1], k[:, 1:]
-        return k.shape[0], int(np.count_nonzero(right != left)) + k.shape[0]
+            d = k[:, 1:] - k[:, :-1]
+        return k.shape[0], int(np.count_nonzero(d)) + k.shape[0]
     order = np.lexsort((key, warp))
     w, k = warp[order], key[order]
     new_warp = w[1:] != w[:-1]
@@ -178,6 +178,32 @@ def count_global(counters: Counters, is_store: bool, warp: np.ndarray, addr: np.
         counters.global_load_requests += requests
         counters.global_load_sectors += sectors
         counters.global_load_bytes += nbytes
+
+
+def count_shared_words(counters: Counters, is_store: bool, words: np.ndarray, warp: np.ndarray,
+                       full_warps: bool) -> None:
+    """`count_shared` for a 4-byte access given as word indices, every lane of the batch
+    active (the fast load path)."""
+    n = words.shape[0]
+    requests = n // WARP if full_warps else int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
+    wavefronts = _wavefronts(warp, words, n // WARP if full_warps else 0)
+    if is_store:
+        counters.shared_store_requests += requests
+        counters.shared_store_wavefronts += wavefronts
+        counters.shared_store_bytes += n * 4
+    else:
+        counters.shared_load_requests += requests
+        counters.shared_load_wavefronts += wavefronts
+        counters.shared_load_bytes += n * 4
+
+
+def count_global_keys(counters: Counters, sectors_key: np.ndarray, warp: np.ndarray,
+                      size: int, full_warps: bool) -> None:
+    """`count_global` for a load given as 32-byte sector numbers, every lane active."""
+    requests, sectors = _distinct_per_warp(warp, sectors_key, full_warps)
+    counters.global_load_requests += requests
+    counters.global_load_sectors += sectors
+    counters.global_load_bytes += sectors_key.shape[0] * size
 
 
 def count_shared(counters: Counters, is_store: bool, warp: np.ndarray, lane: np.ndarray,
