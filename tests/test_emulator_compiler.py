@@ -510,3 +510,17 @@ def test_builtin_misuse_is_a_compile_error_at_the_line(call, message):
     with pytest.raises(CompileError, match=message) as info:
         SourceModule(f"__global__ void k(float* a)\n{{\n  {call}\n}}")
     assert info.value.line == 3
+
+
+def test_bool_and_char_indices_are_numbers_not_masks():
+    src = """
+    __global__ void k(const float* a, float* out) {
+        bool odd = threadIdx.x & 1;
+        char c = (char)(threadIdx.x % 3);
+        out[threadIdx.x] = a[odd] * 10.0f + a[c];
+    }"""
+    a = np.array([1, 2, 3, 4], np.float32)
+    out = np.zeros(32, np.float32)
+    launch(src, "k", a, out, block=(32, 1, 1))
+    t = np.arange(32)
+    assert np.array_equal(out, a[t & 1] * 10 + a[t % 3])

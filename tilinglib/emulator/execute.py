@@ -32,6 +32,7 @@ DEFAULT_MAX_STEPS = 2_000_000
 
 
 _SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _elements(byte_index: np.ndarray, size: int) -> np.ndarray:
@@ -352,9 +353,10 @@ class Context:
         shift = _SHIFTS.get(size)
         if shift is None or off0 % size:
             return None
-        e = index + np.int64(off0 >> shift)
+        # (A bool index must become a number: NumPy would read it as a mask.)
+        e = index + np.int64(off0 >> shift) if off0 or index.dtype.kind == "b" else index
         # One reduction bounds both ends: a negative index is huge as unsigned.
-        hi = int(e.view(np.uint64).max())
+        hi = int(e.view(_UNSIGNED[e.dtype.itemsize]).max())
         if region == M.SHARED_REGION:
             if size != 4 or (hi + 1) * 4 > self.launch.shared_total:
                 return None

@@ -222,6 +222,9 @@ class StatementsMixin:
         fcond = self.convert(self.expr(cond), ct.BOOL, node) if cond is not None else None
         fstep = self.expr(step).fn if step is not None else None
         line = _line(node)
+        # Without break, continue or return in the body, no lane can leave mid-iteration:
+        # skip the per-iteration checks for them.
+        jumps = _has_jump(node.stmt)
 
         def run_loop(ctx):
             if init is not None:
@@ -247,7 +250,7 @@ class StatementsMixin:
                             break
                     first = False
                     body(ctx)
-                    if ctx.brk.any() or ctx.ret.any() or ctx.cont.any():
+                    if jumps and (ctx.brk.any() or ctx.ret.any() or ctx.cont.any()):
                         active = active & ~ctx.brk & ~ctx.ret
                         ctx.cont[:] = False
                         ctx.set_mask(active)
@@ -259,7 +262,7 @@ class StatementsMixin:
                         fstep(ctx)
             finally:
                 ctx.brk, ctx.cont = saved_brk, saved_cont
-            if ctx.ret.any():
+            if jumps and ctx.ret.any():
                 ctx.set_mask(outer & ~ctx.jumped())
             else:
                 ctx.restore(outer, outer_state)
