@@ -3,8 +3,8 @@
     python bench/emulator_speed.py            # all three measurements
     python bench/emulator_speed.py --skip-big # without the N=1024 runs
 
-1. The seed's naive and tiled SGEMM at N=64, one run each, on the emulator (counters and
-   race check on) and under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``; the kernels
+1. The seed's naive and tiled SGEMM at N=64 with 16x16 and 32x32 blocks, one run each, on
+   the emulator (counters and race check on) and under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``; the kernels
    are ported to Python below, as that simulator needs). Target: the emulator >= 300x faster.
    Numba is in the ``bench`` extra: ``pip install -e ".[bench]"``.
 2. Tiled TILE=32, N=256, counters and race check on. Target: <= 1 s.
@@ -27,7 +27,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TILE_SMALL = 16
 
 NUMBA_PORT = r'''
 import os, sys, time
@@ -127,6 +126,23 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def compare_with_numba(tile: int, skip_numba: bool) -> None:
+    """Section 1 for one block shape (tile x tile threads for both kernels)."""
+    print(f"\n1. N=64, {tile}x{tile} blocks (TILE={tile}), one launch each (emulator: first "
+          f"launch after compiling, and best of 3)")
+    emu, first = {}, {}
+    for k in ("naive", "tiled"):
+        emu[k] = emulator_time(k, 64, tile, repeat=3)[0]
+        first[k] = emulator_time.first
+    sim = None if skip_numba else numba_times(64, tile)
+    for k in ("naive", "tiled"):
+        line = f"   {k}: emulator {first[k] * 1000:6.1f} ms first, {emu[k] * 1000:6.1f} ms best"
+        if sim:
+            line += (f"   Numba simulator {sim[k]:6.2f} s   speed-up {sim[k] / first[k]:5.0f}x "
+                     f"(first) {sim[k] / emu[k]:5.0f}x (best)")
+        print(line)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--skip-big", action="store_true", help="skip the N=1024 runs")
@@ -134,19 +150,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     print(f"CPU: {os.cpu_count()} cores; numpy {np.__version__}")
 
-    print(f"\n1. N=64, TILE={TILE_SMALL}, one launch each (emulator: first launch after "
-          f"compiling, and best of 3)")
-    emu, first = {}, {}
-    for k in ("naive", "tiled"):
-        emu[k] = emulator_time(k, 64, TILE_SMALL, repeat=3)[0]
-        first[k] = emulator_time.first
-    sim = None if args.skip_numba else numba_times(64, TILE_SMALL)
-    for k in ("naive", "tiled"):
-        line = f"   {k}: emulator {first[k] * 1000:6.1f} ms first, {emu[k] * 1000:6.1f} ms best"
-        if sim:
-            line += (f"   Numba simulator {sim[k]:6.2f} s   speed-up {sim[k] / first[k]:5.0f}x "
-                     f"(first) {sim[k] / emu[k]:5.0f}x (best)")
-        print(line)
+    for tile in (16, 32):
+        compare_with_numba(tile, args.skip_numba)
 
     print("\n2. Tiled TILE=32, N=256, counters and race check on (best of 3)")
     t, report = emulator_time("tiled", 256, 32, repeat=3)
