@@ -303,3 +303,31 @@ def test_fast_load_path_counts_like_the_general_path(name):
     assert _report_fields(fast.last_report) == _report_fields(slow.last_report)
     for i in out_fast:
         assert np.array_equal(out_fast[i], out_slow[i], equal_nan=True)
+
+
+def test_repeated_load_sites_recount_when_the_pattern_changes():
+    # Loads in a loop whose lanes shift by less than a sector, by whole sectors, by a
+    # data-dependent amount, and one address per warp: counts must equal the general path.
+    src = """
+    __global__ void k(const float* a, const int* jump, float* out, int n) {
+        float s = 0.0f;
+        int j = 0;
+        for (int k = 0; k < 24; ++k) {
+            s += a[threadIdx.x * 3 + k];            // uniform shift of 4 bytes
+            s += a[threadIdx.x + 8 * k];            // uniform shift of 32 bytes
+            s += a[(threadIdx.x * 7 + j) % n];       // data-dependent
+            s += a[blockIdx.x + k];                 // one address per warp
+            j += jump[k];
+        }
+        out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    }"""
+    n = 512
+    a = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    jump = np.random.default_rng(1).integers(0, 9, 24).astype(np.int32)
+    reports = []
+    for trace in (False, True):
+        f = SourceModule(src).get_function("k")
+        out = np.zeros(4 * 64, np.float32)
+        f(In(a), In(jump), Out(out), np.int32(n), block=(64, 1, 1), grid=(4, 1), trace=trace)
+        reports.append(_report_fields(f.last_report))
+    assert reports[0] == reports[1]

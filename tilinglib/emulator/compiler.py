@@ -410,11 +410,12 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         base and index already evaluated, so side effects in them happen once)."""
         bfn, ifn, unit = parts
         unit64 = np.int64(unit)
+        site = object()          # this load's key in the per-batch cache of sector counts
 
         def load(ctx):
             base, i = bfn(ctx), ifn(ctx)
             if ctx.full and type(i) is np.ndarray and type(base) is np.int64:
-                v = ctx.load_fast(base, i, t, line)
+                v = ctx.load_fast(base, i, t, line, site)
                 if v is not None:
                     return v
             return ctx.load(base + np.multiply(i, unit64), t, line)

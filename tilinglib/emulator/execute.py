@@ -110,6 +110,7 @@ class Context:
         self.shared = np.zeros(nb * self.shared_bytes, dtype=np.uint8)
         self.blk_base = self.blk * self.shared_bytes
         self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
+        self.site_cache: dict = {}                   # fast loads' sector counts, per site
         self.shared_views = {}
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
@@ -339,7 +340,7 @@ class Context:
         out[lanes] = values
         return out
 
-    def load_fast(self, base, index, t, line):
+    def load_fast(self, base, index, t, line, site=None):
         """`base[index]` for every thread of the batch, `base` one pointer for all: element
         indices instead of addresses, no lane selection. Returns None whenever the general
         `load` must run instead (a fault to report, a trace to record, local or constant
@@ -373,8 +374,34 @@ class Context:
                 or size > M.SECTOR_BYTES:
             return None
         values = alloc.view(t.dtype)[e]
-        M.count_global_keys(self.counters, e >> (5 - shift), self.warp, size, self.full_warps)
+        self._count_global_fast(e, shift, size, site)
         return values
+
+    def _count_global_fast(self, e, shift, size, site) -> None:
+        """Count a fast global load. If this load site last read the same lanes shifted by
+        one amount, and the shift is whole sectors (or each warp read a single address), the
+        per-warp sector counts are the same as then and are reused (loop bodies such as
+        `A[row * N + k]` repeat this way); otherwise they are counted afresh."""
+        c = self.counters
+        prev = self.site_cache.get(site, False) if site is not None else None
+        if prev:
+            pe, requests, sectors, one_address = prev
+            delta = e - pe
+            lo = int(delta.min())
+            if lo == int(delta.max()) and (one_address or (lo * size) % M.SECTOR_BYTES == 0):
+                c.global_load_requests += requests
+                c.global_load_sectors += sectors
+                c.global_load_bytes += e.shape[0] * size
+                self.site_cache[site] = (e, requests, sectors, one_address)
+                return
+            self.site_cache[site] = None       # this site does not repeat: stop trying
+        requests, sectors = M._distinct_per_warp(self.warp, e >> (5 - shift), self.full_warps)
+        c.global_load_requests += requests
+        c.global_load_sectors += sectors
+        c.global_load_bytes += e.shape[0] * size
+        if prev is False and self.full_warps:
+            k = e.reshape(-1, M.WARP)
+            self.site_cache[site] = (e, requests, sectors, bool((k == k[:, :1]).all()))
 
     def store(self, addr, t, value, line):
         """Store `value` (of C type `t`) at `addr` in every active lane."""
