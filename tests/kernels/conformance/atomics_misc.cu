@@ -15,10 +15,9 @@ __global__ void atomics_misc(const int *v, const float *f, int *out, float *fmax
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        int x = v[i];
-        atomicMin(&out[0], x);
-        atomicMax(&out[1], x);
-        atomicSub(&out[2], x);
+        atomicMin(&out[0], v[i]);
+        atomicMax(&out[1], v[i]);
+        atomicSub(&out[2], v[i]);
         atomicExch(&out[3], 7);
         atomicCAS(&out[4], 0, i + 1);
         atomicMaxFloat(fmax_out, f[i]);

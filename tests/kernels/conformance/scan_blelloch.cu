@@ -23,10 +23,9 @@ __global__ void scan_blelloch(const int *g_idata, int *g_odata, int n)
         if (thid < d) {
             int ai = offset * (2 * thid + 1) - 1;
             int bi = offset * (2 * thid + 2) - 1;
-            int a = temp[ai];
-            int b = temp[bi];
-            temp[ai] = b;
-            temp[bi] = a + b;
+            int t = temp[ai];
+            temp[ai] = temp[bi];
+            temp[bi] += t;
         }
     }
     __syncthreads();
