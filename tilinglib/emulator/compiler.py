@@ -277,13 +277,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         ftype = self.resolve(node.decl.type.type)
         if not ftype.is_void:
             raise self.error(node, f"a __global__ function must return void, not {ftype}")
-        self.fn = _Function(node.decl.name, ct.VOID)
-        self.scope = _Scope(self.globals)
-        slots = []
-        for p in params:
-            slot = self.fn.new_slot()
-            slots.append(slot)
-            self.scope.names[p.name] = X(self.slot_reader(slot), p.ctype, slot=slot)
+        slots = self._enter_function(node.decl.name, ct.VOID, params)
         body = self.stmt(node.body)
         code = KernelCode(node.decl.name, params, slots, self.fn.nslots, body,
                           list(self.shared), self.static_shared_size(), self.local_bytes,
@@ -292,10 +286,20 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.fn = None
         return code
 
-    def static_shared_size(self) -> int:
-        return self._static_shared()
+    def _enter_function(self, name, rtype, params) -> list:
+        """Start compiling a function body: a fresh frame and scope, one slot per parameter.
+        Returns the parameters' slots."""
+        self.fn = _Function(name, rtype)
+        self.scope = _Scope(self.globals)
+        slots = []
+        for p in params:
+            slot = self.fn.new_slot()
+            slots.append(slot)
+            self.scope.names[p.name] = X(self.slot_reader(slot), p.ctype, slot=slot)
+        return slots
 
-    def _static_shared(self) -> int:
+    def static_shared_size(self) -> int:
+        """Bytes of static __shared__ memory laid out so far (the end of the last array)."""
         end = 0
         for v in self.shared:
             if not v.dynamic:
@@ -316,13 +320,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         saved = (self.fn, self.scope)
         params = self.params(fdef)
         rtype = self.resolve(fdef.decl.type.type)
-        self.fn = _Function(name, rtype)
-        self.scope = _Scope(self.globals)
-        slots = []
-        for p in params:
-            slot = self.fn.new_slot()
-            slots.append(slot)
-            self.scope.names[p.name] = X(self.slot_reader(slot), p.ctype, slot=slot)
+        slots = self._enter_function(name, rtype, params)
         if not rtype.is_void:
             self.fn.ret_slot = self.fn.new_slot()
         body = self.stmt(fdef.body)

@@ -138,7 +138,7 @@ class StatementsMixin:
             var = existing[0]
         else:
             align = max(t.align, 1)
-            offset = -(-self._static_shared() // align) * align
+            offset = -(-self.static_shared_size() // align) * align
             var = SharedVar(node.name, t, offset, False, _line(node))
             self.shared.append(var)
         address = np.int64(make_address(SHARED_REGION, var.offset))
