@@ -2,6 +2,10 @@
 
     python tools/execute_notebooks.py                    # every notebooks/0*.ipynb
     python tools/execute_notebooks.py notebooks/03_tiled_kernel.ipynb
+    python tools/execute_notebooks.py --check notebooks/assignments/*/*.ipynb
+
+`--check` runs the notebooks on whatever backend the environment selects (the GPU where
+there is one) and only reports; nothing is written back.
 
 Committed notebooks carry the outputs of this run (TILINGLIB_BACKEND=emulator), so that a
 reader sees them before running anything and nbval can compare the cells marked
@@ -22,7 +26,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def execute(path: Path) -> float:
+def execute(path: Path, write: bool = True) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.time()
     NotebookClient(nb, timeout=600, kernel_name="python3",
@@ -32,16 +36,21 @@ def execute(path: Path) -> float:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 raise SystemExit(f"{path}: a cell raised {out.get('ename')}: {out.get('evalue')}")
-    nbformat.write(nb, path)
+    if write:
+        nbformat.write(nb, path)
     return time.time() - start
 
 
 def main(argv: list[str]) -> int:
-    os.environ["TILINGLIB_BACKEND"] = "emulator"
+    check = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
+    if not check:
+        os.environ["TILINGLIB_BACKEND"] = "emulator"
     os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
     paths = [Path(p) for p in argv] or sorted((ROOT / "notebooks").glob("0*.ipynb"))
     for path in paths:
-        print(f"{path}: {execute(path.resolve()):.1f} s", flush=True)
+        seconds = execute(path.resolve(), write=not check)
+        print(f"{path}: {seconds:.1f} s{' (checked, not written)' if check else ''}", flush=True)
     return 0
 
 
