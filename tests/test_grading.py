@@ -30,9 +30,11 @@ def header(path):
     return text, expect, (float(score.group(1)) if score else None), kwargs
 
 
-def grade(path):
+def grade(path, gpu=False):
+    """The CPU grader's report (what CI and a grader without a GPU give): the scores in the
+    headers are the emulator's. `gpu=True` adds the GPU pass (see the gpu tests below)."""
     text, _, _, kwargs = header(path)
-    return check_sgemm(text, "sgemm", **kwargs)
+    return check_sgemm(text, "sgemm", gpu=gpu, **kwargs)
 
 
 def test_the_corpus_is_big_enough():
@@ -59,6 +61,20 @@ def test_each_mistake_fails_with_its_message(path):
         assert fragment in text, f"{path.name}: {fragment!r} not in\n{text}"
     assert report.score == score, str(report)
     assert all(c.message != "ok" for c in report.checks if not c.passed)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", GOOD + BAD, ids=lambda p: p.stem)
+def test_the_gpu_pass_never_scores_higher(path):
+    """On a GPU the correctness cases also run there. A correct kernel keeps full marks; a
+    faulty one can lose more (a race or an unset accumulator that the lockstep emulator
+    forgives gives wrong answers on the GPU: seen on the H200 for the missing first barrier,
+    the tile left stale and the uninitialised accumulator), never less."""
+    cpu, gpu = grade(path), grade(path, gpu=True)
+    assert gpu.score <= cpu.score
+    if path.name.startswith("good_"):
+        assert gpu.score == 100
+    assert any("also run on the GPU" in note for note in gpu.notes) or gpu.score == 0
 
 
 def test_grading_a_submission_is_quick():
