@@ -524,3 +524,29 @@ def test_bool_and_char_indices_are_numbers_not_masks():
     launch(src, "k", a, out, block=(32, 1, 1))
     t = np.arange(32)
     assert np.array_equal(out, a[t & 1] * 10 + a[t % 3])
+
+
+def test_a_kernel_may_only_call_device_functions():
+    from tilinglib.emulator import SourceModule
+    from tilinglib.errors import CompileError
+
+    host = "float twice(float x) { return 2 * x; }\n" \
+           "__global__ void k(float* o) { o[threadIdx.x] = twice(1.0f); }"
+    with pytest.raises(CompileError, match=r"kernel.cu:2: 'twice' is a host function.*__device__"):
+        SourceModule(host)
+    for spec in ("__device__", "__host__ __device__", "__device__ __forceinline__",
+                 "static __device__ inline"):
+        SourceModule(host.replace("float twice", f"{spec} float twice")).get_function("k")
+
+
+@pytest.mark.parametrize("options, message", [
+    ("-DTILE=16", "options must be a list of strings, not the string '-DTILE=16'"),
+    (["TILE=16"], "unknown compiler option 'TILE=16'.*'-DTILE=16'"),
+    ([16], "compiler options must be strings"),
+])
+def test_options_nvcc_would_misread_are_refused(options, message):
+    from tilinglib.emulator import SourceModule
+    from tilinglib.errors import CompileError
+
+    with pytest.raises(CompileError, match=message):
+        SourceModule("__global__ void k(float* o) { o[0] = TILE; }", options=options)

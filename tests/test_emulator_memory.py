@@ -30,7 +30,7 @@ def test_out_of_bounds_global_read_names_everything():
     assert e.kernel == "sgemmTiled" and e.line == 27
     assert e.block == (0, 2, 0) and e.thread == (0, 8, 0)
     assert "Invalid __global__ read of size 4 bytes" in text
-    assert "4 bytes after the end of the array 'A' (6400 bytes)" in text
+    assert "just past the end of the array 'A' (6400 bytes): one element too far" in text
     assert "A[1600]" in text and "kernel.cu:27" in text
 
 
@@ -133,8 +133,9 @@ def test_memory_is_bounded_by_batches():
 
 @pytest.mark.parametrize("expr, where", [
     ("a[(int)threadIdx.x - 1]", "4 bytes before the start of the array 'a'"),
-    ("a[threadIdx.x + 1]", "4 bytes after the end of the array 'a'"),
-    ("s[threadIdx.x + 1]", "after the end of the __shared__ array 's'"),
+    ("a[threadIdx.x + 1]", "just past the end of the array 'a'"),
+    ("s[threadIdx.x + 1]", "just past the end of the __shared__ array 's'"),
+    ("a[threadIdx.x + 34]", "8 bytes past the end of the array 'a'"),
 ])
 def test_out_of_bounds_loads_through_a_uniform_pointer(expr, where):
     # Loads through one pointer for all threads take the fast path; a fault must still be
@@ -149,3 +150,21 @@ def test_out_of_bounds_loads_through_a_uniform_pointer(expr, where):
     with pytest.raises(MemoryAccessError) as info:
         launch(src, "k", np.zeros(32, np.float32), np.zeros(32, np.float32), block=(32, 1, 1))
     assert where in str(info.value) and info.value.line == 6
+
+
+def test_extern_shared_at_file_scope_and_a_forgotten_shared_size():
+    src = """
+    extern __shared__ float s[];
+    __global__ void rev(int n, const float* x, float* y) {
+        int i = threadIdx.x;
+        s[i] = x[i];
+        __syncthreads();
+        y[i] = s[n - 1 - i];
+    }"""
+    f = SourceModule(src).get_function("rev")
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros_like(x)
+    f(np.int32(8), In(x), Out(y), block=(8, 1, 1), grid=(1, 1), shared=32)
+    assert np.array_equal(y, x[::-1])
+    with pytest.raises(MemoryAccessError, match=r"'s' is extern __shared__.*shared=0"):
+        f(np.int32(8), In(x), Out(y), block=(8, 1, 1), grid=(1, 1))

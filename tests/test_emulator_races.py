@@ -226,3 +226,24 @@ def test_syncwarp_does_not_order_accesses_across_warps():
     with pytest.raises(RaceError) as info:
         launch(src, "k", np.zeros(64, np.int32), block=(64, 1, 1), hazards="raise")
     assert "read-after-write" in str(info.value) and info.value.thread == (31, 0, 0)
+
+
+def test_a_runaway_loop_is_stopped_and_the_outer_loop_is_blamed():
+    """t is never advanced: the tile loop (not the inner k loop) runs forever."""
+    import numpy as np
+
+    from tilinglib import kernels
+    from tilinglib.emulator import In, Out, SourceModule
+    from tilinglib.errors import StepBudgetExceeded
+
+    src = kernels.load("sgemm_tiled").replace("++t)", "t + 1)")
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "t + 1)" in text)
+    f = SourceModule(src, options=["-DTILE=8"]).get_function("sgemmTiled")
+    A = np.ones((16, 16), np.float32)
+    C = np.empty_like(A)
+    with pytest.raises(StepBudgetExceeded, match=rf"the loop at kernel.cu:{line} had run") as info:
+        f(np.int32(16), In(A), In(A), Out(C), block=(8, 8, 1), grid=(2, 2), max_steps=2000)
+    assert info.value.line == line
+    # The wall-clock net, for launches where each iteration is slow: same report.
+    with pytest.raises(StepBudgetExceeded, match=r"ran for more than 0.5 s"):
+        f(np.int32(16), In(A), In(A), Out(C), block=(8, 8, 1), grid=(2, 2), max_seconds=0.5)

@@ -197,6 +197,9 @@ class SourceModule:
 
         self._session = CudaSession.current()
         self.source = source
+        from .emulator.preprocess import check_options
+
+        check_options(options)
         self.options = list(options) if options is not None else None
         self.no_extern_c = no_extern_c
         with self._session.guard("compiling the module"):

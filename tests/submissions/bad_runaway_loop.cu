@@ -1,6 +1,6 @@
 // Mistake: the tile loop's counter is never incremented.
 // expect: step budget
-// expect: Is the loop's condition ever false
+// expect: Does its condition ever become false
 // score: 20
 #ifndef TILE
 #define TILE 16

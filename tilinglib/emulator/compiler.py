@@ -183,6 +183,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.shared_bytes = 0
         self.local_bytes = 0
         self.constants: list = []
+        self.file_shared: list = []      # (Decl, type, is extern) of file-scope __shared__
         self.kernel_name = None
 
     # ------------------------------------------------------------------ program
@@ -216,8 +217,9 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         storage = node.storage or []
         t = self.resolve(node.type)
         if "_Thread_local" in storage:
-            raise self.unsupported(node, "__shared__ variables at file scope",
-                                   "declare them inside the kernel")
+            # Laid out again in every kernel (compile_kernel): each block has its own copy.
+            self.file_shared.append((node, t, "extern" in storage))
+            return
         if "const" in (node.quals or []) and node.init is not None and t.is_scalar:
             value = self.expr(node.init)
             if value.const is None:
@@ -277,7 +279,11 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         ftype = self.resolve(node.decl.type.type)
         if not ftype.is_void:
             raise self.error(node, f"a __global__ function must return void, not {ftype}")
-        slots = self._enter_function(node.decl.name, ct.VOID, params)
+        # File-scope __shared__ declarations, in a scope of this kernel's own.
+        self.scope = _Scope(self.globals)
+        for decl, t, dynamic in self.file_shared:
+            self.shared_decl(decl, t, dynamic)
+        slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope)
         body = self.stmt(node.body)
         code = KernelCode(node.decl.name, params, slots, self.fn.nslots, body,
                           list(self.shared), self.static_shared_size(), self.local_bytes,
@@ -286,11 +292,11 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.fn = None
         return code
 
-    def _enter_function(self, name, rtype, params) -> list:
-        """Start compiling a function body: a fresh frame and scope, one slot per parameter.
-        Returns the parameters' slots."""
+    def _enter_function(self, name, rtype, params, parent=None) -> list:
+        """Start compiling a function body: a fresh frame and scope (inside `parent`, by
+        default the file scope), one slot per parameter. Returns the parameters' slots."""
         self.fn = _Function(name, rtype)
-        self.scope = _Scope(self.globals)
+        self.scope = _Scope(parent if parent is not None else self.globals)
         slots = []
         for p in params:
             slot = self.fn.new_slot()
@@ -316,6 +322,11 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         if is_kernel(fdef):
             raise self.unsupported(node, f"calling the __global__ function '{name}' from a kernel "
                                          "(dynamic parallelism)")
+        if "inline" not in (fdef.decl.funcspec or []):
+            raise self.error(node, f"'{name}' is a host function: a kernel can only call "
+                                   f"functions marked __device__ (nvcc: calling a __host__ "
+                                   f"function from a __global__ function is not allowed). "
+                                   f"Write '__device__' before its return type.")
         self.compiling.add(name)
         saved = (self.fn, self.scope)
         params = self.params(fdef)

@@ -14,6 +14,7 @@ built-in indices, memory, counters and the hazard tracker.
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -29,6 +30,8 @@ from .trace import Tracer
 
 BATCH_THREADS = 1 << 16
 DEFAULT_MAX_STEPS = 2_000_000
+DEFAULT_MAX_SECONDS = 60.0
+LARGE_LAUNCH_THREADS = 1 << 22      # above this, warn that the emulator will take minutes
 
 
 _SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
@@ -53,12 +56,16 @@ class LaunchOptions:
     the first hazard with RaceError) or "ignore" (do not track; faster).
     check_uninitialized: report reads of shared memory nothing wrote.
     max_steps: loop iterations (summed over batches) before StepBudgetExceeded.
+    max_seconds: wall-clock seconds before StepBudgetExceeded (None: no limit). A safety net
+    for a loop that never ends in a big launch, where each iteration costs milliseconds;
+    deterministic budgets (graders) use max_steps.
     max_bytes: global memory the launch may allocate.
     """
 
     hazards: str = "warn"
     check_uninitialized: bool = True
     max_steps: int = DEFAULT_MAX_STEPS
+    max_seconds: float | None = DEFAULT_MAX_SECONDS
     max_bytes: int = 1 << 30
     batch_threads: int = BATCH_THREADS
     trace: bool = False
@@ -139,18 +146,35 @@ class Context:
     def jumped(self) -> np.ndarray:
         return self.brk | self.cont | self.ret
 
-    def step(self, line) -> None:
+    def step(self, line, trips=0) -> None:
+        """One iteration of the loop at `line` (its `trips`-th in this execution): count it
+        against the launch's budgets."""
         launch = self.launch
         launch.steps += 1
-        if launch.steps > launch.options.max_steps:
-            lane = int(np.flatnonzero(self.mask)[0]) if self.any else 0
-            block, thread = self.coords(lane)
-            raise StepBudgetExceeded(
-                f"{self.kernel_name} ran more than {launch.options.max_steps:,} loop iterations "
-                f"(the loop at kernel.cu:{line}, thread {thread} in block {block}). "
-                f"Is the loop's condition ever false? (A larger launch can raise the budget: "
-                f"f(..., max_steps=...).)", kernel=self.kernel_name, line=line, block=block,
-                thread=thread)
+        launch.loop_trips[line] = trips
+        over_steps = launch.steps > launch.options.max_steps
+        if not over_steps and (launch.steps & 255 or launch.deadline is None
+                               or time.monotonic() < launch.deadline):
+            return
+        # Blame the loop that has run longest, not the inner loop that happened to be running.
+        line = max(launch.loop_trips, key=launch.loop_trips.get)
+        lane = int(np.flatnonzero(self.mask)[0]) if self.any else 0
+        block, thread = self.coords(lane)
+        if over_steps:
+            why = f"ran more than {launch.options.max_steps:,} loop iterations"
+            knob = "f(..., max_steps=...)"
+        else:
+            why = f"ran for more than {launch.options.max_seconds:g} s on the CPU emulator"
+            knob = "f(..., max_seconds=None)"
+        raise StepBudgetExceeded(
+            f"{self.kernel_name} {why}: the loop at kernel.cu:{line} had run "
+            f"{launch.loop_trips[line]:,} times (thread {thread} in block {block}). Does its "
+            f"condition ever become false (is the loop variable advanced)? If the kernel is "
+            f"right and only big, use a smaller N, or lift the limit with {knob}.",
+            kernel=self.kernel_name, line=line, block=block, thread=thread)
+
+    def leave_loop(self, line) -> None:
+        self.launch.loop_trips.pop(line, None)
 
     def coords(self, lane: int) -> tuple[tuple, tuple]:
         """(blockIdx, threadIdx) of a lane of this batch, as 3-tuples of ints."""
@@ -214,6 +238,11 @@ class Context:
             name = self._name_of(space, o, alloc)
             msg = M.out_of_bounds(f"__{space}__ {what}" if space != "local" else f"local {what}",
                                   name, size, o, limit if alloc is None else alloc.size)
+            var = self._shared_var(o) if space == "shared" else None
+            if var is not None and var.dynamic and self.launch.dynamic_bytes == 0:
+                msg += (f"\n  '{var.name}' is extern __shared__: its size comes from the launch, "
+                        f"and this launch passed shared=0. Pass the bytes it needs, e.g. "
+                        f"f(..., shared=TILE * TILE * 4).")
             self._fault(lanes, i, f"{msg}\n  element: {self._element_of(space, o, alloc)}", line)
         # One reduction: the OR of all offsets has a low bit set iff some offset has.
         if align > 1 and int(np.bitwise_or.reduce(off)) & (align - 1):
@@ -238,7 +267,12 @@ class Context:
         return "the thread's local memory"
 
     def _shared_var(self, offset):
+        """The __shared__ variable at byte `offset` (or the nearest one before it). Offsets
+        from the start of dynamic shared memory on belong to the extern array(s)."""
         best = None
+        dynamic = [v for v in self.launch.kernel.shared if v.dynamic]
+        if dynamic and offset >= self.launch.dynamic_offset:
+            return dynamic[0]
         for v in self.launch.kernel.shared:
             start = self.launch.dynamic_offset if v.dynamic else v.offset
             end = start + (v.ctype.size if not v.dynamic else self.launch.dynamic_bytes)
@@ -605,6 +639,9 @@ class Launch:
         self.gmem = M.GlobalMemory()
         self.constant_addresses = []
         self.steps = 0
+        self.loop_trips: dict = {}
+        self.deadline = (time.monotonic() + options.max_seconds
+                         if options.max_seconds is not None else None)
         self.hazards: dict = {}
         self.tracer = Tracer() if options.trace else None
         static = kernel.static_shared_bytes
@@ -679,11 +716,30 @@ class Launch:
 
 
 def warn_hazards(report: LaunchReport) -> None:
+    """Issue one RaceWarning for the launch, located at the kernel line of its first hazard
+    (shown as ``kernel.cu:<line>``, the student's own line, not a library file)."""
     races = [h for h in report.hazards]
     if races:
         more = f" (and {len(races) - 1} more: see f.last_report.hazards)" if len(races) > 1 else ""
-        warnings.warn(f"{report.kernel}: {races[0]}{more}", RaceWarning, stacklevel=3)
+        warnings.warn_explicit(f"{report.kernel}: {races[0]}{more}", RaceWarning,
+                               "kernel.cu", races[0].line or 0)
+
+
+def warn_if_large(kernel: str, threads: int) -> None:
+    """Say before a launch that the CPU emulator will take minutes over it."""
+    if threads >= LARGE_LAUNCH_THREADS:
+        warnings.warn_explicit(
+            f"{kernel}: this launch has {threads:,} threads; the CPU emulator runs a few "
+            f"million thread-iterations a second, so it may take minutes (it stops after "
+            f"{DEFAULT_MAX_SECONDS:g} s unless you pass max_seconds=None). For the lessons, "
+            f"N = 64 to 256 shows the same counts per element.", EmulatorPerformanceWarning,
+            "kernel.cu", 0)
+
+
+class EmulatorPerformanceWarning(UserWarning):
+    """Issued before a launch so big that the CPU emulator will take minutes."""
 
 
 __all__ = ["Context", "Launch", "LaunchOptions", "RaceWarning", "warn_hazards",
+           "warn_if_large", "EmulatorPerformanceWarning",
            "KernelArgumentError", "MemoryAccessError"]

@@ -266,8 +266,10 @@ def describe_element(layout_name: str, shape: tuple | None, elem_size: int, offs
 def out_of_bounds(kind: str, what: str, size: int, offset: int, nbytes: int) -> str:
     if offset < 0:
         where = f"{-offset} bytes before the start of {what} ({nbytes} bytes)"
-    elif offset >= nbytes:
-        where = f"{offset - nbytes + size} bytes after the end of {what} ({nbytes} bytes)"
+    elif offset == nbytes:
+        where = f"just past the end of {what} ({nbytes} bytes): one element too far"
+    elif offset > nbytes:
+        where = f"{offset - nbytes} bytes past the end of {what} ({nbytes} bytes)"
     else:
         where = f"straddling the end of {what} ({nbytes} bytes)"
     return f"Invalid {kind} of size {size} bytes: the address is {where}"

@@ -13,7 +13,10 @@ import numpy as np
 
 from ..errors import KernelArgumentError, KernelNotFoundError
 from .compiler import compile_program
-from .execute import Launch, LaunchOptions, warn_hazards
+from .execute import Launch, LaunchOptions, warn_hazards, warn_if_large
+from .preprocess import check_options
+
+_DEFAULT = object()     # "not given": keep LaunchOptions' default
 from .parse import parse
 from .preprocess import preprocess
 
@@ -69,6 +72,7 @@ class SourceModule:
     def __init__(self, source, nvcc="nvcc", options=None, keep=False, no_extern_c=False,
                  arch=None, code=None, cache_dir=None, include_dirs=(), **kwargs):
         self.source = source
+        check_options(options)
         self.options = list(options or [])
         self._program = _compile(source, tuple(self.options))
         self._constant_data: dict = {}
@@ -141,6 +145,7 @@ class Function:
     ``f(*args, block=(x, y, z), grid=(x, y[, z]), shared=bytes)``.
 
     Emulator-only keywords: `hazards` ("warn", "raise" or "ignore"), `max_steps`,
+    `max_seconds` (default 60; None for no limit),
     `check_uninitialized`, `trace` (record warp 0 of block (0, 0, 0): `last_trace`, a tuple
     of `trace.WarpAccess`). After each call, `last_report` holds the `LaunchReport`.
     """
@@ -166,7 +171,7 @@ class Function:
 
     def __call__(self, *args, block=None, grid=(1, 1), shared=0, stream=None, texrefs=None,
                  time_kernel=False, hazards="warn", max_steps=None, check_uninitialized=True,
-                 batch_threads=None, trace=False):
+                 batch_threads=None, trace=False, max_seconds=_DEFAULT):
         from ..launch import check_launch
 
         check_launch(self.name, self.params, args, block=block, grid=grid, shared=shared,
@@ -178,6 +183,11 @@ class Function:
         options = LaunchOptions(hazards=hazards, check_uninitialized=check_uninitialized)
         if max_steps is not None:
             options.max_steps = int(max_steps)
+        if max_seconds is not _DEFAULT:
+            options.max_seconds = None if max_seconds is None else float(max_seconds)
+        threads = block3[0] * block3[1] * block3[2] * grid3[0] * grid3[1] * grid3[2]
+        if options.max_seconds is not None:
+            warn_if_large(self.name, threads)
         if batch_threads is not None:
             options.batch_threads = int(batch_threads)
         options.trace = bool(trace)

@@ -12,8 +12,9 @@ Steps:
 2. CUDA's extensions are rewritten into C that keeps their meaning for the compiler stage:
    ``__global__`` becomes the function specifier ``_Noreturn`` (a marker: kernels return
    void anyway), ``__shared__`` the storage class ``_Thread_local`` and ``__constant__`` the
-   storage class ``register`` (markers read back by compiler.py); ``__device__``,
-   ``__host__``, ``__forceinline__``, ``__launch_bounds__(...)`` and ``extern "C"`` go;
+   storage class ``register`` and ``__device__`` the function specifier ``inline`` (markers
+   read back by compiler.py); ``__host__``, ``__forceinline__``, ``__launch_bounds__(...)``
+   and ``extern "C"`` go;
    ``__restrict__`` becomes ``restrict``; ``static_cast<T>(e)`` and ``reinterpret_cast<T>(e)``
    become the C cast ``((T)(e))``. Rewrites never add or remove a newline.
 3. C++ the emulator cannot run (templates, classes, references, ``new``) is refused here
@@ -52,7 +53,10 @@ _KEYWORD_REWRITES = [
     (re.compile(r"\b__constant__\b"), "register"),
     (re.compile(r"\b__restrict__\b"), "restrict"),
     (re.compile(r"\b__restrict\b"), "restrict"),
-    (re.compile(r"\b(__device__|__host__|__forceinline__|__noinline__|__inline__)\b"), ""),
+    # __device__ becomes the function specifier `inline`, read back by the compiler: a
+    # kernel may only call functions marked __device__, as with nvcc.
+    (re.compile(r"\b__device__\b"), "inline"),
+    (re.compile(r"\b(__host__|__forceinline__|__noinline__|__inline__)\b"), ""),
     (re.compile(r"\bnullptr\b"), "0"),
     (re.compile(r"\bconstexpr\b"), "const"),
 ]
@@ -89,6 +93,33 @@ class Preprocessed:
     defines: dict
 
 
+def check_options(options) -> None:
+    """Refuse options that nvcc would misread, with what to write instead.
+
+    `options` must be None or a list (or tuple) of strings, each starting with '-' (a
+    value after a lone ``-D``/``-U`` excepted). Raises `CompileError` otherwise: for
+    ``options="-DTILE=16"`` (a string: PyCUDA would pass each character), or
+    ``options=["TILE=16"]`` (no ``-D``: nvcc would take it for a file name)."""
+    if options is None:
+        return
+    if isinstance(options, str):
+        raise CompileError(f"options must be a list of strings, not the string {options!r}: "
+                           f"write options=[{options!r}]")
+    if not isinstance(options, (list, tuple)):
+        raise CompileError(f"options must be a list of strings, not {type(options).__name__}: "
+                           f"write options=['-DTILE=32']")
+    previous = None
+    for opt in options:
+        if not isinstance(opt, str):
+            raise CompileError(f"compiler options must be strings, got {opt!r} "
+                               f"(write options=['-DTILE=32'])")
+        if not opt.startswith("-") and previous not in ("-D", "-U"):
+            hint = f"'-D{opt}'" if re.fullmatch(r"[A-Za-z_]\w*(=.*)?", opt) else "'-D...'"
+            raise CompileError(f"unknown compiler option {opt!r}: options start with '-'; "
+                               f"to define a macro write {hint}")
+        previous = opt
+
+
 def parse_options(options) -> tuple[dict, list]:
     """Split nvcc-style options into (defines, undefines).
 
@@ -97,13 +128,11 @@ def parse_options(options) -> tuple[dict, list]:
     Raises `CompileError` for an option that is not a string.
     """
     defines, undefines = {}, []
+    check_options(options)
     opts = list(options or [])
     i = 0
     while i < len(opts):
         opt = opts[i]
-        if not isinstance(opt, str):
-            raise CompileError(f"compiler options must be strings, got {opt!r} "
-                               f"(write options=['-DTILE=32'])")
         if opt in ("-D", "-U") and i + 1 < len(opts):
             opt = opt + opts[i + 1]
             i += 1

@@ -236,9 +236,11 @@ class StatementsMixin:
             ctx.cont = np.zeros(ctx.T, dtype=bool)
             active = outer
             first = True
+            trips = 0
             try:
                 while True:
-                    ctx.step(line)
+                    trips += 1
+                    ctx.step(line, trips)
                     if fcond is not None and (test_first or not first):
                         c = fcond(ctx)
                         if isinstance(c, np.ndarray):
@@ -262,6 +264,7 @@ class StatementsMixin:
                         fstep(ctx)
             finally:
                 ctx.brk, ctx.cont = saved_brk, saved_cont
+                ctx.leave_loop(line)
             if jumps and ctx.ret.any():
                 ctx.set_mask(outer & ~ctx.jumped())
             else:
