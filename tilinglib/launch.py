@@ -261,11 +261,16 @@ def _check_pointer(kernel: str, index: int, param, value: Any) -> None:
             f"{kernel}: {label}: {type(value).__name__}(...) holds a "
             f"{type(array).__name__}, not a NumPy array: wrap np.asarray(...) instead.")
     if want is not None and array.dtype != want:
+        if _direction(value) in ("Out", "InOut"):
+            # A converted copy would receive the results, and the caller's array would not.
+            fix = (f"make {name} with dtype={_numpy_name(want)} (e.g. "
+                   f"{name} = np.empty(shape, dtype={_numpy_name(want)})) and pass that")
+        else:
+            fix = (f"pass {name}.astype({_numpy_name(want)}), or make the array with "
+                   f"dtype={_numpy_name(want)} in the first place")
         raise KernelArgumentError(
             f"{kernel}: {label} got an array of dtype {array.dtype}, but the kernel reads "
-            f"{target} ({want.itemsize} bytes an element) and would see garbage: pass "
-            f"{name}.astype({_numpy_name(want)}), or make the array with "
-            f"dtype={_numpy_name(want)} in the first place.")
+            f"{target} ({want.itemsize} bytes an element) and would see garbage: {fix}.")
     if not array.flags.c_contiguous:
         why = ("it is a transposed view (.T); the kernel indexes memory row by row"
                if array.flags.f_contiguous else "it is a strided view of another array")
