@@ -113,3 +113,13 @@ def test_kernel_signatures_read_parameter_types():
     assert kinds == [("n", "int"), ("x", "pointer"), ("c", "pointer"), ("m", "unsigned long"),
                      ("d", "double")]
     assert sigs["a"][1].ctype.target.kind == "float"
+
+
+def test_a_missing_semicolon_is_pointed_at():
+    from tilinglib.emulator import SourceModule
+    from tilinglib.errors import CompileError
+
+    src = "__global__ void k(float* x) {\n    x[0] = 1.0f\n    x[1] = 2.0f;\n}\n"
+    with pytest.raises(CompileError, match=r"kernel.cu:3:\d+: syntax error before 'x' "
+                                           r"\(is a ';' missing at the end of line 2\?\)"):
+        SourceModule(src)

@@ -55,8 +55,26 @@ def parse(pre: Preprocessed) -> c_ast.FileAST:
         msg = m.group("msg")
         if msg.startswith("before:"):
             msg = f"syntax error before '{msg[len('before:'):].strip()}'"
+            hint = _missing_semicolon(pre, line)
+            if hint:
+                msg += hint
         raise CompileError(f"{SOURCE_NAME}:{line}:{col}: {msg}", line=line, column=col,
                            source_line=source_line(pre, line)) from None
+
+
+def _missing_semicolon(pre: Preprocessed, line: int) -> str:
+    """A hint when the statement on the previous non-blank line does not end as C requires."""
+    for prev in range(line - 1, 0, -1):
+        text = (source_line(pre, prev) or "").split("//")[0].strip()
+        if not text:
+            continue
+        if text.startswith("#") or text.endswith((";", "{", "}", ",", "(", ":", "\\")):
+            return ""
+        if text.endswith(")") and text.split("(")[0].strip().split(" ")[-1] in (
+                "if", "for", "while", "switch"):
+            return ""
+        return f" (is a ';' missing at the end of line {prev}?)"
+    return ""
 
 
 def is_kernel(node: c_ast.FuncDef) -> bool:
