@@ -26,7 +26,7 @@ __all__ = ["backend_name", "SourceModule", "In", "Out", "InOut", "grid_for", "ti
 _BACKEND_NAMES = ("SourceModule", "In", "Out", "InOut")
 # Submodules reachable as tl.<name> without an import of their own (imported on first use).
 _LAZY_SUBMODULES = ("roofline", "occupancy", "launch", "emulator", "reference", "sgemm",
-                    "widgets", "plots", "banks", "sweep", "tileloop")
+                    "widgets", "plots", "banks", "sweep", "tileloop", "exercises", "grading")
 
 
 def __getattr__(name: str):

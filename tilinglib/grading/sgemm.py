@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import (BarrierError, CompileError, KernelArgumentError, KernelRuntimeError,
+from ..errors import (BarrierError, CompileError, KernelArgumentError, KernelRuntimeError,
                      LaunchError, MemoryAccessError, RaceError, StepBudgetExceeded)
 
 __all__ = ["Check", "GradeReport", "check_sgemm", "declared_tile", "sgemm_cases",
@@ -186,7 +186,7 @@ def declared_tile(source: str, options: Sequence[str] | None = None) -> int:
 
 def _probe_tile(source: str, options) -> int:
     """The value of TILE after the submission's own #defines and the -D options."""
-    from .emulator import Out, SourceModule
+    from ..emulator import Out, SourceModule
 
     probe = (source + f"\n__global__ void {PROBE}(int* out) {{ out[0] = (int)(TILE); }}\n")
     f = SourceModule(probe, options=options).get_function(PROBE)
@@ -301,7 +301,7 @@ class _Runner:
 
     def run(self, shape, *, hazards="warn"):
         """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
-        from .emulator import In, InOut
+        from ..emulator import In, InOut
 
         M, N, K = shape
         A, B = _inputs(M, N, K, self.seed)
@@ -384,7 +384,7 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
                         f"{type(source).__name__}")
     t0 = time.perf_counter()
     options = list(options or [])
-    from .emulator import SourceModule
+    from ..emulator import SourceModule
 
     # --- compile, signature, TILE, block
     try:
@@ -536,7 +536,7 @@ def _tile_consistent(f, tile: int, block) -> Check:
 
 
 def _index_width(source, options, kernel) -> Check:
-    from ._source_checks import int_overflow_risks
+    from .._source_checks import int_overflow_risks
 
     name, pts = _OTHER_CHECKS[3]
     risks = int_overflow_risks(source, options, kernel)
@@ -552,7 +552,7 @@ def _index_width(source, options, kernel) -> Check:
 
 
 def _accumulator(source, options, kernel) -> Check:
-    from ._source_checks import uninitialized_locals
+    from .._source_checks import uninitialized_locals
 
     name, pts = _OTHER_CHECKS[4]
     found = uninitialized_locals(source, options, kernel)
@@ -569,8 +569,8 @@ def _accumulator(source, options, kernel) -> Check:
 def _gpu_pass(source, options, kernel, tile, block, runner, checks, gpu) -> list[str]:
     """On the PyCUDA backend, run the correctness shapes on the GPU too; a wrong GPU result
     turns that case's check into a failure. Returns notes for the report."""
-    from .backend import get_backend
-    from .errors import BackendUnavailableError
+    from ..backend import get_backend
+    from ..errors import BackendUnavailableError
 
     try:
         backend = get_backend()
