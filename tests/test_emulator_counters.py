@@ -1,7 +1,7 @@
 """Counters of the emulator (tilinglib.emulator.memory / report) against Nsight Compute's
 formulas, and the seed's kernels bit for bit against a float32 NumPy loop in k order.
 
-The H200 readings these formulas come from are in ../shared/reference/h200-measurements.md
+The H200 readings these formulas come from are in docs/h200-measurements.md
 (N=1024, `ncu --clock-control none`); `H200_NCU` below keeps the ones the emulator must
 reproduce, and `test_formulas_reproduce_the_h200_readings` ties the two together.
 """
@@ -16,7 +16,7 @@ from tilinglib.emulator import In, Out, SourceModule
 
 HERE_CONF = __import__("pathlib").Path(__file__).parent / "kernels" / "conformance"
 
-# Nsight Compute on the H200, N = 1024, one launch each (h200-measurements.md).
+# Nsight Compute on the H200, N = 1024, one launch each (docs/h200-measurements.md).
 H200_NCU = {
     "naive32": {"ld_requests": 67_108_864, "ld_sectors": 167_772_160, "ffma": 1_073_741_824},
     "tiled32": {"ld_requests": 2_097_152, "ld_sectors": 8_388_608, "lds": 41_943_040,

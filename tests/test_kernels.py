@@ -49,7 +49,7 @@ def test_tiled_kernel_and_its_shared_memory(tile, pad, static_bytes):
     n = 2 * tile
     f = _sgemm("sgemm_tiled", "sgemmTiled", n, (tile, tile, 1), (2, 2),
                options=[f"-DTILE={tile}", f"-DPAD={pad}"])
-    # 2 arrays of TILE x (TILE + PAD) floats, as in reference/h200-measurements.md.
+    # 2 arrays of TILE x (TILE + PAD) floats, as in docs/h200-measurements.md.
     assert f.shared_size_bytes == static_bytes
 
 

@@ -1,6 +1,6 @@
 """Tests of tilinglib.occupancy against Nsight Compute's figures on an H200.
 
-reference/h200-measurements.md: launch__occupancy_limit_shared_mem = 8 (naive 32x32),
+docs/h200-measurements.md: launch__occupancy_limit_shared_mem = 8 (naive 32x32),
 3 (tiled 32, with and without padding), 21 (tiled 16), 20 (tiled 16 padded); 31 registers
 for the tiled kernel at TILE=32.
 """

@@ -1,7 +1,7 @@
 """Tests of tilinglib._pycuda, the PyCUDA backend.
 
 Without a GPU, PyCUDA's pieces are replaced by small fakes that behave as PyCUDA 2026.1 did on
-the H200 (reference/h200-measurements.md). Tests marked `gpu` run the real thing.
+the H200 (docs/h200-measurements.md). Tests marked `gpu` run the real thing.
 """
 
 import subprocess

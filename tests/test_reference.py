@@ -16,7 +16,7 @@ def test_h200_file_loads_with_its_provenance():
 
 
 # GFLOP/s at N = 4096 from an earlier, independent session on the same H200
-# (reference/h200-measurements.md): the shipped bench run must agree within 10%.
+# (docs/h200-measurements.md): the shipped bench run must agree within 10%.
 EARLIER = {("sgemm_naive", (16, 16, 1), None, None): 5181,
            ("sgemm_naive", (32, 32, 1), None, None): 6037,
            ("sgemm_tiled", None, 4, 0): 1608, ("sgemm_tiled", None, 4, 1): 1361,

@@ -12,7 +12,7 @@ from tilinglib.timing import EMULATOR_NOTE, Timing, gbps, gflops, time_kernel
 def test_rates_in_decimal_units():
     # The tiled kernel on the H200: 2 * 4096^3 FLOP in 15.55 ms.
     assert gflops(2 * 4096**3, 15.55) == pytest.approx(8838.5, rel=1e-4)
-    # SAXPY on 2^28 floats, 12 bytes each, in 0.96 ms (reference/h200-measurements.md).
+    # SAXPY on 2^28 floats, 12 bytes each, in 0.96 ms (docs/h200-measurements.md).
     assert gbps(12 * 2**28, 0.96) == pytest.approx(3355.4, rel=1e-4)
     assert gflops(1e9, 1000.0) == 1.0
     with pytest.raises(ValueError):

@@ -21,7 +21,7 @@ the driver picks, at each launch, how much of it becomes shared memory: one of 0
 default, assume the largest, which gives the most blocks shared memory allows. Nsight Compute
 reports the launch's real choice (``launch__shared_mem_config_size``) and the cap it implies
 (``launch__occupancy_limit_shared_mem``); pass `shared_config` to reproduce it. On the H200
-(reference/h200-measurements.md) the caps 8 (naive), 3 (TILE=32), 21 (TILE=16) and
+(docs/h200-measurements.md) the caps 8 (naive), 3 (TILE=32), 21 (TILE=16) and
 20 (TILE=16 padded) are reproduced exactly by configurations of 8, 32, 64 and 64 KiB, the only
 sizes in the list that give them. The driver chose them just large enough not to be the
 binding limit, so the blocks that run, and the occupancy, are the same either way.

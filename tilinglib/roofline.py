@@ -54,7 +54,7 @@ GPUS: dict[str, GpuSpec] = {
             "H200 SXM", 67e12, 4.8e12, 132, 233_472,
             "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM): FP32 67 TFLOPS, HBM3e 4.8 TB/s; "
             "132 SMs and 233,472 B shared memory per SM read through PyCUDA on an H200 "
-            "(reference/h200-measurements.md)"),
+            "(docs/h200-measurements.md)"),
         GpuSpec(
             "H100 SXM", 67e12, 3.35e12, 132, 233_472,
             "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM): FP32 67 TFLOPS, HBM3 3.35 TB/s; "

@@ -1,7 +1,7 @@
 """Timing a kernel: CUDA events on a GPU, exact counters (and no time) on the CPU emulator.
 
 Introduced in lesson 02 (the naive kernel). On the PyCUDA backend `time_kernel` follows the
-usual method (and the one behind reference/h200-measurements.md): copy the inputs to the
+usual method (and the one behind docs/h200-measurements.md): copy the inputs to the
 GPU once, launch a few untimed warm-ups, then time each of `repeat` launches between two
 CUDA events (``pycuda.driver.Event``) and report the median and quartiles. Only the kernel
 is timed: no host-device copies, no Python between the events but the launch itself.
