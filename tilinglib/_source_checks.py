@@ -306,6 +306,19 @@ def unset_reads(func: c_ast.FuncDef) -> list[UnsetRead]:
     return out
 
 
+def _always_true(cond) -> bool:
+    """A loop condition that never fails (`for (;;)`, `while (1)`, `while (true)`): the loop
+    ends only by `break` (or `return`)."""
+    if cond is None:
+        return True
+    if isinstance(cond, c_ast.Constant) and cond.type == "int":
+        try:
+            return int(cond.value.rstrip("uUlL"), 0) != 0
+        except ValueError:
+            return False
+    return isinstance(cond, c_ast.ID) and cond.name == "true"
+
+
 def _meet(*states):
     """Variables assigned on every one of `states` (None: a path that never gets here)."""
     live = [s for s in states if s is not None]
@@ -462,12 +475,12 @@ class _DefiniteAssignment:
         end, breaks, continues = self._loop_body(n.stmt, head)
         self.expr(n.next, _meet(end, *continues))
         self.scopes.pop()
-        return _meet(head if n.cond is not None else None, *breaks)
+        return _meet(None if _always_true(n.cond) else head, *breaks)
 
     def stmt_While(self, n, s):
         head = self.expr(n.cond, s)
         _, breaks, _ = self._loop_body(n.stmt, head)
-        return _meet(head, *breaks)
+        return _meet(None if _always_true(n.cond) else head, *breaks)
 
     def stmt_DoWhile(self, n, s):
         end, breaks, continues = self._loop_body(n.stmt, s)
