@@ -9,13 +9,18 @@ reads the source for them instead:
   far beyond what the emulator can hold). Computing the product in 64 bits
   (``(size_t)row * K``) is the fix. Products of built-in indices and sizes only
   (``blockIdx.y * blockDim.y``) are bounded by the launch and are not reported.
-- `uninitialized_locals`: a local scalar declared without a value and read before any plain
-  assignment (``float sum; ... sum += ...``). On a GPU it holds whatever the register held;
-  the emulator starts it at 0, so the answer would look right there.
+- `uninitialized_locals`: a local scalar declared without a value that some path may read
+  before assigning it (``float sum; ... sum += ...``). On a GPU it holds whatever the
+  register held; the emulator starts it at 0, so the answer would look right there.
 
 Input: CUDA C source and nvcc-style options. Output: lists of `Finding(line, text)`.
-Both walk pycparser's AST (stage 2 of the emulator); the analysis is a simple one (no
-control flow), which errs towards reporting.
+Both walk pycparser's AST (stage 2 of the emulator).
+
+The emulator's compiler uses the two AST analyses underneath as well, for its run-time
+warnings (docs/emulator.md, "Diagnostics"): `unset_reads` (definite assignment: which reads
+of which locals may see them unset; only those are checked per thread at run time) and
+`thread_indexed_stores` (which index positions of each `__shared__` array every store fills
+with one threadIdx component; compared with the launch's block).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from pycparser import c_ast
 from .emulator.parse import is_kernel, parse
 from .emulator.preprocess import preprocess
 
-__all__ = ["Finding", "int_overflow_risks", "uninitialized_locals"]
+__all__ = ["Finding", "UnsetRead", "int_overflow_risks", "thread_component",
+           "thread_indexed_stores", "uninitialized_locals", "unset_reads"]
 
 _WIDE = {"long", "size_t", "ptrdiff_t", "int64_t", "uint64_t", "intptr_t", "uintptr_t",
          "double", "float"}  # float/double: not an int product at all
@@ -365,7 +371,7 @@ class _DefiniteAssignment:
 
     # -- expressions
     def expr(self, e, s):
-        if e is None or s is None and not isinstance(e, c_ast.Node):
+        if e is None:
             return s
         if isinstance(e, c_ast.ID):
             self._read(e, s)
@@ -373,8 +379,8 @@ class _DefiniteAssignment:
         if isinstance(e, c_ast.Assignment):
             name = self._base_var(e.lvalue)
             if name is not None and self._resolve(name) is not None:
-                if e.op != "=" or not isinstance(e.lvalue, c_ast.ID):
-                    self._read_lvalue(e.lvalue, s, e.op != "=")
+                if e.op != "=":                 # x += v reads x
+                    self._read_lvalue(e.lvalue, s)
                 s = self.expr(e.rvalue, s)
                 return self._assign(s, self._resolve(name))
             s = self.expr(e.lvalue, s)
@@ -385,7 +391,7 @@ class _DefiniteAssignment:
             if e.op in ("++", "--", "p++", "p--"):
                 name = self._base_var(e.expr)
                 if name is not None and self._resolve(name) is not None:
-                    self._read_lvalue(e.expr, s, True)
+                    self._read_lvalue(e.expr, s)
                     return self._assign(s, self._resolve(name))
             return self.expr(e.expr, s)
         if isinstance(e, c_ast.BinaryOp):
@@ -411,14 +417,12 @@ class _DefiniteAssignment:
             s = self.expr(child, s)
         return s
 
-    def _read_lvalue(self, lv, s, reads_value):
-        """Reads inside an lvalue `v.x` of a compound assignment (`v.x += 1` reads v)."""
-        if reads_value:
-            base = lv
-            while isinstance(base, c_ast.StructRef):
-                base = base.name
-            if isinstance(base, c_ast.ID):
-                self._read(base, s)
+    def _read_lvalue(self, lv, s):
+        """The read of `x` (or of `v` in `v.x`) by a compound assignment or `++`/`--`."""
+        while isinstance(lv, c_ast.StructRef):
+            lv = lv.name
+        if isinstance(lv, c_ast.ID):
+            self._read(lv, s)
 
     # -- statements
     def stmt(self, n, s):
