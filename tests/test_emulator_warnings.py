@@ -160,6 +160,14 @@ def test_too_many_threads_along_x_are_named_before_the_fault():
         "and Bs[TILE][TILE + PAD] are indexed with threadIdx.x and have 16 columns: the "
         "threads with threadIdx.x = 16..31 store outside their columns (into the next row). "
         "Launch block=(16, 16, 1) (one thread per tile element).")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(MemoryAccessError):
+            tiled_launch((16, 32, 1), tile=16)
+    (w,) = [w for w in caught if w.category is BlockShapeWarning]
+    assert str(w.message).endswith(
+        "indexed with threadIdx.y and have 16 rows: the threads with threadIdx.y = 16..31 store "
+        "past their end. Launch block=(16, 16, 1) (one thread per tile element).")
 
 
 @pytest.mark.parametrize("tile,pad", [(32, 0), (32, 1), (16, 0), (16, 1), (8, 1), (4, 0)])

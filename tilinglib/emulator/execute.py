@@ -945,10 +945,12 @@ def describe_mismatches(kernel, block, mismatches) -> str:
             which = (f"{_unit(ms[0], False)} {b} is" if e - b == 1 else f"{unit} {b}..{e - 1} are")
             sentences.append(f"{head}: {which} never written.")
         else:
-            where = ("into the next row" if ms[0].position == ms[0].rank - 1 and ms[0].rank > 1
-                     else "past its end")
-            sentences.append(f"{head}: the threads with threadIdx.{c} = {e}..{b - 1} store "
-                             f"outside {'its' if one else 'their'} {unit} ({where}).")
+            threads = f"the threads with threadIdx.{c} = {e}..{b - 1} store"
+            if ms[0].position == ms[0].rank - 1 and ms[0].rank > 1:
+                sentences.append(f"{head}: {threads} outside {'its' if one else 'their'} "
+                                 f"{unit} (into the next row).")
+            else:
+                sentences.append(f"{head}: {threads} past {'its' if one else 'their'} end.")
         i = "xyz".index(c)
         if suggested[i] == block[i]:
             suggested[i] = e
