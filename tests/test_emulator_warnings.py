@@ -273,7 +273,7 @@ def test_an_accumulator_read_before_it_is_set_warns_once_at_its_line():
     assert got == [(UninitializedReadWarning,
                     "kernel sgemm: 'sum' is read at line 9 before it is given a value: on a GPU "
                     "it starts with whatever its register held. Write 'float sum = 0.0f;'. "
-                    "(First read so by thread (0, 0, 0) in block (0, 0, 0).)", 9)]
+                    "(The first such read: thread (0, 0, 0) in block (0, 0, 0).)", 9)]
 
 
 def test_the_corrected_accumulator_is_silent_and_right():

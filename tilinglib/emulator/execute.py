@@ -734,7 +734,7 @@ class Launch:
         self._warn(("unset", name, line),
                    f"kernel {self.kernel.name}: '{name}' is read at line {line} before it is "
                    f"given a value: on a GPU it starts with whatever its register held. {fix} "
-                   f"(First read so by thread {thread} in block {block}.)",
+                   f"(The first such read: thread {thread} in block {block}.)",
                    UninitializedReadWarning, line)
 
     def warn_unset_local(self, ctx, lane, offset, line) -> None:
@@ -753,7 +753,7 @@ class Launch:
                    f"kernel {self.kernel.name}: '{element}' is read at line {line} before it is "
                    f"given a value: on a GPU it holds whatever its register or local memory "
                    f"held. Give every element a value first: '{base} {var.text} = {{{zero}}};' "
-                   f"zeroes them all. (First read so by thread {thread} in block {block}.)",
+                   f"zeroes them all. (The first such read: thread {thread} in block {block}.)",
                    UninitializedReadWarning, line)
 
     def shape_evidence(self, kind, var, offset) -> None:
