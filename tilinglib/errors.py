@@ -87,3 +87,33 @@ class ContextLostError(TilingLibError):
 
 class BackendUnavailableError(TilingLibError):
     """The backend asked for (TILINGLIB_BACKEND or an argument) cannot be used here."""
+
+
+# ----------------------------------------------------------------------------- warnings
+
+class TilingLibWarning(UserWarning):
+    """Base class of every warning tilinglib issues (a UserWarning, so Jupyter shows it)."""
+
+
+class KernelWarning(TilingLibWarning):
+    """A kernel that runs on the emulator but would misbehave or lose its results on a GPU.
+
+    Issued once per launch per source site, at ``kernel.cu:<line>`` (the student's line),
+    with what to change. `warnings.simplefilter("error", KernelWarning)` turns them into
+    exceptions (as the tests do)."""
+
+
+class InputWriteWarning(KernelWarning):
+    """The kernel stores into an array passed as `In(...)`: PyCUDA copies `In` arrays to the
+    device only, so the writes are lost when the launch ends."""
+
+
+class BlockShapeWarning(KernelWarning):
+    """The block does not match the shape of a shared array that the kernel indexes with a
+    threadIdx component (one thread per element), so part of the array is never written (or
+    threads write outside it)."""
+
+
+class UninitializedReadWarning(KernelWarning):
+    """A local variable (or local array element) read before the thread gave it a value: on a
+    GPU it holds whatever its register held; on the emulator it reads 0."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pycparser import c_ast
 
+from .. import _source_checks
 from ..errors import CompileError, UnsupportedFeatureError
 from . import ctypes_ as ct
 from . import values as V
@@ -46,6 +47,14 @@ class KernelCode:
     static_shared_bytes: int = 0
     local_bytes: int = 0
     line: int | None = None
+    # Launch-time checks (execute.py): shared array -> the threadIdx component that fills
+    # each index position (thread_indexed_stores), each array's declaration as the student
+    # wrote it ("As[TILE][TILE + PAD]"), the local arrays, and whether any of them is
+    # declared without a value (then local memory is checked for reads before writes).
+    thread_indexed: dict = field(default_factory=dict)
+    shared_text: dict = field(default_factory=dict)
+    local_vars: list = field(default_factory=list)
+    check_local: bool = False
 
 
 @dataclass
@@ -64,6 +73,12 @@ class _Function:
         self.return_type = return_type
         self.nslots = 0
         self.ret_slot = None
+        # Reads before writes (_source_checks.unset_reads): the declarations and reads that
+        # definite assignment cannot clear, and slot -> (shadow slot, name, type, line) of
+        # the variables checked at run time.
+        self.unset_decls: set = set()
+        self.unset_reads: set = set()
+        self.shadows: dict = {}
 
     def new_slot(self) -> int:
         self.nslots += 1
@@ -185,6 +200,8 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.constants: list = []
         self.file_shared: list = []      # (Decl, type, is extern) of file-scope __shared__
         self.kernel_name = None
+        self.local_vars: list = []       # LocalVar of this kernel's local arrays
+        self.check_local = False         # a local array declared without a value
 
     # ------------------------------------------------------------------ program
     def compile_program(self) -> Program:
@@ -273,6 +290,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
     # ------------------------------------------------------------------ functions
     def compile_kernel(self, node: c_ast.FuncDef) -> KernelCode:
         self.shared, self.shared_bytes, self.local_bytes = [], 0, 0
+        self.local_vars, self.check_local = [], False
         self.kernel_name = node.decl.name
         self.compiling = {node.decl.name}
         params = self.params(node)
@@ -284,10 +302,17 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         for decl, t, dynamic in self.file_shared:
             self.shared_decl(decl, t, dynamic)
         slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope)
+        self._find_unset_reads(node)
         body = self.stmt(node.body)
+        ranks = {v.name: len(v.ctype.shape) for v in self.shared
+                 if not v.dynamic and v.ctype.is_array}
         code = KernelCode(node.decl.name, params, slots, self.fn.nslots, body,
                           list(self.shared), self.static_shared_size(), self.local_bytes,
-                          _line(node))
+                          _line(node),
+                          thread_indexed=_source_checks.thread_indexed_stores(node, ranks),
+                          shared_text={v.name: self.declared_text(v.name, v.line, v.ctype)
+                                       for v in self.shared},
+                          local_vars=list(self.local_vars), check_local=self.check_local)
         self.scope = self.globals
         self.fn = None
         return code
@@ -332,6 +357,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         params = self.params(fdef)
         rtype = self.resolve(fdef.decl.type.type)
         slots = self._enter_function(name, rtype, params)
+        self._find_unset_reads(fdef)
         if not rtype.is_void:
             self.fn.ret_slot = self.fn.new_slot()
         body = self.stmt(fdef.body)
@@ -362,6 +388,26 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             return env[ret_slot] if ret_slot is not None else None
         self.compiled[name] = (call, rtype, params)
         return self.compiled[name]
+
+    def _find_unset_reads(self, funcdef) -> None:
+        """Mark, for the function being compiled, the locals that definite assignment cannot
+        prove set before a read; only those get a run-time check (statements.stmt_Decl,
+        expressions.expr_ID, assigner)."""
+        for r in _source_checks.unset_reads(funcdef):
+            self.fn.unset_decls.add(id(r.decl))
+            self.fn.unset_reads.add(id(r.node))
+
+    def declared_text(self, name, line, t) -> str:
+        """`As[TILE][TILE + PAD]` as the declaration at `line` spells it (macros and all),
+        else the sizes as numbers (`As[32][33]`)."""
+        import re
+        text = self.pre.source_lines[line - 1] if line and 0 < line <= len(
+            self.pre.source_lines) else ""
+        m = re.search(r"\b" + re.escape(name) + r"\s*((?:\[[^\[\]]*\]\s*)+)", text)
+        if m:
+            return name + re.sub(r"\s+(?=\[)", "", m.group(1).strip())
+        dims = t.shape if t.is_array else ()
+        return name + "".join(f"[{d if d is not None else ''}]" for d in dims)
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
@@ -441,19 +487,33 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
                 return lambda ctx, v: ctx.store_struct(addr(ctx), t, v, line)
             return lambda ctx, v: ctx.store(addr(ctx), t, v, line)
         slot, member = target.slot, target.member
+        shadow = self.fn.shadows.get(slot, (None,))[0] if self.fn is not None else None
         if member is None:
             def store(ctx, v, slot=slot):
                 if ctx.full:
                     ctx.env[slot] = v
                 else:
                     ctx.env[slot] = V.where(ctx.mask, v, ctx.env[slot])
-            return store
+            if shadow is None:
+                return store
+
+            def store_checked(ctx, v, shadow=shadow):
+                store(ctx, v)
+                ctx.env[shadow] = V.mark_set(ctx.env[shadow], ctx)
+            return store_checked
 
         def store_member(ctx, v, slot=slot, member=member):
             parts = list(ctx.env[slot])
             parts[member] = v if ctx.full else np.where(ctx.mask, v, parts[member])
             ctx.env[slot] = tuple(parts)
-        return store_member
+        if shadow is None:
+            return store_member
+
+        def store_member_checked(ctx, v, shadow=shadow):
+            # A field of a struct counts as setting it (float2 v; v.x = ...; v.y = ...).
+            store_member(ctx, v)
+            ctx.env[shadow] = V.mark_set(ctx.env[shadow], ctx)
+        return store_member_checked
 
 
 def compile_program(pre: Preprocessed, ast: c_ast.FileAST) -> Program:

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import (BarrierError, KernelArgumentError, KernelRuntimeError, MemoryAccessError,
+from ..errors import (BarrierError, BlockShapeWarning, InputWriteWarning, KernelArgumentError,
+                      KernelRuntimeError, KernelWarning, MemoryAccessError, TilingLibWarning,
+                      UninitializedReadWarning,
                       RaceError, StepBudgetExceeded)
 from . import atomics
 from . import memory as M
@@ -44,7 +46,7 @@ def _elements(byte_index: np.ndarray, size: int) -> np.ndarray:
     return byte_index >> shift if shift is not None else byte_index // size
 
 
-class RaceWarning(UserWarning):
+class RaceWarning(KernelWarning):
     """Issued after a launch in which the emulator found shared-memory hazards."""
 
 
@@ -122,6 +124,10 @@ class Context:
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
         self.local_views = {}
+        # Which 4-byte words of each thread's local memory have been written, when the
+        # kernel declares a local array without a value (reads of unset words warn).
+        self.local_set = (np.zeros(T * (self.local_bytes // 4), dtype=bool)
+                          if kc.check_local and self.local_bytes else None)
         opts = launch.options
         track = opts.hazards != "ignore"
         self.races = None
@@ -356,6 +362,9 @@ class Context:
             h = Hazard(kind, self.kernel_name, var.name if var else "shared",
                        self._element_of("shared", offset, None), line, other_line, block,
                        thread, other, count)
+            if self.launch.mismatches and var is not None:
+                start = self.launch.dynamic_offset if var.dynamic else var.offset
+                self.launch.shape_evidence(kind, var, offset - start)
             self.launch.add_hazard(h)
 
     def load(self, addr, t, line):
@@ -365,6 +374,8 @@ class Context:
             return t.dtype.type(0)
         space, index, off, key = self._resolve(a, lanes, t, line, "read")
         size = t.size
+        if space == "local" and self.local_set is not None:
+            self._check_local_set(index, lanes, line)
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
         values = view[_elements(index, size)]
         self._count(space, False, lanes, a, off, key if space != "local" else None, size, line)
@@ -443,8 +454,14 @@ class Context:
         if a.shape[0] == 0:
             return
         space, index, off, key = self._resolve(a, lanes, t, line, "write")
-        if space == "global" and key.readonly:
-            self._fault(lanes, 0, f"Invalid write to __constant__ memory '{key.name}'", line)
+        if space == "global":
+            if key.readonly:
+                self._fault(lanes, 0, f"Invalid write to __constant__ memory '{key.name}'",
+                            line)
+            if not key.copied_back:
+                self.launch.lost_write(key, line)
+        elif space == "local" and self.local_set is not None:
+            self._mark_local_set(index, t.size)
         size = t.size
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
         if isinstance(value, np.ndarray) and lanes is not None:
@@ -458,6 +475,8 @@ class Context:
         if a.shape[0] == 0:
             return tuple(f[1].dtype.type(0) for f in t.fields)
         space, index, off, key = self._resolve(a, lanes, t, line, "read")
+        if space == "local" and self.local_set is not None:
+            self._check_local_set(index, lanes, line)
         self._count(space, False, lanes, a, off, key if space != "local" else None, t.size,
                     line)
         parts = []
@@ -476,12 +495,44 @@ class Context:
         if a.shape[0] == 0:
             return
         space, index, off, key = self._resolve(a, lanes, t, line, "write")
+        if space == "global" and not key.copied_back:
+            self.launch.lost_write(key, line)
+        elif space == "local" and self.local_set is not None:
+            self._mark_local_set(index, t.size)
         for (_, ft, foff), v in zip(t.fields, value):
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             if isinstance(v, np.ndarray) and lanes is not None:
                 v = v[lanes]
             view[_elements(index + foff, ft.size)] = v
         self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
+
+    # ------------------------------------------------------------------ reads before writes
+    def unset_read(self, site, bad) -> None:
+        """Active lanes `bad` read the local scalar of `site` before giving it a value."""
+        self.launch.warn_unset(site, self, int(np.argmax(bad)))
+
+    def forget_local(self, w0: int, w1: int) -> None:
+        """The active threads enter a local array's declaration (words w0..w1-1 of their
+        local memory): its elements have no value again."""
+        words = self.local_bytes // 4
+        rows = self.local_set.reshape(self.T, words)
+        if self.full:
+            rows[:, w0:w1] = False
+        else:
+            rows[self.mask, w0:w1] = False
+
+    def _mark_local_set(self, index, size) -> None:
+        w = index >> 2
+        self.local_set[w] = True
+        for k in range(1, size // 4):
+            self.local_set[w + k] = True
+
+    def _check_local_set(self, index, lanes, line) -> None:
+        unset = ~self.local_set[index >> 2]
+        if unset.any():
+            i = int(np.argmax(unset))
+            lane = int(i if lanes is None else lanes[i])
+            self.launch.warn_unset_local(self, lane, int(index[i]) % self.local_bytes, line)
 
     # ------------------------------------------------------------------ barriers & warps
     def syncthreads(self, line) -> None:
@@ -574,6 +625,8 @@ class Context:
         space, index, off, key = self._resolve(a, lanes, t, line, "atomic")
         if space == "global" and key.readonly:
             self._fault(lanes, 0, "Invalid atomic on __constant__ memory", line)
+        if space == "global" and not key.copied_back:
+            self.launch.lost_write(key, line)
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
         idx = _elements(index, t.size)
         vs = [np.broadcast_to(v, (self.T,))[lanes] if lanes is not None else
@@ -649,6 +702,93 @@ class Launch:
         self.shared_total = self.dynamic_offset + dynamic_bytes
         self.shared_stride = max(16, -(-self.shared_total // 16) * 16)
         self.local_stride = -(-kernel.local_bytes // 16) * 16
+        self.warned: set = set()          # KernelWarning sites already reported
+        self.mismatches = block_mismatches(kernel, block)
+        self.block_hint = None            # the BlockShapeWarning's text, once issued
+
+    # ------------------------------------------------------------------ kernel warnings
+    def _warn(self, key, message, category, line) -> None:
+        """Issue a KernelWarning once per launch per `key`, at kernel.cu:<line>."""
+        if key in self.warned:
+            return
+        self.warned.add(key)
+        warnings.warn_explicit(message, category, "kernel.cu", line or 0)
+
+    def lost_write(self, alloc, line) -> None:
+        """A store into an argument passed as In(...): lost when the launch ends."""
+        name = alloc.name
+        self._warn(("in", name, line),
+                   f"kernel {self.kernel.name} writes to {name} at line {line}, but {name} was "
+                   f"passed as tl.In(...): its writes are not copied back. Pass it as "
+                   f"tl.Out(...) or tl.InOut(...).", InputWriteWarning, line)
+
+    def warn_unset(self, site, ctx, lane) -> None:
+        """A local scalar read by thread `lane` of `ctx` before it was given a value."""
+        name, line, decl_line, t = site
+        if ("unset", name, line) in self.warned:
+            return
+        block, thread = ctx.coords(lane)
+        zero = _ZERO_TEXT.get(getattr(t, "kind", ""), None)
+        fix = (f"Write '{t} {name} = {zero};'." if zero is not None else
+               f"Give '{name}' a value where it is declared (line {decl_line}).")
+        self._warn(("unset", name, line),
+                   f"kernel {self.kernel.name}: '{name}' is read at line {line} before it is "
+                   f"given a value: on a GPU it starts with whatever its register held. {fix} "
+                   f"(The first such read: thread {thread} in block {block}.)",
+                   UninitializedReadWarning, line)
+
+    def warn_unset_local(self, ctx, lane, offset, line) -> None:
+        """An element of a local array read by thread `lane` before it was written."""
+        var = next((v for v in self.kernel.local_vars
+                    if v.offset <= offset < v.offset + v.ctype.size), None)
+        if var is None:
+            return
+        if ("unset-local", var.name, line) in self.warned:
+            return
+        base = var.ctype.base_elem
+        element = M.describe_element(var.name, var.ctype.shape, base.size, offset - var.offset)
+        block, thread = ctx.coords(lane)
+        zero = _ZERO_TEXT.get(base.kind, "0")
+        self._warn(("unset-local", var.name, line),
+                   f"kernel {self.kernel.name}: '{element}' is read at line {line} before it is "
+                   f"given a value: on a GPU it holds whatever its register or local memory "
+                   f"held. Give every element a value first: '{base} {var.text} = {{{zero}}};' "
+                   f"zeroes them all. (The first such read: thread {thread} in block {block}.)",
+                   UninitializedReadWarning, line)
+
+    def shape_evidence(self, kind, var, offset) -> None:
+        """A hazard on shared array `var` at byte `offset` into it: if the block does not
+        match the array (self.mismatches) in a way that explains it, say so."""
+        if self.block_hint is not None or var is None or var.dynamic:
+            return
+        t = var.ctype
+        if not t.is_array:
+            return
+        index, dims = offset // t.base_elem.size, []
+        for d in reversed(t.shape):
+            index, r = divmod(index, d)
+            dims.append(r)
+        dims = dims[::-1]
+        # Too few threads: only a read of a never-written entry counts (a padding column
+        # nobody reads is no mistake). Too many: any hazard on the array.
+        found = [m for m in self.mismatches if m.array == var.name and (
+            m.threads > m.extent or kind == "uninitialized-read"
+            and dims[m.position] >= m.threads)]
+        if found:
+            self.warn_block_shape(found)
+
+    def warn_block_shape(self, found) -> None:
+        """Issue the BlockShapeWarning for this launch (once), describing the mismatches
+        like those `found` (same component and sizes, any array), and keep its text as a
+        hint for the hazard reports."""
+        if self.block_hint is not None or not found:
+            return
+        keys = {(m.component, m.threads, m.extent) for m in found}
+        chosen = [m for m in self.mismatches if (m.component, m.threads, m.extent) in keys]
+        self.block_hint = describe_mismatches(self.kernel, self.block, chosen)
+        first = next(v for v in self.kernel.shared if v.name == chosen[0].array)
+        self._warn(("block",), f"kernel {self.kernel.name}: {self.block_hint}",
+                   BlockShapeWarning, first.line)
 
     def add_hazard(self, h: Hazard) -> None:
         key = (h.kind, h.line, h.other_line, h.array)
@@ -656,7 +796,9 @@ class Launch:
         if old is None:
             self.hazards[key] = h
             if self.options.hazards == "raise" and h.kind != "barrier-after-exit":
-                raise RaceError(f"{h.kernel}: {h}{self._advice(h)}", kernel=h.kernel,
+                hint = f"\nThe block does not match the shared arrays: {self.block_hint}" \
+                    if self.block_hint else ""
+                raise RaceError(f"{h.kernel}: {h}{self._advice(h)}{hint}", kernel=h.kernel,
                                 line=h.line, block=h.block, thread=h.thread)
         else:
             self.hazards[key] = Hazard(**{**old.__dict__, "count": old.count + h.count})
@@ -686,7 +828,14 @@ class Launch:
                 for slot, value in zip(kc.param_slots, env_values):
                     env[slot] = value
                 ctx.env = env
-                kc.run(ctx)
+                try:
+                    kc.run(ctx)
+                except MemoryAccessError:
+                    # Threads beyond a shared array's extent (block larger than the tile)
+                    # write past it: say so before the fault is reported.
+                    self.warn_block_shape([m for m in self.mismatches
+                                           if m.threads > m.extent])
+                    raise
                 self.counters.flops += ctx.flops
 
     def report(self) -> LaunchReport:
@@ -715,14 +864,99 @@ class Launch:
             hazards=tuple(self.hazards.values()))
 
 
-def warn_hazards(report: LaunchReport) -> None:
+def warn_hazards(report: LaunchReport, block_hint: str | None = None) -> None:
     """Issue one RaceWarning for the launch, located at the kernel line of its first hazard
-    (shown as ``kernel.cu:<line>``, the student's own line, not a library file)."""
+    (shown as ``kernel.cu:<line>``, the student's own line, not a library file).
+    `block_hint` (Launch.block_hint) says how the block fails to match the shared arrays
+    when that explains the hazards."""
     races = [h for h in report.hazards]
     if races:
         more = f" (and {len(races) - 1} more: see f.last_report.hazards)" if len(races) > 1 else ""
-        warnings.warn_explicit(f"{report.kernel}: {races[0]}{more}", RaceWarning,
+        hint = f"\nThe block does not match the shared arrays: {block_hint}" if block_hint \
+            else ""
+        warnings.warn_explicit(f"{report.kernel}: {races[0]}{more}{hint}", RaceWarning,
                                "kernel.cu", races[0].line or 0)
+
+
+# ----------------------------------------------------------------------------- block shape
+
+_ZERO_TEXT = {"float": "0.0f", "double": "0.0", "bool": "false",
+              **{k: "0" for k in ("char", "signed char", "unsigned char", "short",
+                                  "unsigned short", "int", "unsigned int", "long",
+                                  "unsigned long", "long long", "unsigned long long")}}
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Shared array `array` has `extent` entries along index `position`, which every store
+    fills with threadIdx.`component`, and the block has `threads` threads along it."""
+
+    array: str
+    position: int
+    rank: int
+    component: str
+    extent: int
+    threads: int
+
+
+def block_mismatches(kernel, block) -> list:
+    """The `Mismatch`es of a launch's block with the kernel's thread-indexed shared arrays
+    (`KernelCode.thread_indexed`, from `_source_checks.thread_indexed_stores`)."""
+    out = []
+    for v in kernel.shared:
+        comps = kernel.thread_indexed.get(v.name)
+        if not comps or v.dynamic or not v.ctype.is_array:
+            continue
+        shape = v.ctype.shape
+        for p, c in enumerate(comps):
+            if c is None:
+                continue
+            b = block["xyz".index(c)]
+            if b != shape[p]:
+                out.append(Mismatch(v.name, p, len(shape), c, shape[p], b))
+    return out
+
+
+def _unit(m: Mismatch, plural=True) -> str:
+    if m.rank == 1:
+        return "elements" if plural else "element"
+    names = ("rows", "columns") if m.rank == 2 else ("planes", "rows", "columns")
+    name = names[m.position] if m.position < len(names) else f"indices {m.position}"
+    return name if plural else name[:-1]
+
+
+def describe_mismatches(kernel, block, mismatches) -> str:
+    """'block (32, 8, 1) has 8 threads along y, but As[TILE][TILE] is indexed with
+    threadIdx.y and has 32 rows: rows 8..31 are never written. Launch block=(32, 32, 1)
+    (one thread per tile element).'"""
+    groups: dict = {}
+    for m in mismatches:
+        groups.setdefault((m.component, m.threads, m.extent, _unit(m)), []).append(m)
+    suggested = list(block)
+    sentences = []
+    for (c, b, e, unit), ms in groups.items():
+        names = [kernel.shared_text.get(m.array, m.array) for m in ms]
+        names_text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        one = len(names) == 1
+        head = (f"block {tuple(block)} has {b} thread{'s' if b != 1 else ''} along {c}, but "
+                f"{names_text} {'is' if one else 'are'} indexed with threadIdx.{c} and "
+                f"{'has' if one else 'have'} {e} {unit if e != 1 else _unit(ms[0], False)}")
+        if b < e:
+            which = (f"{_unit(ms[0], False)} {b} is" if e - b == 1 else f"{unit} {b}..{e - 1} are")
+            sentences.append(f"{head}: {which} never written.")
+        else:
+            threads = f"the threads with threadIdx.{c} = {e}..{b - 1} store"
+            if ms[0].position == ms[0].rank - 1 and ms[0].rank > 1:
+                sentences.append(f"{head}: {threads} outside {'its' if one else 'their'} "
+                                 f"{unit} (into the next row).")
+            else:
+                sentences.append(f"{head}: {threads} past {'its' if one else 'their'} end.")
+        i = "xyz".index(c)
+        if suggested[i] == block[i]:
+            suggested[i] = e
+    per = "one thread per tile element" if any(m.rank > 1 for m in mismatches) else \
+        "one thread per element"
+    return " ".join(sentences) + f" Launch block={tuple(suggested)} ({per})."
 
 
 def warn_if_large(kernel: str, threads: int) -> None:
@@ -736,7 +970,7 @@ def warn_if_large(kernel: str, threads: int) -> None:
             "kernel.cu", 0)
 
 
-class EmulatorPerformanceWarning(UserWarning):
+class EmulatorPerformanceWarning(TilingLibWarning):
     """Issued before a launch so big that the CPU emulator will take minutes."""
 
 

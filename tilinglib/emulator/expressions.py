@@ -61,6 +61,9 @@ class ExpressionsMixin:
         name = node.name
         x = self.scope.lookup(name)
         if x is not None:
+            if self.fn is not None and id(node) in self.fn.unset_reads \
+                    and x.slot in self.fn.shadows:
+                return self.checked_read(x, node)
             return x
         if name in BUILTIN_VECTORS:
             attr = _BUILTIN_ATTRS[name]
@@ -80,6 +83,22 @@ class ExpressionsMixin:
         if name == "INT_MIN":
             return constant(-2**31, ct.INT)
         raise self.error(node, f"'{name}' is not declared")
+
+    def checked_read(self, x: X, node) -> X:
+        """`x` (a local that definite assignment cannot prove set here) read with a check:
+        threads that have not given it a value yet make the launch warn, once per site."""
+        shadow, name, t, decl_line = self.fn.shadows[x.slot]
+        slot, line = x.slot, _line(node)
+        site = (name, line, decl_line, t)
+
+        def read(ctx):
+            state = ctx.env[shadow]
+            if state is not True:
+                bad = V.unset_lanes(state, ctx)
+                if bad is not None:
+                    ctx.unset_read(site, bad)
+            return ctx.env[slot]
+        return X(read, x.ctype, slot=x.slot, member=x.member, const=x.const)
 
     def expr_StructRef(self, node) -> X:
         base = self.expr(node.name)

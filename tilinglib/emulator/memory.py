@@ -37,6 +37,18 @@ def make_address(region: int, offset: int = 0) -> int:
 
 
 @dataclass
+class LocalVar:
+    """A local array of a kernel: name, C type, byte offset in each thread's local memory,
+    declaration line, and the declaration as the student wrote it (`acc[TM][TN]`)."""
+
+    name: str
+    ctype: object
+    offset: int
+    line: int | None = None
+    text: str = ""
+
+
+@dataclass
 class Allocation:
     """One array in global memory. `buf` is a uint8 array padded to a multiple of 16 bytes."""
 
@@ -47,6 +59,9 @@ class Allocation:
     elem_size: int = 4
     readonly: bool = False
     views: dict = field(default_factory=dict)
+    # False for an argument passed as In(...): PyCUDA does not copy it back, so a store
+    # into it is lost when the launch ends (execute.Launch.lost_write warns).
+    copied_back: bool = True
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         v = self.views.get(dtype)
@@ -63,14 +78,16 @@ class GlobalMemory:
         self.allocations: list[Allocation] = []
 
     def allocate(self, name: str, nbytes: int, *, elem_size: int = 4, init: bytes | None = None,
-                 readonly: bool = False) -> int:
-        """Allocate `nbytes` (filled with `init`, else 0xFF poison) and return its address."""
+                 readonly: bool = False, copied_back: bool = True) -> int:
+        """Allocate `nbytes` (filled with `init`, else 0xFF poison) and return its address.
+        `copied_back=False` marks an In(...) argument, whose stores are lost."""
         region = FIRST_GLOBAL_REGION + len(self.allocations)
         padded = max(16, -(-nbytes // 16) * 16)
         buf = np.full(padded, 0xFF, dtype=np.uint8)
         if init is not None:
             buf[:len(init)] = np.frombuffer(init, dtype=np.uint8)
-        self.allocations.append(Allocation(name, region, nbytes, buf, elem_size, readonly))
+        self.allocations.append(Allocation(name, region, nbytes, buf, elem_size, readonly,
+                                           copied_back=copied_back))
         return make_address(region)
 
     def lookup(self, region: int) -> Allocation | None:

@@ -209,7 +209,7 @@ class Function:
         self.last_report = report
         self.last_trace = tuple(launch.tracer.records) if launch.tracer is not None else None
         if hazards == "warn" and report.hazards:
-            warn_hazards(report)
+            warn_hazards(report, launch.block_hint)
         return None
 
     def _bind(self, launch, args):
@@ -226,7 +226,8 @@ class Function:
                         f"emulator's {launch.options.max_bytes:,}-byte limit: use a smaller N")
                 init = array.tobytes() if getattr(a, "copy_in", True) else None
                 addr = launch.gmem.allocate(p.name, array.nbytes, elem_size=array.itemsize,
-                                            init=init)
+                                            init=init,
+                                            copied_back=getattr(a, "copy_out", True))
                 values.append(np.int64(addr))
                 if getattr(a, "copy_out", True):
                     copies.append((array, launch.gmem.allocations[-1]))

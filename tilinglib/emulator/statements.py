@@ -15,7 +15,7 @@ from pycparser import c_ast
 from . import ctypes_ as ct
 from . import values as V
 from .closures import SharedVar, X, _line, _Scope
-from .memory import LOCAL_REGION, SHARED_REGION, make_address
+from .memory import LOCAL_REGION, SHARED_REGION, LocalVar, make_address
 
 
 class StatementsMixin:
@@ -99,7 +99,17 @@ class StatementsMixin:
             def declare(ctx, slot=slot, zero=zero):
                 if ctx.env[slot] is None:
                     ctx.env[slot] = zero
-            return declare
+            if id(node) not in self.fn.unset_decls:
+                return declare
+            # Definite assignment could not prove it set before every read: track, per
+            # thread, whether it has a value (expr_ID checks the reads, assigner sets it).
+            shadow = self.fn.new_slot()
+            self.fn.shadows[slot] = (shadow, node.name, t, _line(node))
+
+            def declare_checked(ctx, shadow=shadow):
+                declare(ctx)
+                ctx.env[shadow] = V.mark_unset(ctx.env[shadow], ctx)
+            return declare_checked
         if isinstance(node.init, c_ast.InitList):
             if not t.is_struct:
                 raise self.error(node, "a brace initializer needs an array or struct")
@@ -157,8 +167,18 @@ class StatementsMixin:
         address = np.int64(make_address(LOCAL_REGION, offset))
         x = X(lambda ctx, a=address: a, t)
         self.scope.names[node.name] = x
+        self.local_vars.append(LocalVar(node.name, t, offset, _line(node),
+                                        self.declared_text(node.name, _line(node), t)))
         if node.init is None:
-            return lambda ctx: None
+            # Elements are checked at run time for reads before writes (Context.load);
+            # entering the declaration makes them unset again for the active threads.
+            self.check_local = True
+            words = (offset // 4, -(-(offset + t.size) // 4))
+
+            def declare_array(ctx, words=words):
+                if ctx.local_set is not None:
+                    ctx.forget_local(*words)
+            return declare_array
         if not isinstance(node.init, c_ast.InitList):
             raise self.error(node, "initialise an array with { ... }")
         stores = []

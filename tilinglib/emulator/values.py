@@ -117,3 +117,33 @@ def zero_of(t: ct.CType):
     if t.is_struct:
         return tuple(f[1].dtype.type(0) for f in t.fields)
     return t.dtype.type(0)
+
+
+# Per-thread "has this local been given a value" of the locals checked for reads before
+# writes: True (every thread has set it), False (none has), or a bool array per thread.
+# Arrays are never changed in place (masks are shared), only replaced.
+
+def mark_set(state, ctx):
+    """The state after the active lanes of `ctx` assign the variable."""
+    if state is True or ctx.full:
+        return True
+    if state is False or state is None:
+        return ctx.mask
+    return state | ctx.mask
+
+
+def mark_unset(state, ctx):
+    """The state after the active lanes of `ctx` (re)enter the variable's declaration."""
+    if ctx.full or state is False or state is None:
+        return False
+    if state is True:
+        return ~ctx.mask
+    return state & ~ctx.mask
+
+
+def unset_lanes(state, ctx):
+    """Active lanes of `ctx` that read the variable before setting it (None when none)."""
+    if state is True or not ctx.any:
+        return None
+    bad = ctx.mask if state is False or state is None else ctx.mask & ~state
+    return bad if bad.any() else None
