@@ -162,10 +162,10 @@ class Context:
         block, thread = self.coords(lane)
         if over_steps:
             why = f"ran more than {launch.options.max_steps:,} loop iterations"
-            knob = "f(..., max_steps=...)"
+            knob = f"max_steps=... in the call of {self.kernel_name}"
         else:
             why = f"ran for more than {launch.options.max_seconds:g} s on the CPU emulator"
-            knob = "f(..., max_seconds=None)"
+            knob = f"max_seconds=None in the call of {self.kernel_name}"
         raise StepBudgetExceeded(
             f"{self.kernel_name} {why}: the loop at kernel.cu:{line} had run "
             f"{launch.loop_trips[line]:,} times (thread {thread} in block {block}). Does its "
@@ -657,7 +657,8 @@ class Launch:
             self.hazards[key] = h
             if self.options.hazards == "raise" and h.kind != "barrier-after-exit":
                 raise RaceError(f"{h.kernel}: {h}{self._advice(h)}", kernel=h.kernel,
-                                line=h.line, block=h.block, thread=h.thread)
+                                line=h.line, block=h.block, thread=h.thread, kind=h.kind,
+                                array=h.array, other_line=h.other_line)
         else:
             self.hazards[key] = Hazard(**{**old.__dict__, "count": old.count + h.count})
 
@@ -720,7 +721,8 @@ def warn_hazards(report: LaunchReport) -> None:
     (shown as ``kernel.cu:<line>``, the student's own line, not a library file)."""
     races = [h for h in report.hazards]
     if races:
-        more = f" (and {len(races) - 1} more: see f.last_report.hazards)" if len(races) > 1 else ""
+        more = (f" (and {len(races) - 1} more: see <your {report.kernel} function>"
+                f".last_report.hazards)" if len(races) > 1 else "")
         warnings.warn_explicit(f"{report.kernel}: {races[0]}{more}", RaceWarning,
                                "kernel.cu", races[0].line or 0)
 
