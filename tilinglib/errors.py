@@ -19,6 +19,7 @@ from __future__ import annotations
 import linecache
 import os
 import re
+import sysconfig
 import textwrap
 import traceback
 
@@ -35,6 +36,7 @@ _CELL_FILE = re.compile(r"^<ipython-input-\d+-|[/\\]ipykernel_\d+[/\\][^/\\]+\.p
 _QUOTE_LINE = re.compile(r"^ *\d+ \| |^ *\^ *$")
 _COORDS = re.compile(r"(?:\b(?:thread|block) )?\(\d+, \d+(?:, \d+)?\)")
 _NBSP = "\u00a0"          # textwrap does not break at it
+_LIBRARY_ROOTS = {sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")}
 
 
 def quote_source(line: int, text: str, column: int | None = None) -> list[str]:
@@ -56,6 +58,12 @@ def _inside_tilinglib(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_PACKAGE_DIR)
 
 
+def _installed(filename: str) -> bool:
+    """True for Python's own library and installed packages (contextlib, IPython, ...)."""
+    path = os.path.abspath(filename)
+    return any(path.startswith(os.path.abspath(root) + os.sep) for root in _LIBRARY_ROOTS)
+
+
 def is_cell_file(filename: str) -> bool:
     """True for the file name IPython or ipykernel gives a notebook cell's code."""
     return bool(_CELL_FILE.search(filename))
@@ -63,18 +71,21 @@ def is_cell_file(filename: str) -> bool:
 
 def callers_line(tb) -> str | None:
     """``"cell line 3: f(...)"``: the line outside tilinglib that called into it, found by
-    walking the traceback `tb` (a notebook cell's line preferred over a module's), or None
-    when the traceback has no frame outside tilinglib."""
+    walking the traceback `tb`: the innermost notebook-cell frame with tilinglib frames
+    below it, else the innermost frame outside tilinglib (a script's or a test's line).
+    None when the traceback has no frame outside tilinglib."""
     frames = [(frame.f_code.co_filename, lineno, frame.f_globals)
               for frame, lineno in traceback.walk_tb(tb)]
-    outside = [not _inside_tilinglib(name) for name, _, _ in frames]
-    calls = [i for i in range(len(frames) - 1) if outside[i] and not outside[i + 1]]
-    if not calls:
-        calls = [i for i, out in enumerate(outside) if out][-1:]
-    if not calls:
+    inside = [_inside_tilinglib(name) for name, _, _ in frames]
+    deepest = max((i for i, ins in enumerate(inside) if ins), default=len(frames))
+    callers = [i for i in range(len(frames)) if not inside[i] and i < deepest]
+    if not callers:
+        callers = [i for i, ins in enumerate(inside) if not ins]
+    if not callers:
         return None
-    cells = [i for i in calls if is_cell_file(frames[i][0])]
-    filename, lineno, f_globals = frames[(cells or calls)[-1]]
+    cells = [i for i in callers if is_cell_file(frames[i][0])]
+    own = [i for i in callers if not _installed(frames[i][0])]
+    filename, lineno, f_globals = frames[(cells or own or callers)[-1]]
     code = linecache.getline(filename, lineno, f_globals).strip()
     where = "cell" if is_cell_file(filename) else os.path.basename(filename)
     return f"{where} line {lineno}: {code}" if code else f"{where} line {lineno}"
