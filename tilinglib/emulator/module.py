@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from ..errors import KernelArgumentError, KernelNotFoundError, KernelRuntimeError
+from ..errors import KernelArgumentError, KernelNotFoundError, KernelRuntimeError, LaunchError
 from .compiler import compile_program
 from .execute import Launch, LaunchOptions, warn_hazards, warn_if_large
 from .preprocess import check_options
@@ -183,7 +183,7 @@ class Function:
         block3 = tuple(int(b) for b in block) + (1,) * (3 - len(block))
         grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         if hazards not in ("warn", "raise", "ignore"):
-            raise ValueError(f"hazards must be 'warn', 'raise' or 'ignore', not {hazards!r}")
+            raise LaunchError(f"hazards must be 'warn', 'raise' or 'ignore', not {hazards!r}")
         options = LaunchOptions(hazards=hazards, check_uninitialized=check_uninitialized)
         if max_steps is not None:
             options.max_steps = int(max_steps)
