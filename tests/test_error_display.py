@@ -241,14 +241,14 @@ def fake_gpu(monkeypatch):
     from tilinglib.launch import DeviceLimits
 
     class FakeFunction:
-        num_regs, shared_size_bytes, local_size_bytes, max_threads_per_block = 8, 0, 0, 1024
+        num_regs, shared_size_bytes, local_size_bytes, max_threads_per_block = 80, 0, 0, 1024
+        fail_with = "cuCtxSynchronize failed: an illegal memory access was encountered"
 
         def get_attribute(self, attribute):
             return 48 * 1024
 
         def __call__(self, *args, **kwargs):
-            raise FakeDriverError("cuCtxSynchronize failed: an illegal memory access was "
-                                  "encountered")
+            raise FakeDriverError(self.fail_with)
 
     class FakeSourceModule:
         def __init__(self, source, **kwargs):
@@ -274,7 +274,7 @@ def fake_gpu(monkeypatch):
     device = types.SimpleNamespace(name=lambda: "NVIDIA H200")
     session = _pycuda.CudaSession(drv, device, DeviceLimits())
     monkeypatch.setattr(_pycuda.CudaSession, "current", staticmethod(lambda: session))
-    return _pycuda
+    return types.SimpleNamespace(SourceModule=_pycuda.SourceModule, FakeFunction=FakeFunction)
 
 
 def test_nvcc_compile_error_shows_the_first_error(shell, fake_gpu):
@@ -299,6 +299,19 @@ def test_lost_context(shell, fake_gpu):
     exc, lines = run(shell, "f(In(a), InOut(a), np.int32(64), block=(64, 1, 1), grid=(1, 1))")
     check_short(exc, lines, errors.ContextLostError, lines[-1])
     assert len(lines) <= 4
+
+
+def test_launch_the_driver_refuses(shell, fake_gpu, monkeypatch):
+    monkeypatch.setattr(fake_gpu.FakeFunction, "fail_with",
+                        "cuLaunchKernel failed: too many resources requested for launch")
+    shell.user_ns["GpuSourceModule"] = fake_gpu.SourceModule
+    exc, lines = run(shell, "f = GpuSourceModule(OOB).get_function('copy')\n"
+                            "f(In(a), InOut(a), np.int32(64), block=(1024, 1, 1), grid=(1, 1))")
+    check_short(exc, lines, errors.LaunchError, lines[-1])
+    assert lines[-1].startswith("cell line 2: f(In(a), InOut(a)")
+    # 1,024 threads x 80 registers (the fake's num_regs) = 81,920 > 65,536 per block
+    assert "A block of 1,024 threads x 80 registers per thread needs 81,920 registers; a " \
+           "block may have 65,536." in " ".join(lines)
 
 
 # --- the developers' switch, and plain Python -----------------------------------------

@@ -9,7 +9,8 @@ What students call is PyCUDA (``pycuda.compiler.SourceModule``, ``get_function``
    ``no_extern_c=True``), and nvcc's text is raised as tilinglib's `CompileError`;
 2. every launch is checked first (`tilinglib.launch.check_launch`): argument types and
    dtypes, block, grid and shared memory, where PyCUDA would say ``invalid argument`` or
-   pass a float64 array through as garbage;
+   pass a float64 array through as garbage; a launch the driver still refuses (too many
+   registers for the block) is raised as `LaunchError` with the numbers;
 3. a sticky CUDA error (an illegal memory access, for one) kills the context until the
    process restarts. It is reported once as `ContextLostError` with what to do, and every
    later call raises the same short error instead of a cascade of driver errors.
@@ -26,7 +27,7 @@ import warnings
 from dataclasses import replace
 from typing import Any
 
-from .errors import CompileError, ContextLostError, KernelNotFoundError
+from .errors import CompileError, ContextLostError, KernelNotFoundError, LaunchError
 from .launch import DeviceLimits, check_launch
 
 __all__ = ["SourceModule", "CheckedFunction", "CudaSession", "make_backend",
@@ -352,4 +353,28 @@ class CheckedFunction:
             if isinstance(kwargs.get(key), (tuple, list)):
                 kwargs[key] = tuple(int(v) for v in kwargs[key])
         with self._session.guard(f"running {self.name}"):
-            return self._raw(*args, **kwargs)
+            try:
+                return self._raw(*args, **kwargs)
+            except Exception as exc:
+                if is_sticky_error(exc) or "cuLaunchKernel failed" not in str(exc):
+                    raise                     # the guard turns a sticky error into one message
+                raise self._refused(exc, kwargs.get("block")) from None
+
+    def _refused(self, exc: Exception, block) -> LaunchError:
+        """tilinglib's `LaunchError` for a launch the driver refused after the checks passed
+        (most often too many registers: threads per block x registers per thread)."""
+        message = f"{self.name}: the GPU refused the launch ({exc})."
+        if "too many resources" in str(exc).lower():
+            try:
+                regs = int(self._raw.num_regs)
+                threads = 1
+                for b in block or (1,):
+                    threads *= int(b)
+                per_block = self._session.limits.max_regs_per_block
+                message += (f" A block of {threads:,} threads x {regs} registers per thread "
+                            f"needs {threads * regs:,} registers; a block may have "
+                            f"{per_block:,}. Launch fewer threads per block (a smaller TILE), "
+                            f"or cap the registers with __launch_bounds__.")
+            except Exception:  # attributes unreadable: the driver's own words must do
+                message += " Launch fewer threads per block (a smaller TILE)."
+        return LaunchError(message)
