@@ -128,7 +128,8 @@ class TilingLibError(Exception):
 
     def notebook_lines(self) -> list[str]:
         """The lines IPython shows for this error (at most MAX_NOTEBOOK_LINES)."""
-        body = _wrap(f"{type(self).__name__}: {self._notebook_text()}")
+        text = self._notebook_text()
+        body = _wrap(f"{type(self).__name__}: {text}" if text else type(self).__name__)
         caller = callers_line(self.__traceback__)
         room = MAX_NOTEBOOK_LINES - (caller is not None)
         if len(body) > room:
