@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from traitlets.config import Config
 
 from tilinglib import errors
 from tilinglib.errors import (CompileError, MemoryAccessError, RaceError, find_access,
@@ -75,16 +76,25 @@ __global__ void k(float* a)
 """
 
 
-@pytest.fixture
-def shell(monkeypatch):
-    """IPython's shell with the emulator's names and the kernels above defined."""
-    monkeypatch.delenv(errors.TRACEBACK_ENV, raising=False)
-    sh = InteractiveShell.instance()
+@pytest.fixture(scope="module")
+def ipython():
+    """One IPython shell for this module (history in memory), with the emulator's names and
+    the kernels above; gone afterwards, so later tests see no IPython (get_ipython() None)."""
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    sh = InteractiveShell.instance(config=config)
     sh.user_ns.update(np=np, OOB=OOB, SHARED_OOB=SHARED_OOB, BARRIER=BARRIER, RACE=RACE,
                       LOOP=LOOP, UNDECLARED=UNDECLARED)
     sh.run_cell("from tilinglib.emulator import SourceModule, In, Out, InOut\n"
                 "a = np.zeros(64, np.float32)")
-    return sh
+    yield sh
+    InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def shell(ipython, monkeypatch):
+    monkeypatch.delenv(errors.TRACEBACK_ENV, raising=False)
+    return ipython
 
 
 def run(shell, cell):
@@ -437,3 +447,4 @@ def test_a_notebook_shows_a_kernel_error_in_a_few_lines(monkeypatch):
     assert shown[-1] == ("cell line 3: f(tl.In(a), tl.Out(a), np.int32(64), "
                          "block=(64, 1, 1), grid=(1, 1))")
     assert "tilinglib/" not in "\n".join(shown)
+
