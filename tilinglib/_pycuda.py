@@ -9,7 +9,8 @@ What students call is PyCUDA (``pycuda.compiler.SourceModule``, ``get_function``
    ``no_extern_c=True``), and nvcc's text is raised as tilinglib's `CompileError`;
 2. every launch is checked first (`tilinglib.launch.check_launch`): argument types and
    dtypes, block, grid and shared memory, where PyCUDA would say ``invalid argument`` or
-   pass a float64 array through as garbage;
+   pass a float64 array through as garbage; a launch the driver still refuses (too many
+   registers for the block) is raised as `LaunchError` with the numbers;
 3. a sticky CUDA error (an illegal memory access, for one) kills the context until the
    process restarts. It is reported once as `ContextLostError` with what to do, and every
    later call raises the same short error instead of a cascade of driver errors.
@@ -26,7 +27,7 @@ import warnings
 from dataclasses import replace
 from typing import Any
 
-from .errors import CompileError, ContextLostError, KernelNotFoundError
+from .errors import CompileError, ContextLostError, KernelNotFoundError, LaunchError
 from .launch import DeviceLimits, check_launch
 
 __all__ = ["SourceModule", "CheckedFunction", "CudaSession", "make_backend",
@@ -141,37 +142,69 @@ def wrap_source(source: str, no_extern_c: bool = False) -> str:
 
 
 _NVCC_LOCATION = re.compile(r"kernel\.cu\((\d+)\): (?:error|catastrophic error)")
+_NVCC_ERROR_COUNT = re.compile(r"^(\d+) errors? detected in the compilation", re.M)
 _TOO_MUCH_SHARED = re.compile(
     r"uses too much shared data \((0x[0-9a-fA-F]+) bytes, (0x[0-9a-fA-F]+) max\)")
+
+
+def _nvcc_column(nvcc_lines: list, at: int, source_line: str) -> int | None:
+    """1-based column of nvcc's caret under its copy of `source_line`: nvcc prints the line
+    (indented) after ``kernel.cu(N): error: ...`` at index `at`, and a ``^`` below it."""
+    if at + 2 >= len(nvcc_lines) or not source_line.strip():
+        return None
+    shown, caret = nvcc_lines[at + 1], nvcc_lines[at + 2]
+    code = source_line.strip()
+    if caret.strip() != "^" or code not in shown:
+        return None
+    shift = shown.index(code) - source_line.index(code)     # nvcc's indent
+    column = caret.index("^") - shift + 1
+    return column if 1 <= column <= len(source_line) else None
 
 
 def compile_error_from_nvcc(source: str, exc: Any) -> CompileError:
     """tilinglib's `CompileError` for a ``pycuda.driver.CompileError`` `exc` (which has
     ``msg``, ``command_line``, ``stdout``, ``stderr``): nvcc's text, the first error's line
-    in the student's source (shown with the line itself), and a hint where one is known.
-    The original pieces stay available as ``.command_line``, ``.stdout``, ``.stderr``."""
+    and column in the student's source (shown with the line itself and a caret), and a hint
+    where one is known. A notebook shows only the first error (the error's ``summary``);
+    ``str(error)`` and the original pieces, ``.command_line``, ``.stdout``, ``.stderr``,
+    keep all of nvcc's output."""
     stdout = (getattr(exc, "stdout", None) or "").strip()
     stderr = (getattr(exc, "stderr", None) or "").strip()
     nvcc_text = "\n".join(part for part in (stderr, stdout) if part) or str(exc)
+    nvcc_lines = nvcc_text.splitlines()
     lines = source.splitlines()
 
-    line = None
-    match = _NVCC_LOCATION.search(nvcc_text)
-    if match:
-        line = int(match.group(1))
-        if not 1 <= line <= len(lines):
-            line = None
+    line = column = first = None
+    for at, text in enumerate(nvcc_lines):
+        match = _NVCC_LOCATION.search(text)
+        if match:
+            line = int(match.group(1))
+            if 1 <= line <= len(lines):
+                first = text.strip()
+                column = _nvcc_column(nvcc_lines, at, lines[line - 1])
+            else:
+                line = None
+            break
     where = f" (first error at line {line} of your source)" if line else ""
     message = f"nvcc could not compile the kernel{where}:\n{nvcc_text}"
 
+    hint = ""
     shared = _TOO_MUCH_SHARED.search(nvcc_text)
     if shared:
         used, limit = int(shared.group(1), 16), int(shared.group(2), 16)
-        message += (f"\nThe kernel's __shared__ arrays take {used:,} bytes; a block may have "
-                    f"at most {limit:,} bytes ({limit / 1024:g} KiB) of static shared memory. "
-                    f"Make the arrays smaller (a smaller TILE).")
-    error = CompileError(message, line=line,
-                         source_line=lines[line - 1] if line else None)
+        hint = (f"\nThe kernel's __shared__ arrays take {used:,} bytes; a block may have "
+                f"at most {limit:,} bytes ({limit / 1024:g} KiB) of static shared memory. "
+                f"Make the arrays smaller (a smaller TILE).")
+    summary = None
+    if first is not None:
+        count = _NVCC_ERROR_COUNT.search(nvcc_text)
+        more = int(count.group(1)) - 1 if count else 0
+        summary = f"nvcc could not compile the kernel:\n{first}" + hint
+        if more > 0:
+            summary += (f"\n(and {more} more error{'s' if more > 1 else ''}: "
+                        f"import sys; print(sys.last_value) shows all of nvcc's output)")
+    error = CompileError(message + hint, line=line, column=column,
+                         source_line=lines[line - 1] if line else None, summary=summary)
     error.command_line = getattr(exc, "command_line", None)
     error.stdout = getattr(exc, "stdout", None)
     error.stderr = getattr(exc, "stderr", None)
@@ -320,4 +353,28 @@ class CheckedFunction:
             if isinstance(kwargs.get(key), (tuple, list)):
                 kwargs[key] = tuple(int(v) for v in kwargs[key])
         with self._session.guard(f"running {self.name}"):
-            return self._raw(*args, **kwargs)
+            try:
+                return self._raw(*args, **kwargs)
+            except Exception as exc:
+                if is_sticky_error(exc) or "cuLaunchKernel failed" not in str(exc):
+                    raise                     # the guard turns a sticky error into one message
+                raise self._refused(exc, kwargs.get("block")) from None
+
+    def _refused(self, exc: Exception, block) -> LaunchError:
+        """tilinglib's `LaunchError` for a launch the driver refused after the checks passed
+        (most often too many registers: threads per block x registers per thread)."""
+        message = f"{self.name}: the GPU refused the launch ({exc})."
+        if "too many resources" in str(exc).lower():
+            try:
+                regs = int(self._raw.num_regs)
+                threads = 1
+                for b in block or (1,):
+                    threads *= int(b)
+                per_block = self._session.limits.max_regs_per_block
+                message += (f" A block of {threads:,} threads x {regs} registers per thread "
+                            f"needs {threads * regs:,} registers; a block may have "
+                            f"{per_block:,}. Launch fewer threads per block (a smaller TILE), "
+                            f"or cap the registers with __launch_bounds__.")
+            except Exception:  # attributes unreadable: the driver's own words must do
+                message += " Launch fewer threads per block (a smaller TILE)."
+        return LaunchError(message)

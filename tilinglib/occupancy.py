@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import LaunchError
+from .formatting import percent
 from .launch import DeviceLimits
 
 __all__ = ["Occupancy", "occupancy", "SHARED_CONFIGS_CC90"]
@@ -77,7 +78,7 @@ class Occupancy:
     def __str__(self) -> str:
         regs = "-" if self.blocks_by_registers is None else str(self.blocks_by_registers)
         return (f"{self.active_blocks} blocks/SM of {self.threads_per_block} threads = "
-                f"{self.active_warps}/{self.max_warps} warps ({self.percent:.0f}% occupancy), "
+                f"{self.active_warps}/{self.max_warps} warps ({percent(self.percent)} occupancy), "
                 f"limited by {' and '.join(self.limited_by)} "
                 f"[warps {self.blocks_by_warps}, block slots {self.blocks_by_slots}, "
                 f"registers {regs}, shared memory {self.blocks_by_shared} "

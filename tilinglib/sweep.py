@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .formatting import percent
 from .occupancy import Occupancy, occupancy
 
 __all__ = ["SweepPoint", "tile_sweep", "shared_sweep", "table", "plot_tile_sweep",
@@ -196,7 +197,7 @@ def table(points: Sequence[SweepPoint]) -> str:
         speed = "-" if p.gflops is None else f"{p.gflops:,.0f}"
         lines.append(f"{p.tile:>4} {p.pad:>3} {p.threads:>7} {p.static_shared:>8,} "
                      f"{p.dynamic_shared:>9,} {regs:>4} {o.active_blocks:>9} "
-                     f"{' and '.join(o.limited_by):<38} {o.percent:>8.0f}% {speed:>8}")
+                     f"{' and '.join(o.limited_by):<38} {percent(o.percent):>9} {speed:>8}")
     sources = sorted({p.measured_on for p in points if p.gflops is not None})
     if sources:
         lines.append("GFLOP/s " + "; ".join(sources))
@@ -215,7 +216,7 @@ def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     speed = [p for p in points if p.gflops is not None]
     left.plot([p.tile for p in speed], [p.gflops for p in speed], "o-", color="C0")
     for p in speed:
-        left.annotate(f"{p.occupancy.percent:.0f}% occ.", (p.tile, p.gflops),
+        left.annotate(f"{percent(p.occupancy.percent)} occ.", (p.tile, p.gflops),
                       textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     left.set_xscale("log", base=2)
     left.margins(x=0.12)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from .formatting import percent
+
 __all__ = ["Timing", "time_kernel", "gflops", "gbps"]
 
 EMULATOR_NOTE = ("CPU emulator: no GPU time. How long the CPU takes says nothing about a GPU, "
@@ -100,11 +102,11 @@ class Timing:
                                  f"min {self.min_ms:.4g}, max {self.max_ms:.4g} "
                                  f"({self.repeat} timed after {self.warmup} warm-ups)"))
         if self.gflops is not None:
-            peak = (f" ({self.percent_of_peak_flops:.1f}% of the {self.peak_gpu}'s FP32 peak)"
+            peak = (f" ({percent(self.percent_of_peak_flops, 1)} of the {self.peak_gpu}'s FP32 peak)"
                     if self.percent_of_peak_flops is not None else "")
             rows.append(("compute", f"{self.gflops:,.0f} GFLOP/s{peak}"))
         if self.gbps is not None:
-            peak = (f" ({self.percent_of_peak_bandwidth:.1f}% of the {self.peak_gpu}'s DRAM "
+            peak = (f" ({percent(self.percent_of_peak_bandwidth, 1)} of the {self.peak_gpu}'s DRAM "
                     f"bandwidth)" if self.percent_of_peak_bandwidth is not None else "")
             rows.append(("memory", f"{self.gbps:,.0f} GB/s{peak}"))
         if self.gflops is None and self.flops is not None:

@@ -168,10 +168,10 @@ class Context:
         block, thread = self.coords(lane)
         if over_steps:
             why = f"ran more than {launch.options.max_steps:,} loop iterations"
-            knob = "f(..., max_steps=...)"
+            knob = f"max_steps=... in the call of {self.kernel_name}"
         else:
             why = f"ran for more than {launch.options.max_seconds:g} s on the CPU emulator"
-            knob = "f(..., max_seconds=None)"
+            knob = f"max_seconds=None in the call of {self.kernel_name}"
         raise StepBudgetExceeded(
             f"{self.kernel_name} {why}: the loop at kernel.cu:{line} had run "
             f"{launch.loop_trips[line]:,} times (thread {thread} in block {block}). Does its "
@@ -799,7 +799,8 @@ class Launch:
                 hint = f"\nThe block does not match the shared arrays: {self.block_hint}" \
                     if self.block_hint else ""
                 raise RaceError(f"{h.kernel}: {h}{self._advice(h)}{hint}", kernel=h.kernel,
-                                line=h.line, block=h.block, thread=h.thread)
+                                line=h.line, block=h.block, thread=h.thread, kind=h.kind,
+                                array=h.array, other_line=h.other_line)
         else:
             self.hazards[key] = Hazard(**{**old.__dict__, "count": old.count + h.count})
 
@@ -871,7 +872,8 @@ def warn_hazards(report: LaunchReport, block_hint: str | None = None) -> None:
     when that explains the hazards."""
     races = [h for h in report.hazards]
     if races:
-        more = f" (and {len(races) - 1} more: see f.last_report.hazards)" if len(races) > 1 else ""
+        more = (f" (and {len(races) - 1} more: see <your {report.kernel} function>"
+                f".last_report.hazards)" if len(races) > 1 else "")
         hint = f"\nThe block does not match the shared arrays: {block_hint}" if block_hint \
             else ""
         warnings.warn_explicit(f"{report.kernel}: {races[0]}{more}{hint}", RaceWarning,

@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from ..errors import KernelArgumentError, KernelNotFoundError
+from ..errors import KernelArgumentError, KernelNotFoundError, KernelRuntimeError, LaunchError
 from .compiler import compile_program
 from .execute import Launch, LaunchOptions, warn_hazards, warn_if_large
 from .preprocess import check_options
@@ -144,6 +144,10 @@ class Function:
     """A kernel of an emulated SourceModule. Call it like a PyCUDA Function:
     ``f(*args, block=(x, y, z), grid=(x, y[, z]), shared=bytes)``.
 
+    A fault while the kernel runs raises a `KernelRuntimeError` (`MemoryAccessError`,
+    `BarrierError`, `RaceError`, `StepBudgetExceeded`) whose message ends with the
+    student's source line, quoted with a caret.
+
     Emulator-only keywords: `hazards` ("warn", "raise" or "ignore"), `max_steps`,
     `max_seconds` (default 60; None for no limit),
     `check_uninitialized`, `trace` (record warp 0 of block (0, 0, 0): `last_trace`, a tuple
@@ -179,7 +183,7 @@ class Function:
         block3 = tuple(int(b) for b in block) + (1,) * (3 - len(block))
         grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         if hazards not in ("warn", "raise", "ignore"):
-            raise ValueError(f"hazards must be 'warn', 'raise' or 'ignore', not {hazards!r}")
+            raise LaunchError(f"hazards must be 'warn', 'raise' or 'ignore', not {hazards!r}")
         options = LaunchOptions(hazards=hazards, check_uninitialized=check_uninitialized)
         if max_steps is not None:
             options.max_steps = int(max_steps)
@@ -201,7 +205,12 @@ class Function:
             launch.constant_addresses.append(np.int64(launch.gmem.allocate(
                 name, t.size, elem_size=(t.base_elem if t.is_array else t).size,
                 init=data.ljust(t.size, b"\0"), readonly=True)))
-        launch.run(values)
+        try:
+            launch.run(values)
+        except KernelRuntimeError as exc:
+            # The executor knows the line; the student's text is here: quote it once.
+            exc.quote_source(self._program.pre.source_lines)
+            raise
         for array, alloc in copies:
             flat = array.reshape(-1).view(np.uint8)
             flat[:] = alloc.buf[:flat.shape[0]]
