@@ -146,7 +146,11 @@ def test_the_race_error_carries_the_hint_too():
         warnings.simplefilter("ignore")
         with pytest.raises(RaceError) as info:
             tiled_launch((32, 8, 1), hazards="raise")
-    assert str(info.value).endswith(f"The block does not match the shared arrays: {SHORT_Y}")
+    # The hint ends the message; the quoted source line (added for every run-time error)
+    # follows it.
+    message, quote = str(info.value).split("\n   33 |             ")
+    assert message.endswith(f"The block does not match the shared arrays: {SHORT_Y}")
+    assert quote.startswith("sum += As[ty][k] * Bs[k][tx];")
 
 
 def test_too_many_threads_along_x_are_named_before_the_fault():
