@@ -59,3 +59,14 @@ def test_measure_tiled_on_the_emulator(monkeypatch):
     m = sgemm.measure_tiled(32, 8)
     assert m.backend == "emulator" and m.gflops is None
     assert m.requested_bytes == 8 * 32**3 // 8 and m.bytes_per_fma == 1.0
+
+
+def test_a_wrong_helper_argument_is_a_short_tilinglib_error():
+    from tilinglib.errors import ArgumentError
+
+    src = kernels.load("sgemm_tiled")
+    with pytest.raises(ArgumentError, match="'first' or 'second'") as info:
+        sgemm.without_barrier(src, 1)
+    assert isinstance(info.value, ValueError)            # what it was before, still
+    lines = info.value.notebook_lines()
+    assert len(lines) <= 3 and lines[0].startswith("ArgumentError: which must be")

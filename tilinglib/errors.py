@@ -182,6 +182,11 @@ class LaunchError(TilingLibError, ValueError):
     """A launch configuration (block, grid, shared memory) that a GPU would refuse."""
 
 
+class ArgumentError(TilingLibError, ValueError):
+    """A wrong argument to one of tilinglib's helpers (a TILE that does not divide N, a
+    barrier that is not there, a time of 0 ms): the message says what to pass instead."""
+
+
 class KernelArgumentError(TilingLibError, TypeError):
     """A kernel argument of the wrong type, dtype, or memory layout."""
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .errors import ArgumentError
+
 __all__ = ["plot_requested_bytes"]
 
 
@@ -21,7 +23,7 @@ def plot_requested_bytes(N: int, tiles: Sequence[int], counted: Sequence[int], a
     import numpy as np
 
     if len(tiles) != len(counted):
-        raise ValueError(f"{len(tiles)} tiles but {len(counted)} counts")
+        raise ArgumentError(f"{len(tiles)} tiles but {len(counted)} counts")
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 4.0))
     t = np.geomspace(min(tiles), max(tiles), 64)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import ArgumentError
+
 __all__ = ["random_matrices", "relative_error", "naive_launch", "tiled_launch", "valid_tiles",
            "requested_bytes_naive", "requested_bytes_tiled", "count_naive", "count_tiled",
            "without_barrier", "TiledMeasurement", "measure_tiled"]
@@ -62,10 +64,10 @@ def valid_tiles(N: int, max_tile: int = MAX_TILE) -> list[int]:
 
 def _check_tile(N: int, tile: int) -> None:
     if int(tile) != tile or not 1 <= tile <= MAX_TILE:
-        raise ValueError(f"TILE={tile!r}: the tiled kernel needs a whole number from 1 to "
+        raise ArgumentError(f"TILE={tile!r}: the tiled kernel needs a whole number from 1 to "
                          f"{MAX_TILE} (TILE x TILE threads per block, at most 1,024)")
     if N % tile:
-        raise ValueError(f"TILE={tile} does not divide N={N}: the kernel has no boundary "
+        raise ArgumentError(f"TILE={tile} does not divide N={N}: the kernel has no boundary "
                          f"handling; valid tiles for N={N}: {valid_tiles(N)}")
 
 
@@ -125,14 +127,14 @@ def without_barrier(source: str, which: str = "first") -> str:
     Line numbers stay the same, so the emulator's reports point at the student's lines.
     Raises ValueError when there is no such barrier."""
     if which not in ("first", "second"):
-        raise ValueError(f"which must be 'first' or 'second', not {which!r}")
+        raise ArgumentError(f"which must be 'first' or 'second', not {which!r}")
     starts, i = [], source.find(BARRIER)
     while i >= 0:
         starts.append(i)
         i = source.find(BARRIER, i + 1)
     index = 0 if which == "first" else 1
     if len(starts) <= index:
-        raise ValueError(f"the source has {len(starts)} {BARRIER} call(s), so no {which} one")
+        raise ArgumentError(f"the source has {len(starts)} {BARRIER} call(s), so no {which} one")
     at = starts[index]
     return source[:at] + "/* __syncthreads removed */" + source[at + len(BARRIER):]
 

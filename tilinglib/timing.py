@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ArgumentError
+
 from .formatting import percent
 
 __all__ = ["Timing", "time_kernel", "gflops", "gbps"]
@@ -36,7 +38,7 @@ def gflops(flops: float, ms: float) -> float:
     ``gflops(2 * 4096**3, 15.55)`` is about 8,838 (the tiled kernel on an H200). Raises
     ValueError when `ms` is not positive."""
     if not ms > 0:
-        raise ValueError(f"a time must be > 0 ms to give a rate, got {ms!r}")
+        raise ArgumentError(f"a time must be > 0 ms to give a rate, got {ms!r}")
     return flops / (ms * 1e-3) / 1e9
 
 
@@ -46,7 +48,7 @@ def gbps(nbytes: float, ms: float) -> float:
     SAXPY on 2^28 floats moves 12 bytes per element; in 0.96 ms that is about 3,355 GB/s.
     Raises ValueError when `ms` is not positive."""
     if not ms > 0:
-        raise ValueError(f"a time must be > 0 ms to give a rate, got {ms!r}")
+        raise ArgumentError(f"a time must be > 0 ms to give a rate, got {ms!r}")
     return nbytes / (ms * 1e-3) / 1e9
 
 
@@ -209,7 +211,7 @@ def time_kernel(f, *args, block, grid, shared: int = 0, warmup: int = 3, repeat:
     (`KernelArgumentError`, `LaunchError`, `ContextLostError`, ...).
     """
     if warmup < 1 or repeat < 1:
-        raise ValueError(f"warmup and repeat must be at least 1, got warmup={warmup}, "
+        raise ArgumentError(f"warmup and repeat must be at least 1, got warmup={warmup}, "
                          f"repeat={repeat}")
     name = str(getattr(f, "name", None) or "kernel")
     def as_tuple(value):

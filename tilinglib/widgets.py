@@ -29,6 +29,8 @@ import threading
 import warnings
 from typing import Callable, Sequence
 
+from .errors import ArgumentError
+
 __all__ = ["RooflineExplorer", "TileExplorer", "roofline_explorer", "tile_explorer",
            "read_values", "WidgetArgumentError", "BUSY_AFTER_S"]
 
@@ -38,7 +40,7 @@ _MAX_MESSAGE = 300     # characters of an error message shown in the status line
 _VALUE_RE = re.compile(r'data-name="([^"]+)" data-value="([^"]*)"')
 
 
-class WidgetArgumentError(ValueError):
+class WidgetArgumentError(ArgumentError):
     """A wrong argument to `roofline_explorer` or `tile_explorer`: a student's mistake, so
     IPython shows it as one line (``WidgetArgumentError: ...``) instead of a traceback
     through tilinglib's internals (IPython's ``_render_traceback_`` hook)."""
