@@ -38,25 +38,30 @@ def _bank(answer):
     cases = sorted(answer)
     if len(cases) < 8:
         raise Wrong("keep the cell's last line as it is: it tries many rows, columns and row lengths.")
-    for row, col, n in cases:
-        got = require_number(answer[row, col, n], f"bank({row}, {col}, {n})")
-        word = row * n + col
-        want = bank_of(4 * word)
-        if got == want:
-            continue
-        where = (f"bank({row}, {col}, {n}) gives {got:g}: element [{row}][{col}] of rows of "
-                 f"{n} floats is word {row} x {n} + {col} = {word}, in bank {word} % 32 = {want}")
-        if got >= BANKS or got < 0:
-            raise Wrong(f"{where}. There are 32 banks (0 to 31): the word index wraps around.")
-        if got == (4 * word) % BANKS:
-            raise Wrong(f"{where}. That is the byte address mod 32; a bank is one 4-byte word "
-                        f"wide, so count words, not bytes.")
-        if got == col % BANKS:
-            raise Wrong(f"{where}. The row matters: each row moves the start by row_words words, "
-                        f"which is what padding changes.")
-        raise Wrong(f"{where}.")
-    return ("word = row x row_words + col, bank = word % 32. With 32-word rows a column stays "
-            "in one bank; with 33-word rows each row moves one bank on.")
+    got = {case: require_number(answer[case], f"bank{case}") for case in cases}
+    wrong = [(r, c, n) for r, c, n in cases if got[r, c, n] != bank_of(4 * (r * n + c))]
+    if not wrong:
+        return ("word = row x row_words + col, bank = word % 32. With 32-word rows a column "
+                "stays in one bank; with 33-word rows each row moves one bank on.")
+    # Name the mistake when one wrong model explains every answer, else show the first case.
+    models = (
+        (lambda r, c, n: r * n + c,
+         "There are 32 banks (0 to 31): the word index wraps around (% 32)."),
+        (lambda r, c, n: c % BANKS,
+         "The row matters: each row moves the start by row_words words, which is what "
+         "padding changes."),
+        (lambda r, c, n: 4 * (r * n + c) % BANKS,
+         "That is the byte address mod 32; a bank is one 4-byte word wide, so count words, "
+         "not bytes."),
+    )
+    r, c, n = wrong[0]
+    word = r * n + c
+    where = (f"bank({r}, {c}, {n}) gives {got[r, c, n]:g}: element [{r}][{c}] of rows of {n} "
+             f"floats is word {r} x {n} + {c} = {word}, in bank {word} % 32 = {word % BANKS}")
+    for model, why in models:
+        if all(got[case] == model(*case) for case in cases):
+            raise Wrong(f"{where}. {why}")
+    raise Wrong(f"{where}.")
 
 
 # --- 05.2 ------------------------------------------------------------------------------------

@@ -94,12 +94,14 @@ def _attainable(answer):
         if close(got, max(spec.fp32_flops, intensity * spec.dram_bandwidth) / 1e9):
             raise Wrong(f"{where}. The attainable rate is the smaller of the two roofs, not the "
                         f"larger: a kernel is held back by whichever runs out first.")
-        for factor, unit in ((1e3, "TFLOP/s -> GFLOP/s is x 1,000"),
+        for factor, unit in ((1e3, "1 TFLOP/s is 1,000 GFLOP/s"),
                              (1e-3, "GFLOP/s are 1e9 FLOP/s, not 1e6"),
-                             (1e9, "the bandwidth is in B/s and the peak in FLOP/s: divide by 1e9"),
-                             (1e-9, "divide the FLOP/s by 1e9 once, not twice")):
+                             (1e9, "divide the FLOP/s by 1e9 once, not twice"),
+                             (1e-9, "the peak is in FLOP/s and the bandwidth in B/s: divide by 1e9")):
             if close(got * factor, want):
-                raise Wrong(f"{where}: off by a factor of {1 / factor:g} ({unit}).")
+                size = f"{factor:,.0f} times too small" if factor > 1 else \
+                    f"{1 / factor:,.0f} times too large"
+                raise Wrong(f"{where}: {size} ({unit}).")
         raise Wrong(f"{where} = min({spec.fp32_flops / 1e9:,.0f}, {intensity:.3g} x "
                     f"{spec.dram_bandwidth / 1e9:,.0f}) GFLOP/s.")
     return (f"min(peak, intensity x bandwidth): {attainable(1 / 6, spec) / 1e9:,.0f} GFLOP/s for "
