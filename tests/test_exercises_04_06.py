@@ -43,6 +43,7 @@ WRONG = {
         ("tl.exercises.check('04.2', (16, (16, 16, 1)))", "not the largest"),
         ("tl.exercises.check('04.2', (32, (1024, 1, 1)))", "the launch with block=(1024, 1, 1) fails"),
         ("tl.exercises.check('04.2', (32, (..., ..., 1)))", "fill in the block too"),
+        ("tl.exercises.check('04.2', (32, (16, 64, 1)))", "the block is (TILE, TILE, 1)"),
     ],
     "04.3": [
         ("lim = tl.launch.DeviceLimits()\n"
@@ -55,7 +56,7 @@ WRONG = {
     "04.4": [
         ("lim89 = tl.launch.DeviceLimits(max_shared_per_sm=100 * 1024, max_threads_per_sm=1536, "
          "max_blocks_per_sm=24)\ntl.exercises.check('04.4', (lim89, (4,)))",
-         "TILE=32: 1 blocks x 32 warps = 32/48"),
+         "TILE=32: 1 block x 32 warps = 32/48"),
         ("lim89 = tl.launch.DeviceLimits(max_shared_per_sm=100 * 1024, max_threads_per_sm=2048, "
          "max_blocks_per_sm=24)\ntl.exercises.check('04.4', (lim89, (4, 32)))",
          "lim89.max_threads_per_sm is 2,048"),
@@ -70,9 +71,10 @@ WRONG = {
     ],
     "04.7": [
         ("tl.exercises.check('04.7', ((16, 32, 64, 100, 132, 164, 196, 228), 64))",
-         "16 KiB holds 5 blocks of 3,072 B"),
+         "16 KiB holds only 5 blocks of 3,072 B"),
         ("tl.exercises.check('04.7', ((32, 64, 100, 132, 164, 196, 228), 32))",
          "launch__shared_mem_config_size"),
+        ("tl.exercises.check('04.7', ((32, 64), 64))", "100 KiB is missing"),
     ],
     "05.1": [
         ("def bank(row, col, row_words):\n    return row * row_words + col\n"
@@ -225,4 +227,5 @@ def test_wrong_answers_are_explained(exercise_id, code, phrase):
 
 def test_a_compile_error_in_the_student_line_is_wrong_not_a_traceback():
     fb = run_cell("tl.exercises.check('05.3', '__shared__ float T[32][33]')")   # no ';'
-    assert fb.status == "wrong" and "CompileError" in fb.message and "';' missing" in fb.message
+    assert fb.status == "wrong" and "your declaration is line 26" in fb.message
+    assert "';' missing at the end of line 26" in fb.message

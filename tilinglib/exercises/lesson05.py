@@ -26,7 +26,7 @@ def _busiest(words) -> str:
     bank, ws = max(per_bank.items(), key=lambda kv: (len(kv[1]), -kv[0]))
     shown = ", ".join(map(str, ws[:4])) + (", ..." if len(ws) > 4 else "")
     return (f"bank {bank} holds {len(ws)} distinct word{'s' if len(ws) != 1 else ''} "
-            f"({shown}) (the warp uses {len(per_bank)} of the 32 banks)")
+            f"({shown}); the warp uses {len(per_bank)} of the 32 banks")
 
 
 # --- 05.1 ------------------------------------------------------------------------------------
@@ -116,16 +116,25 @@ def transpose_with(declaration: str, n: int = 64):
     """Run transposeShared with `declaration` instead of its tile's; returns (report, load, ok)."""
     from .. import kernels
     from ..emulator import In, Out, SourceModule
+    from ..errors import CompileError
 
-    if not isinstance(declaration, str) or "__shared__" not in declaration:
+    if not isinstance(declaration, str):
         raise Wrong(f"declaration should be one line of CUDA C as a str, such as "
                     f"\"__shared__ float T[32][32];\", not {declaration!r}.")
+    if "__shared__" not in declaration:
+        raise Wrong(f"{declaration.strip()!r} declares T in each thread's registers or local "
+                    f"memory; the tile is shared by the block: start the line with __shared__.")
     src = kernels.load("transpose")
     assert _TILE_LINE in src, "transpose.cu changed: update tilinglib.exercises.lesson05"
+    line = src[:src.index(_TILE_LINE)].count("\n") + 1
     src = src.replace(_TILE_LINE, "    " + declaration.strip())
     a = np.arange(n * n, dtype=np.float32).reshape(n, n)
     out = np.zeros_like(a)
-    f = SourceModule(src).get_function("transposeShared")
+    try:
+        f = SourceModule(src).get_function("transposeShared")
+    except CompileError as err:
+        raise Wrong(f"your declaration is line {line} of the kernel, and the kernel does not "
+                    f"compile:\n{err}") from None
     f(np.int32(n), In(a), Out(out), block=(32, 32, 1), grid=(n // 32, n // 32), trace=True,
       hazards="ignore")
     load = [x for x in f.last_trace if x.space == "shared" and x.kind == "load"][0]
@@ -186,9 +195,9 @@ def _by_hand(answer):
         tx, ty = lane % 16, lane // 16
         want = 16 * k + tx
         if word != want and word != 256 + want:    # from the start of Bs, or of the block's memory
+            hint = " ty does not appear in Bs[k][tx]." if word == want + 16 * ty else ""
             raise Wrong(f"lane {lane} is thread (tx, ty) = ({tx}, {ty}) (lane = tx + 16 ty); it "
-                        f"reads Bs[{k}][{tx}], word {k} x 16 + {tx} = {want} of Bs. "
-                        + ("ty does not appear in Bs[k][tx]." if word == want + 16 * ty else ""))
+                        f"reads Bs[{k}][{tx}], word {k} x 16 + {tx} = {want} of Bs.{hint}")
         if bank != bank_of(4 * (256 + want)):
             raise Wrong(f"lane {lane}: word {want} of Bs (Bs starts at word 256, after As's 256 "
                         f"words) is in bank {bank_of(4 * (256 + want))}, not {bank:g}.")
