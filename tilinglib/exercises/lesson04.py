@@ -2,8 +2,8 @@
 
 Every check compares with what the course's tools say: the emulator's compiled kernel
 (`shared_size_bytes`, a launch of the block) and `tilinglib.occupancy` (NBVAL-stable: no
-GPU is used). The helpers at the top (`require_function`, `require_number`) are shared with
-the checks of lessons 05 and 06.
+GPU is used). The helpers at the top (`require_number`, `close`, `compiled_shared_bytes`)
+are shared with the checks of lessons 05 and 06.
 """
 
 from __future__ import annotations
@@ -20,14 +20,6 @@ def _h200_registers(tile: int) -> int:
     """nvcc's register count for the tiled kernel on the H200 (the course's reference data)."""
     from ..reference import load
     return int(load("h200").run("sgemm_tiled", 4096, tile=tile, pad=0).extra["registers"])
-
-
-def require_function(answer, name: str):
-    """`answer` if it is callable, else `Wrong` saying the exercise wants a function."""
-    if not callable(answer):
-        raise Wrong(f"{name} should be a function (def {name}(...): return ...), "
-                    f"not {type(answer).__name__} {answer!r}.")
-    return answer
 
 
 def require_number(value, what: str) -> float:
