@@ -235,7 +235,7 @@ def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(
     if roof_dots:
         handles.insert(1, Line2D([], [], ls="none", marker="o", color="black", ms=4,
                                  label="roof at a measured kernel's intensity"))
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte requested from global memory)")
     ax.set_ylabel("attainable FP32 rate (TFLOP/s)")
     ax.set_title(f"Roofline of the {spec.name}")
     ax.grid(True, which="both", alpha=0.3)
