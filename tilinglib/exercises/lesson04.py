@@ -40,7 +40,8 @@ def compiled_shared_bytes(kernel_file: str, kernel: str, tile: int, pad: int | N
     from ..emulator import SourceModule
 
     options = [f"-DTILE={tile}"] + ([] if pad is None else [f"-DPAD={pad}"])
-    return SourceModule(kernels.load(kernel_file), options=options).get_function(kernel).shared_size_bytes
+    f = SourceModule(kernels.load(kernel_file), options=options).get_function(kernel)
+    return f.shared_size_bytes
 
 
 def _occ(threads, regs, static, **kw):
@@ -53,7 +54,8 @@ def _occ(threads, regs, static, **kw):
 @exercise("04.1", "Shared memory per block, from the declarations")
 def _shared_bytes(answer):
     if not isinstance(answer, dict):
-        raise Wrong("the answer is the dict the cell builds: {(tile, pad): shared_bytes(tile, pad)}.")
+        raise Wrong("the answer is the dict the cell builds: "
+                    "{(tile, pad): shared_bytes(tile, pad)}.")
     for tile in (4, 8, 16, 32):
         for pad in (0, 1):
             if (tile, pad) not in answer:
@@ -113,7 +115,8 @@ def _largest_tile(answer):
     n = tile
     A, B = random_matrices(n, seed=4)
     C = np.zeros((n, n), dtype=np.float32)
-    f = SourceModule(kernels.load("sgemm_tiled"), options=[f"-DTILE={tile}"]).get_function("sgemmTiled")
+    module = SourceModule(kernels.load("sgemm_tiled"), options=[f"-DTILE={tile}"])
+    f = module.get_function("sgemmTiled")
     try:
         f(np.int32(n), In(A), In(B), Out(C), block=block, grid=(1, 1), hazards="ignore")
     except TilingLibError as err:
@@ -167,7 +170,8 @@ def _caps_tile16(answer):
                     "(lim.max_shared_per_sm) to share among its blocks.")
         else:
             hint = " Divide the SM's 233,472 B by what one block takes, 2,048 + 1,024 B reserved."
-        raise Wrong(f"by_shared = {got['by_shared']:g}; tl.occupancy says {want['by_shared']}.{hint}")
+        raise Wrong(f"by_shared = {got['by_shared']:g}; tl.occupancy says "
+                    f"{want['by_shared']}.{hint}")
     if got["by_slots"] != want["by_slots"]:
         raise Wrong(f"by_slots = {got['by_slots']:g}: an SM of compute capability 9.0 has "
                     f"{want['by_slots']} block slots (lim.max_blocks_per_sm).")
@@ -194,20 +198,20 @@ def _cc89(answer):
         if getattr(lim89, field) != value:
             raise Wrong(f"lim89.{field} is {getattr(lim89, field):,}; the GPU has {value:,} "
                         f"(pass {field}={value} to DeviceLimits).")
-    want = tuple(t for t in (4, 8, 16, 32)
-                 if _occ(t * t, _h200_registers(t), compiled_shared_bytes("sgemm_tiled", "sgemmTiled", t, 0),
-                         limits=lim89).occupancy < 1)
+    occs = {t: _occ(t * t, _h200_registers(t),
+                    compiled_shared_bytes("sgemm_tiled", "sgemmTiled", t, 0), limits=lim89)
+            for t in (4, 8, 16, 32)}
+    want = tuple(t for t, occ in occs.items() if occ.occupancy < 1)
     try:
         got = tuple(sorted(int(t) for t in losing))
     except TypeError:
         got = (int(require_number(losing, "losing")),)
     if got != want:
         lines = []
-        for t in (4, 8, 16, 32):
-            occ = _occ(t * t, _h200_registers(t),
-                       compiled_shared_bytes("sgemm_tiled", "sgemmTiled", t, 0), limits=lim89)
-            lines.append(f"TILE={t}: {occ.active_blocks} block{'s' if occ.active_blocks != 1 else ''}"
-                         f" x {occ.warps_per_block} warp{'s' if occ.warps_per_block != 1 else ''} = "
+        for t, occ in occs.items():
+            blocks = f"{occ.active_blocks} block{'s' if occ.active_blocks != 1 else ''}"
+            warps = f"{occ.warps_per_block} warp{'s' if occ.warps_per_block != 1 else ''}"
+            lines.append(f"TILE={t}: {blocks} x {warps} = "
                          f"{occ.active_warps}/{occ.max_warps} ({occ.percent:.1f}%)")
         raise Wrong(f"losing = {got}; with lim89, tl.occupancy gives\n" + "\n".join(lines) +
                     "\nThe tiles under 100% are the ones that lose.")

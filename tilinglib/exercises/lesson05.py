@@ -37,7 +37,8 @@ def _bank(answer):
         raise Wrong("the answer is the dict the cell builds: {(row, col, row_words): bank(...)}.")
     cases = sorted(answer)
     if len(cases) < 8:
-        raise Wrong("keep the cell's last line as it is: it tries many rows, columns and row lengths.")
+        raise Wrong("keep the cell's last line as it is: it tries many rows, columns and row "
+                    "lengths.")
     got = {case: require_number(answer[case], f"bank{case}") for case in cases}
     wrong = [(r, c, n) for r, c, n in cases if got[r, c, n] != bank_of(4 * (r * n + c))]
     if not wrong:
@@ -81,7 +82,7 @@ PATTERNS = ("2 * threadIdx.x", "threadIdx.x / 2", "16 * threadIdx.x", "32 * (thr
 
 @lru_cache(maxsize=None)
 def probe_read(index: str):
-    """(wavefronts, words) of one warp reading ``s[index]`` from a float s[1024], on the emulator."""
+    """(wavefronts, words) of one warp reading ``s[index]`` from ``float s[1024]`` (emulator)."""
     from ..emulator import Out, SourceModule
 
     out = np.zeros(32, dtype=np.float32)
@@ -191,7 +192,8 @@ def _by_hand(answer):
         pair = answer[lane]
         if not (isinstance(pair, tuple) and len(pair) == 2):
             raise Wrong(f"lane {lane}: give a pair (word, bank), not {pair!r}.")
-        word, bank = (require_number(v, f"lane {lane}'s {n}") for v, n in zip(pair, ("word", "bank")))
+        word, bank = (require_number(v, f"lane {lane}'s {name}")
+                      for v, name in zip(pair, ("word", "bank")))
         tx, ty = lane % 16, lane // 16
         want = 16 * k + tx
         if word != want and word != 256 + want:    # from the start of Bs, or of the block's memory

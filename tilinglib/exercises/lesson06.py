@@ -75,7 +75,8 @@ def _attainable(answer):
     from ..roofline import attainable
 
     if not isinstance(answer, dict):
-        raise Wrong("the answer is the dict the cell builds: {intensity: attainable_gflops(intensity)}.")
+        raise Wrong("the answer is the dict the cell builds: "
+                    "{intensity: attainable_gflops(intensity)}.")
     spec = _h200()
     for intensity in _INTENSITIES:
         if intensity not in answer:
@@ -97,7 +98,7 @@ def _attainable(answer):
         for factor, unit in ((1e3, "1 TFLOP/s is 1,000 GFLOP/s"),
                              (1e-3, "GFLOP/s are 1e9 FLOP/s, not 1e6"),
                              (1e9, "divide the FLOP/s by 1e9 once, not twice"),
-                             (1e-9, "the peak is in FLOP/s and the bandwidth in B/s: divide by 1e9")):
+                             (1e-9, "the peak is in FLOP/s, the bandwidth in B/s: divide by 1e9")):
             if close(got * factor, want):
                 size = f"{factor:,.0f} times too small" if factor > 1 else \
                     f"{1 / factor:,.0f} times too large"
@@ -121,7 +122,8 @@ def _buffer_index(answer):
     from ..sgemm import random_matrices, relative_error
 
     if not isinstance(answer, str) or not answer.strip():
-        raise Wrong(f"cur should be a CUDA C expression as a str, such as \"t / 2\", not {answer!r}.")
+        raise Wrong(f"cur should be a CUDA C expression as a str, such as \"t / 2\", "
+                    f"not {answer!r}.")
     src = kernels.load("sgemm_tiled_db")
     assert _CUR_LINE in src, "sgemm_tiled_db.cu changed: update tilinglib.exercises.lesson06"
     src = src.replace(_CUR_LINE, f"        int cur = {answer.strip().rstrip(';')};")
@@ -220,7 +222,8 @@ def _barrier_count(answer):
     if not isinstance(answer, dict):
         raise Wrong("the answer is the dict the cell builds: {(kernel, N, tile): barriers}.")
     cases = sorted({(n, tile) for _, n, tile in answer})
-    if (4096, 32) not in cases or any((k, n, t) not in answer for n, t in cases for k in ("plain", "db")):
+    complete = all((k, n, t) in answer for n, t in cases for k in ("plain", "db"))
+    if (4096, 32) not in cases or not complete:
         raise Wrong("keep the cell's last line as it is: both kernels at each (N, TILE), "
                     "N = 4096 and TILE = 32 among them.")
     for n, tile in cases:
