@@ -90,3 +90,18 @@ def test_emulator_trace_of_the_transpose_column_read(pad, ways):
     assert np.array_equal(out, a.T)
     column = banks.find(f.last_trace, "T")
     assert column.wavefronts == ways == banks.wavefronts(column.words)
+
+
+def test_plot_colours_each_cell_by_what_it_is_and_keys_the_colours():
+    from matplotlib.colors import to_rgb
+
+    store = banks.plot_banks(make(list(range(16)) + list(range(17, 33)), kind="store"))
+    key = [t.get_text() for t in store.get_legend().get_texts()]
+    assert key == ["one lane, its own word",
+                   "bank conflict: several words in one bank, one wavefront each"]
+    colour = {(int(p.get_x()), int(p.get_y())): to_rgb(p.get_facecolor()) for p in store.patches}
+    assert colour[(0, 0)] == colour[(0, 1)] == to_rgb("C3")     # bank 0 serves words 0 and 32
+    assert colour[(5, 0)] == to_rgb("C0")                        # bank 5: lane 5 alone
+    broadcast = banks.plot_banks(make([3] * 32))
+    assert [t.get_text() for t in broadcast.get_legend().get_texts()] == [
+        "one word broadcast to several lanes"]

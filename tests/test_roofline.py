@@ -96,3 +96,22 @@ def test_plot_roofline_draws_roof_and_points():
     assert any("tiled 32: 8 FLOP/B" in label for label in labels)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     plt.close("all")
+
+
+def test_roofline_legend_has_one_entry_per_kernel_and_no_marker_hides_another():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [("SAXPY", 2 / 12, 0.57e12), ("naive", 0.25, 6.0e12), ("tiled 16", 4.0, 8.1e12),
+              ("tiled 32", 8.0, 9.0e12), ("double-buffered 32", 8.0, 9.8e12)]
+    ax = rl.plot_roofline("H200 SXM", points)
+    entries = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(entries) == 2 + len(points)            # the roof, the roof dots, one per kernel
+    assert entries[2].startswith("SAXPY: 0.167 FLOP/B, roof 0.8 TFLOP/s; measured 0.57")
+    assert not any("0.166667" in e for e in entries)
+    dots = [line for line in ax.get_lines() if line.get_label().startswith("_roof at")]
+    assert sorted(float(d.get_xdata()[0]) for d in dots) == [2 / 12, 0.25, 4.0, 8.0]
+    measured = [line for line in ax.get_lines() if "measured" in line.get_label()]
+    assert len({(m.get_marker(), m.get_color()) for m in measured}) == len(points)
+    plt.close("all")

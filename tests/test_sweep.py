@@ -62,3 +62,13 @@ def test_progress_outside_jupyter_prints_each_step(capsys):
     with sweep.Progress(1, "quiet", enabled=False) as bar:
         bar.step()
     assert capsys.readouterr().err == ""
+
+
+def test_the_right_panels_label_stays_clear_of_the_left_panel(points):
+    left, right = sweep.plot_tile_sweep(points)
+    fig = left.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    label = right.yaxis.label.get_window_extent(renderer)
+    ticks = right.yaxis.get_tightbbox(renderer)
+    assert min(label.x0, ticks.x0) > left.get_window_extent(renderer).x1

@@ -24,7 +24,7 @@ def test_plot_tile_loads_marks_the_current_and_earlier_tiles():
     assert axes[0].tile_step.a_tile == (1, 2)
     assert len(axes[0].patches) == 3 and len(axes[1].patches) == 3   # 2 earlier + 1 now
     assert len(axes[2].patches) == 1
-    assert "step 3 of 4" in axes[0].figure._suptitle.get_text()
+    assert "step t = 2 of the loop's t = 0 … 3" in axes[0].figure._suptitle.get_text()
 
 
 def test_phases_plain_and_double_buffered():

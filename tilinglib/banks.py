@@ -114,18 +114,31 @@ def plot_banks(access, ax=None, *, title: str | None = None):
 
     A cell holds the lanes served by that bank in that wavefront (a range such as "0–31"
     when one word is broadcast to many lanes). A conflict-free access fills one row; an
-    n-way conflict stacks n rows in some bank. Returns the Axes; its cells are also in
-    ``ax.bank_cells`` ({(bank, wavefront): lanes}, the data drawn)."""
+    n-way conflict stacks n rows in some bank. The colour says why a cell is there, with a
+    key under the picture: blue, one lane served its own word; green, one word broadcast to
+    several lanes; red, a bank asked for several distinct words (a conflict: one wavefront
+    per word). Returns the Axes; its cells are also in ``ax.bank_cells``
+    ({(bank, wavefront): lanes}, the data drawn)."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.transforms import ScaledTranslation
 
     layout = bank_layout(access)
     rows = max((r for _, r in layout), default=-1) + 1
+    depth = {}
+    for bank, row in layout:
+        depth[bank] = max(depth.get(bank, 0), row + 1)
+    kinds = {"own": ("C0", "one lane, its own word"),
+             "broadcast": ("C2", "one word broadcast to several lanes"),
+             "conflict": ("C3", "bank conflict: several words in one bank, one wavefront each")}
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 1.5 + 0.22 * max(rows, 1)))
+        _, ax = plt.subplots(figsize=(10, 1.9 + 0.22 * max(rows, 1)))
+    used = []
     for (bank, row), lanes in layout.items():
-        shade = "C3" if rows > 1 else "C0"
-        ax.add_patch(Rectangle((bank, row), 1, 1, facecolor=shade, alpha=0.25 + 0.5 / max(rows, 1),
+        kind = "conflict" if depth[bank] > 1 else ("broadcast" if len(lanes) > 1 else "own")
+        if kind not in used:
+            used.append(kind)
+        ax.add_patch(Rectangle((bank, row), 1, 1, facecolor=kinds[kind][0], alpha=0.45,
                                edgecolor="white"))
         ax.text(bank + 0.5, row + 0.5, _lane_text(lanes), ha="center", va="center",
                 fontsize=6 if len(lanes) > 1 else 7)
@@ -134,11 +147,16 @@ def plot_banks(access, ax=None, *, title: str | None = None):
     ax.set_xticks([b + 0.5 for b in range(BANKS)], [str(b) for b in range(BANKS)], fontsize=7)
     ax.set_yticks([r + 0.5 for r in range(max(rows, 1))],
                   [str(r + 1) for r in range(max(rows, 1))], fontsize=7)
-    ax.set_xlabel("bank")
+    ax.set_xlabel("bank (the cells list the lanes it serves)")
     ax.set_ylabel("wavefront")
     ax.set_title(title or f"{access.kind} of {access.array} (line {access.line}): "
                           f"{access.wavefronts} wavefront{'s' if access.wavefronts != 1 else ''}",
                  fontsize=10)
+    order = [k for k in kinds if k in used]
+    ax.legend(handles=[Patch(facecolor=kinds[k][0], alpha=0.45, label=kinds[k][1]) for k in order],
+              loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(order), fontsize=8,
+              frameon=False,   # under the bank axis and its label, whatever the figure's height
+              bbox_transform=ax.transAxes + ScaledTranslation(0, -0.42, ax.figure.dpi_scale_trans))
     ax.set_aspect("auto")
     ax.bank_cells = layout
     return ax

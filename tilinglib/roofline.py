@@ -186,38 +186,60 @@ def _as_points(points):
     return out
 
 
-def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(1 / 64, 256)):
+def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(1 / 64, 256),
+                  legend_outside: bool = False):
     """Draw `gpu`'s roofline on log-log axes and mark kernels on it; returns the Axes.
 
     `points`: kernels to mark, as ``{"naive": 0.25, "tiled 32": 8.0}`` (placed on the roof)
     or a list of ``(label, intensity)`` or ``(label, intensity, measured_flops)`` tuples (a
-    measured rate in FLOP/s is drawn as a hollow marker under the roof). `ax`: a matplotlib
-    Axes to draw into (a new figure when None). Axes: x in FLOP/byte, y in TFLOP/s.
+    measured rate in FLOP/s is drawn as a hollow marker, one shape and colour per kernel; the
+    roof at a measured kernel's intensity is a small black dot, drawn once per intensity so
+    that two kernels of the same intensity do not hide each other). `ax`: a matplotlib Axes
+    to draw into (a new figure when None). `legend_outside`: put the legend to the right of
+    the axes instead of inside. The legend has one entry per kernel (its intensity, roof and
+    measured rate), not one per marker. Axes: x in FLOP/byte, y in TFLOP/s.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     spec = gpu_spec(gpu)
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 4.2))
     lo, hi = intensity_range
     x = np.geomspace(lo, hi, 256)
-    ax.loglog(x, attainable(x, spec) / 1e12, color="black", lw=2,
-              label=f"{spec.name} roof")
+    (roof,) = ax.loglog(x, attainable(x, spec) / 1e12, color="black", lw=2,
+                        label=f"{spec.name} roof")
+    handles = [roof]
     ridge = spec.ridge_point
     ax.axvline(ridge, color="grey", ls=":", lw=1)
     ax.annotate(f"ridge {ridge:.1f} FLOP/B", (ridge, spec.fp32_flops / 1e12),
                 textcoords="offset points", xytext=(6, -14), fontsize=9, color="grey")
+    shapes = "osD^vP*Xh"
+    roof_dots = set()
     for i, (label, intensity, measured) in enumerate(_as_points(points)):
-        color = f"C{i}"
+        color, shape = f"C{i % 10}", shapes[i % len(shapes)]
         bound = attainable(intensity, spec)
-        ax.plot([intensity], [bound / 1e12], "o", color=color,
-                label=f"{label}: {intensity:g} FLOP/B, bound {bound / 1e12:.2f} TFLOP/s")
-        if measured is not None:
-            ax.plot([intensity], [measured / 1e12], "o", mfc="none", color=color,
-                    label=f"{label} measured: {measured / 1e12:.2f} TFLOP/s")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+        text = f"{label}: {intensity:.3g} FLOP/B, roof {bound / 1e12:.3g} TFLOP/s"
+        if measured is None:
+            (mark,) = ax.plot([intensity], [bound / 1e12], shape, color=color, label=text)
+            handles.append(mark)
+            continue
+        if intensity not in roof_dots:
+            roof_dots.add(intensity)
+            ax.plot([intensity], [bound / 1e12], "o", color="black", ms=4, zorder=3,
+                    label=f"_roof at {intensity:.3g} FLOP/B")
+        (mark,) = ax.plot([intensity], [measured / 1e12], shape, mfc="none", mew=1.5, ms=8,
+                          color=color, label=f"{label} measured: {measured / 1e12:.2f} TFLOP/s")
+        handles.append(Line2D([], [], ls="none", marker=shape, mfc="none", mew=1.5, ms=8,
+                              color=color, label=f"{text}; measured {measured / 1e12:.2f}"))
+    if roof_dots:
+        handles.insert(1, Line2D([], [], ls="none", marker="o", color="black", ms=4,
+                                 label="roof at a measured kernel's intensity"))
+    ax.set_xlabel("arithmetic intensity (FLOP per byte requested from global memory)")
     ax.set_ylabel("attainable FP32 rate (TFLOP/s)")
     ax.set_title(f"Roofline of the {spec.name}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    where = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0)) if legend_outside else \
+        dict(loc="lower right")
+    ax.legend(handles=handles, fontsize=8 if not legend_outside else 7, **where)
     return ax

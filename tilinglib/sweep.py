@@ -210,7 +210,8 @@ def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     import matplotlib.pyplot as plt
 
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        # constrained layout leaves room for the right panel's y-label between the panels
+        _, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     left, right = axes
     tiles = [p.tile for p in points]
     speed = [p for p in points if p.gflops is not None]

@@ -86,7 +86,8 @@ def plot_tile_loads(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0), 
         else:
             ax.set_title(f"{name}: tile (row {now[0]}, col {now[1]})\nloaded in step t={t}",
                          fontsize=9)
-    axes[0].figure.suptitle(f"N = {N}, TILE = {tile}: step {t + 1} of {n}", fontsize=10)
+    axes[0].figure.suptitle(f"N = {N}, TILE = {tile}: step t = {t} of the loop's t = 0 … {n - 1}",
+                            fontsize=10)
     axes[0].tile_step = step
     return axes
 
