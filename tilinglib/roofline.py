@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import ArgumentError
+
 __all__ = [
     "GpuSpec", "GPUS", "gpu_spec", "find_gpu",
     "naive_sgemm_intensity", "tiled_sgemm_intensity", "sgemm_flops",
@@ -121,7 +123,7 @@ def sgemm_flops(M: int, N: int, K: int) -> int:
     per term of each of the M·N dot products of length K). A Python int."""
     for name, value in (("M", M), ("N", N), ("K", K)):
         if int(value) != value or value < 0:
-            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+            raise ArgumentError(f"{name} must be a whole number >= 0, got {value!r}")
     return 2 * int(M) * int(N) * int(K)
 
 
@@ -143,7 +145,7 @@ def tiled_sgemm_intensity(tile: int) -> float:
     tile below 1.
     """
     if int(tile) != tile or tile < 1:
-        raise ValueError(f"tile must be a whole number >= 1, got {tile!r}")
+        raise ArgumentError(f"tile must be a whole number >= 1, got {tile!r}")
     return naive_sgemm_intensity() * int(tile)
 
 
@@ -168,7 +170,7 @@ def attainable(intensity, gpu: str | GpuSpec):
     spec = gpu_spec(gpu)
     values = np.asarray(intensity, dtype=float)
     if np.any(values < 0):
-        raise ValueError("intensity must be >= 0 FLOP/byte")
+        raise ArgumentError("intensity must be >= 0 FLOP/byte")
     bound = np.minimum(spec.fp32_flops, values * spec.dram_bandwidth)
     return float(bound) if bound.ndim == 0 else bound
 

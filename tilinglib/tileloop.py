@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import ArgumentError
+
 __all__ = ["TileStep", "tiles_loaded", "plot_tile_loads", "tile_loop_slider", "Phase",
            "phases", "plot_phases"]
 
@@ -40,11 +42,11 @@ def tiles_loaded(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0)) -> 
 
     Raises ValueError for a TILE that does not divide N, or t / block outside the grid."""
     if N % tile:
-        raise ValueError(f"TILE={tile} does not divide N={N}")
+        raise ArgumentError(f"TILE={tile} does not divide N={N}")
     steps = N // tile
     bx, by = block
     if not (0 <= t < steps and 0 <= bx < steps and 0 <= by < steps):
-        raise ValueError(f"t and the block's coordinates must be in 0..{steps - 1} "
+        raise ArgumentError(f"t and the block's coordinates must be in 0..{steps - 1} "
                          f"(N/TILE = {steps}); got t={t}, block={block}")
     return TileStep(t, steps, (by, t), (t, bx), tuple((by, s) for s in range(t)),
                     tuple((s, bx) for s in range(t)), (by, bx))
