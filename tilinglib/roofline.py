@@ -54,7 +54,7 @@ GPUS: dict[str, GpuSpec] = {
             "H200 SXM", 67e12, 4.8e12, 132, 233_472,
             "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM): FP32 67 TFLOPS, HBM3e 4.8 TB/s; "
             "132 SMs and 233,472 B shared memory per SM read through PyCUDA on an H200 "
-            "(reference/h200-measurements.md)"),
+            "(tilinglib/data/reference_h200.json)"),
         GpuSpec(
             "H100 SXM", 67e12, 3.35e12, 132, 233_472,
             "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM): FP32 67 TFLOPS, HBM3 3.35 TB/s; "
@@ -215,7 +215,7 @@ def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(
         if measured is not None:
             ax.plot([intensity], [measured / 1e12], "o", mfc="none", color=color,
                     label=f"{label} measured: {measured / 1e12:.2f} TFLOP/s")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte requested from global memory)")
     ax.set_ylabel("attainable FP32 rate (TFLOP/s)")
     ax.set_title(f"Roofline of the {spec.name}")
     ax.grid(True, which="both", alpha=0.3)
