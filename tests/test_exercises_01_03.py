@@ -60,6 +60,8 @@ WRONG = {
         ('tl.exercises.check("02.1", ("row * N + k + 1", "k * N + col"))',
          "kernel.cu:12: sum += A[row * N + k + 1] * B[k * N + col];"),
         ('tl.exercises.check("02.1", ("row * N + k)", "k * N + col"))', "does not compile"),
+        ('tl.exercises.check("02.1", ("A[row * N + k]", "B[k * N + col]"))',
+         "give only what goes inside the brackets"),
     ],
     "02.2": [
         ('tl.exercises.check("02.2", (100 // 32, 100 // 8), N=100, block=(32, 8, 1))',

@@ -121,8 +121,9 @@ def index_expressions(answer):
         raise Wrong("give two index expressions, (a_index, b_index).")
     a_index = one_line(answer[0], "a_index")
     b_index = one_line(answer[1], "b_index")
-    if ";" in a_index + b_index:
-        raise Wrong("give only the expressions inside the brackets, without ';'.")
+    if ";" in a_index + b_index or a_index.startswith("A[") or b_index.startswith("B["):
+        raise Wrong("give only what goes inside the brackets: for A[row * N + k], the str "
+                    "\"row * N + k\" (no A[...], no ';').")
     source = substitute(kernels.load("sgemm_naive"), NAIVE_LOOP_LINE,
                         f"sum += A[{a_index}] * B[{b_index}];")
     N, block = 20, (8, 8, 1)
