@@ -11,6 +11,7 @@ from .lesson02 import emulate, first_wrong, one_line, substitute
 
 A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
 B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
+MULTIPLY = "sum += As[ty][k] * Bs[k][tx];"
 BARRIER = "__syncthreads();"
 
 # A probe with the student's two loads: after each step's loads, every thread copies
@@ -115,7 +116,41 @@ def tile_loads(answer):
             f"element a thread copies is used by TILE threads of its block.")
 
 
-@exercise("03.2", "the tiled kernel's launch: block and grid")
+@exercise("03.2", "the multiply of the tiled kernel, from shared memory")
+def tile_multiply(answer):
+    line = one_line(answer, "multiply")
+    if not line.startswith("sum +="):
+        raise Wrong("keep the form sum += ...; : the line adds one product to the thread's "
+                    "running sum.")
+    source = substitute(_tiled_source(), MULTIPLY, line)
+    N, tile = 16, 4
+    f, A, B, C = emulate(source, "sgemmTiled", N, block=(tile, tile, 1), grid=(4, 4),
+                         options=[f"-DTILE={tile}"])
+    expected = (A.astype(np.float64) @ B).astype(np.float32)
+    r = f.last_report
+    wrong = first_wrong(C, expected)
+    if wrong is not None:
+        hint = ""
+        if any(w in line for w in ("As[k][ty]", "Bs[tx][k]", "As[tx]", "Bs[k][ty]")):
+            hint = (" As[ty][k] is row ty of the A tile (A's row `row`), Bs[k][tx] column tx "
+                    "of the B tile (B's column `col`).")
+        i, j = wrong
+        raise Wrong(f"C[{i}][{j}] is {C[i, j]:.4g}, NumPy says {expected[i, j]:.4g}. Thread "
+                    f"(tx, ty) = ({j % tile}, {i % tile}) of block ({j // tile}, {i // tile}, 0) "
+                    f"must add, for each k, element k of row ty of the A tile times element k "
+                    f"of column tx of the B tile.{hint}")
+    per_fma = r.global_load_bytes / (r.flops / 2)
+    if r.shared_load_requests == 0 or per_fma > 8 / tile:
+        raise Wrong(f"C is right, but your kernel still requests {per_fma:g} bytes per FMA "
+                    f"({8 / tile:g} with the tiles, at TILE = {tile}): your multiply reads A and "
+                    f"B from global memory, so no element of the tiles is reused. Read As and "
+                    f"Bs instead.")
+    return (f"C matches NumPy, with {per_fma:g} bytes requested per FMA at TILE = {tile} and "
+            f"{r.shared_load_requests:,} shared-memory load requests: two per FMA per warp, "
+            f"from the tiles.")
+
+
+@exercise("03.3", "the tiled kernel's launch: block and grid")
 def tiled_launch(answer, *, N=64, TILE=16):
     if not (isinstance(answer, tuple) and len(answer) == 2):
         raise Wrong("give (block, grid).")
@@ -169,7 +204,7 @@ _HAZARD_ADVICE = {
 }
 
 
-@exercise("03.3", "where the two __syncthreads() go")
+@exercise("03.4", "where the two __syncthreads() go")
 def barrier_lines(answer):
     if isinstance(answer, (int, np.integer)):
         answer = (answer,)
@@ -205,7 +240,7 @@ def barrier_lines(answer):
             f"{per_block} barriers, 2 per step of the tile loop.")
 
 
-@exercise("03.4", "global load requests at TILE = 4")
+@exercise("03.5", "global load requests at TILE = 4")
 def half_warp_requests(answer, *, N=64, TILE=4):
     from ..sgemm import count_tiled
 
@@ -224,7 +259,7 @@ def half_warp_requests(answer, *, N=64, TILE=4):
                 f"steps, and how many loads per step?")
 
 
-@exercise("03.5", "how often each element of A is loaded")
+@exercise("03.6", "how often each element of A is loaded")
 def loads_per_element(answer, *, N=64, TILE=16):
     from ..sgemm import count_naive, count_tiled
 
