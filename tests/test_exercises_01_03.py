@@ -125,6 +125,7 @@ WRONG = {
     ],
     "03.4": [
         ('tl.exercises.check("03.4", (29,))', "Race (write-after-read) on As[0][0]"),
+        ('tl.exercises.check("03.4", (29,))', "kernel.cu:27: As[ty][tx] = A[row * N + (t * TILE + tx)];"),
         ('tl.exercises.check("03.4", (35,))', "Race (read-after-write) on As[0][0]"),
         ('tl.exercises.check("03.4", (29, 37))', "before the next loads"),
         ('tl.exercises.check("03.4", (29, 33))', "a barrier inside the k loop runs TILE times"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Wrong, exercise
-from .lesson02 import emulate, first_wrong, one_line, substitute
+from .lesson02 import cuda_line, emulate, first_wrong, one_line, substitute
 
 A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
 B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
@@ -228,8 +228,10 @@ def barrier_lines(answer):
     races = [h for h in r.hazards if h.kind != "barrier-after-exit"]
     if races:
         h = races[0]
+        quoted = "".join(f"\n  kernel.cu:{n}: {cuda_line(edited, n)}"
+                         for n in sorted({h.other_line, h.line} - {None}))
         raise Wrong(f"with barriers after line(s) {', '.join(map(str, sorted(set(answer))))} "
-                    f"the emulator reports:\n{h}\nThat is, "
+                    f"the emulator reports:\n{h}{quoted}\nThat is, "
                     f"{_HAZARD_ADVICE.get(h.kind, 'a race.')}")
     per_block = r.barriers // (r.grid[0] * r.grid[1])
     if per_block > 2 * (N // tile):
