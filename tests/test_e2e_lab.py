@@ -6,7 +6,9 @@ What a student does, checked end to end on the CPU emulator (no GPU needed):
    readout change to the counts tilinglib computes for the new TILE;
 2. lesson 01: the same with the roofline slider, and the plot redrawn;
 3. a scratch notebook: a slow recompute shows "working", and a kernel that fails for one
-   TILE shows a one-line message in the status line, never a traceback.
+   TILE shows a one-line message in the status line, never a traceback;
+4. lesson 03's exercise 03.1: a wrong tile load typed into the cell gives a short message that
+   quotes the faulting CUDA line, and the right one is accepted.
 
 The server is started here, on 127.0.0.1 with a free port and a random token, serving
 COPIES of the notebooks from a temporary folder, with throw-away Jupyter config, data and
@@ -430,6 +432,67 @@ def test_lesson_01_roofline_slider_moves_the_point(lab, page):
     assert box.locator(".widget-output img").count() == 1        # redrawn, not appended
     no_traceback(page)
     shot(page, f"01-after-left-TILE{new}.png")
+
+
+def exercise_cell(page, exercise_id: str):
+    """The code cell that ends with tl.exercises.check("<exercise_id>", ...)."""
+    return page.locator(f"{NB} .jp-CodeCell",
+                        has=page.locator(".jp-InputArea-editor",
+                                         has_text=f'tl.exercises.check("{exercise_id}"')).first
+
+
+def type_and_run(page, cell, code: str) -> str:
+    """Replace `cell`'s text with `code` as a student would (click, select all, type), run
+    it with Ctrl+Enter and return the text of its new output."""
+    cell.scroll_into_view_if_needed()
+    old = cell.locator(".jp-InputArea-prompt").inner_text().strip()
+    editor = cell.locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(code)      # typed text, without the editor's auto-closing brackets
+    assert editor.inner_text().strip() == code.strip()
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function(
+        """([cell, old]) => {
+            const t = cell.querySelector('.jp-InputArea-prompt').textContent.trim();
+            return /^\\[\\d+\\]:$/.test(t) && t !== old;
+        }""", arg=[cell.element_handle(), old], timeout=RECOMPUTE_TIMEOUT_MS)
+    return cell.locator(".jp-OutputArea-output").inner_text().strip()
+
+
+EXERCISE_03_1 = """a_load = "As[ty][tx] = A[row * N + (t * TILE + tx){extra}];"
+b_load = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
+tl.exercises.check("03.1", (a_load, b_load))"""
+
+
+@pytest.mark.e2e
+def test_lesson_03_exercise_wrong_then_right(lab, page):
+    page.goto(lab.url("03_tiled_kernel.ipynb"))
+    page.locator(f"{NB} .jp-Cell").first.wait_for()
+    wait_kernel_idle(page)
+    menu(page, "Edit", "Clear Outputs of All Cells")
+    first = page.locator(f"{NB} .jp-CodeCell").first           # import numpy, tilinglib
+    first.locator(".cm-content").click()
+    page.keyboard.press("Control+Enter")
+    first.locator(".jp-InputArea-prompt", has_text=re.compile(r"^\[\d+\]:$")).wait_for()
+    cell = exercise_cell(page, "03.1")
+
+    # One element too far: the emulator stops the kernel at the faulting load.
+    shown = type_and_run(page, cell, EXERCISE_03_1.format(extra=" + 1"))
+    shot(page, "03-exercise-wrong.png")
+    lines = [line for line in shown.splitlines() if line.strip()]
+    assert lines[0].startswith("✘ Exercise 03.1, not yet right"), shown
+    assert len(lines) <= 12, shown
+    assert "MemoryAccessError" in shown
+    assert "kernel.cu:27: As[ty][tx] = A[row * N + (t * TILE + tx) + 1];" in shown, shown
+    assert "Traceback" not in shown and "site-packages" not in shown
+
+    shown = type_and_run(page, cell, EXERCISE_03_1.format(extra=""))
+    shot(page, "03-exercise-right.png")
+    assert shown.startswith("✔ Exercise 03.1, correct"), shown
+    assert "C matches NumPy" in shown
+    no_traceback(page)
 
 
 SCRATCH = [

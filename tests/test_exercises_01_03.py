@@ -1,0 +1,211 @@
+"""Exercises of lessons 01-03: each starter says "not done yet", each reference answer is
+accepted, and plausible wrong answers are rejected with a message in the course's terms.
+
+The cells are read from the committed notebooks (tests/exercise_harness.py) and run as a
+student would run them; the wrong answers below are whole replacement cells.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tilinglib as tl
+from exercise_harness import exercise_cells, run_cell
+
+LESSONS = {"01": "01_reuse_argument", "02": "02_naive_kernel", "03": "03_tiled_kernel"}
+
+A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
+B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
+
+# exercise id -> [(replacement cell, phrase the message must contain)]
+WRONG = {
+    "01.1": [
+        ('tl.exercises.check("01.1", (lambda N: N, lambda N: 8 * N))',
+         "counts the multiplies only"),
+        ('tl.exercises.check("01.1", (lambda N: 2 * N, lambda N: 2 * N))',
+         "each float is 4 bytes"),
+        ('tl.exercises.check("01.1", (lambda N: 2 * N, lambda N: 4 * N))',
+         "also reads a column of B"),
+        ('tl.exercises.check("01.1", (lambda N: 2 * N, lambda N: 8 * N + 4))',
+         "4-byte store of C"),
+        ('tl.exercises.check("01.1", (64, 256))', "must be a function of N"),
+        ('tl.exercises.check("01.1", (lambda N: 64, lambda N: 256))', "at N = 1000"),
+    ],
+    "01.2": [
+        ('tl.exercises.check("01.2", (lambda N, TILE: 8 * N / TILE**2, lambda TILE: TILE / 4))',
+         "divides by TILE twice"),
+        ('tl.exercises.check("01.2", (lambda N, TILE: 8 * N, lambda TILE: TILE / 4))',
+         "naive kernel's count"),
+        ('tl.exercises.check("01.2", (lambda N, TILE: 8 * N / TILE, lambda TILE: TILE / 8))',
+         "An FMA is 2 FLOPs"),
+        ('tl.exercises.check("01.2", (lambda N, TILE: 8 * N / TILE, lambda TILE: 0.25))',
+         "naive kernel's"),
+    ],
+    "01.3": [
+        ('tl.exercises.check("01.3", (0.25, 32))', "an FP64 element is 8 bytes"),
+        ('tl.exercises.check("01.3", (0.125, 32))', "gives 4 FLOP/B in FP64"),
+    ],
+    "01.4": [
+        ('tl.exercises.check("01.4", 83)', "13.83 FLOP/B, not above the ridge 13.96"),
+        ('tl.exercises.check("01.4", 14)', "the ideal intensity is N / 6"),
+        ('tl.exercises.check("01.4", 90)', "find the smallest"),
+    ],
+    "02.1": [
+        ('tl.exercises.check("02.1", ("k * N + row", "k * N + col"))',
+         "your A index walks down a column of A"),
+        ('tl.exercises.check("02.1", ("row * N + k", "col * N + k"))',
+         "your B index walks along a row of B"),
+        ('tl.exercises.check("02.1", ("k * N + col", "row * N + k"))', "swapped"),
+        # A fault: the message is the emulator's, with the CUDA line quoted.
+        ('tl.exercises.check("02.1", ("row * N + k + 1", "k * N + col"))',
+         "kernel.cu:12: sum += A[row * N + k + 1] * B[k * N + col];"),
+        ('tl.exercises.check("02.1", ("row * N + k)", "k * N + col"))', "does not compile"),
+        ('tl.exercises.check("02.1", ("A[row * N + k]", "B[k * N + col]"))',
+         "give only what goes inside the brackets"),
+    ],
+    "02.2": [
+        ('tl.exercises.check("02.2", (100 // 32, 100 // 8), N=100, block=(32, 8, 1))',
+         "784 elements were never written"),
+        ('tl.exercises.check("02.2", (13, 4), N=100, block=(32, 8, 1))', "x and y are swapped"),
+        ('tl.exercises.check("02.2", (100, 100), N=100, block=(32, 8, 1))',
+         "round N / block up, not further"),
+        ('tl.exercises.check("02.2", (100 / 32, 100 / 8), N=100, block=(32, 8, 1))',
+         "holds floats"),
+    ],
+    "02.3": [
+        ('tl.exercises.check("02.3", 4096**3 / 22.782e-3 / 1e9, N=4096, median_ms=22.782)',
+         "count 2 FLOPs per multiply-add"),
+        ('tl.exercises.check("02.3", 2 * 4096**3 / 22.782 / 1e9, N=4096, median_ms=22.782)',
+         "1,000 times too small"),
+        ('tl.exercises.check("02.3", 2 * 4096**3 / 22.782e-3, N=4096, median_ms=22.782)',
+         "not it"),
+    ],
+    "02.4": [
+        ('tl.exercises.check("02.4", (16384, 40960))', "that is the 32 × 32 count"),
+        ('tl.exercises.check("02.4", (16384, 49152))', "both half warps read the same 16"),
+        ('tl.exercises.check("02.4", (8192, 32768))', "requests: not 8,192"),
+    ],
+    "02.5": [
+        ('tl.exercises.check("02.5", 28)', "overhang of one row"),
+        ('tl.exercises.check("02.5", 0)', "count the threads launched"),
+    ],
+    "03.1": [
+        (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * N + (t * TILE + ty)];", "{B_LOAD}"))',
+         "at step t = 0, As[0][1] of block (0, 0, 0) holds A[0][0]; it should hold "
+         "A[row][t·TILE + tx]"),
+        (f'tl.exercises.check("03.1", ("{A_LOAD}", "Bs[ty][tx] = B[(t * TILE + tx) * N + col];"))',
+         "Bs[0][1] of block (0, 0, 0) holds B[1][1]"),
+        (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * N + tx];", "{B_LOAD}"))',
+         "at step t = 1, As[0][0] of block (0, 0, 0) holds A[0][0]"),
+        (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * N + (t * TILE + tx) + 1];", "{B_LOAD}"))',
+         "kernel.cu:27: As[ty][tx] = A[row * N + (t * TILE + tx) + 1];"),
+        (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * N + (t * TILE + tx)]", "{B_LOAD}"))',
+         "is a ';' missing at the end of line 27?"),
+        (f'tl.exercises.check("03.1", ("A[row * N + (t * TILE + tx)]", "{B_LOAD}"))',
+         "keep the left-hand sides"),
+    ],
+    "03.2": [
+        ('tl.exercises.check("03.2", "sum += A[row * N + t * TILE + k] * B[(t * TILE + k) * N + col];")',
+         "your kernel still requests 10 bytes per FMA (2 with the tiles, at TILE = 4)"),
+        ('tl.exercises.check("03.2", "sum += As[k][ty] * Bs[tx][k];")',
+         "As[ty][k] is row ty of the A tile"),
+        ('tl.exercises.check("03.2", "sum += As[ty][k] * Bs[k][tx]")',
+         "is a ';' missing at the end of line 33?"),
+        ('tl.exercises.check("03.2", "sum = As[ty][k] * Bs[k][tx];")', "keep the form sum +="),
+    ],
+    "03.3": [
+        ('tl.exercises.check("03.3", ((16, 16, 1), (64, 64)), N=64, TILE=16)',
+         "the first block past N / TILE = 4 faults"),
+        ('tl.exercises.check("03.3", ((16, 8, 1), (4, 4)), N=64, TILE=16)',
+         "one thread per element of a 16 × 16 tile"),
+        ('tl.exercises.check("03.3", ((64, 64, 1), (1, 1)), N=64, TILE=16)',
+         "a block may hold 1,024"),
+        ('tl.exercises.check("03.3", ((16, 16, 1), (2, 2)), N=64, TILE=16)',
+         "so N / TILE = 4 blocks each way"),
+    ],
+    "03.4": [
+        ('tl.exercises.check("03.4", (29,))', "Race (write-after-read) on As[0][0]"),
+        ('tl.exercises.check("03.4", (29,))', "kernel.cu:27: As[ty][tx] = A[row * N + (t * TILE + tx)];"),
+        ('tl.exercises.check("03.4", (35,))', "Race (read-after-write) on As[0][0]"),
+        ('tl.exercises.check("03.4", (29, 37))', "before the next loads"),
+        ('tl.exercises.check("03.4", (29, 33))', "a barrier inside the k loop runs TILE times"),
+        ('tl.exercises.check("03.4", (29, 40))', "outside the kernel's work"),
+    ],
+    "03.5": [
+        ('tl.exercises.check("03.5", 2 * 64**3 // (32 * 4))', "assumes full warps of 32"),
+        ('tl.exercises.check("03.5", 16384)', "a block never shares one"),
+    ],
+    "03.6": [
+        ('tl.exercises.check("03.6", (64, 16))', "TILE is how many FMAs each loaded value"),
+        ('tl.exercises.check("03.6", (1, 4))', "reads the whole row of A"),
+        ('tl.exercises.check("03.6", (64, 1))', "Which blocks load"),
+    ],
+}
+
+
+def _all_cells():
+    return {ex_id: cell for lesson in LESSONS.values()
+            for ex_id, cell in exercise_cells(lesson).items()}
+
+
+CELLS = _all_cells()
+
+
+def test_every_registered_exercise_of_lessons_01_to_03_is_in_its_notebook():
+    registered = [e for e in tl.exercises.exercise_ids() if e[:2] in LESSONS]
+    assert len(registered) >= 2 * len(LESSONS)
+    for lesson, name in LESSONS.items():
+        ids = set(exercise_cells(name))
+        mine = {e for e in registered if e.startswith(lesson + ".")}
+        assert len(mine) >= 2, f"lesson {lesson} has fewer than two exercises"
+        assert mine == ids, f"{name}: registered {sorted(mine)}, in the notebook {sorted(ids)}"
+    assert set(WRONG) == set(registered), "every exercise needs wrong answers in this test"
+
+
+def test_exercises_sit_inside_the_lesson_not_only_at_the_end():
+    import nbformat
+
+    from exercise_harness import NOTEBOOKS
+
+    for name in LESSONS.values():
+        nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        end = next(i for i, c in enumerate(nb.cells) if c.source.startswith("## Summary"))
+        inside = [i for i, c in enumerate(nb.cells[:end])
+                  if "exercise" in c.metadata.get("tags", [])]
+        assert len(inside) >= 2, f"{name}: {len(inside)} exercises before the summary"
+
+
+@pytest.mark.parametrize("ex_id", sorted(CELLS))
+def test_starter_is_not_done_yet(ex_id):
+    fb = run_cell(CELLS[ex_id].starter)
+    assert (fb.exercise, fb.status) == (ex_id, "todo"), fb
+
+
+@pytest.mark.parametrize("ex_id", sorted(CELLS))
+def test_reference_answer_is_correct(ex_id):
+    fb = run_cell(CELLS[ex_id].reference)
+    assert (fb.exercise, fb.status) == (ex_id, "correct"), fb
+    assert "..." not in CELLS[ex_id].reference
+
+
+@pytest.mark.parametrize("ex_id,code,phrase",
+                         [(e, c, p) for e, cases in sorted(WRONG.items()) for c, p in cases])
+def test_wrong_answer_is_explained(ex_id, code, phrase):
+    fb = run_cell(code)
+    assert (fb.exercise, fb.status) == (ex_id, "wrong"), fb
+    assert phrase in fb.message, fb.message
+    assert len(fb.message.splitlines()) <= 12, fb.message     # one screen, no traceback
+    assert "Traceback" not in fb.message
+
+
+def test_correct_messages_carry_the_emulators_counts():
+    # The counts quoted back to the student are the emulator's, not restated formulas.
+    from tilinglib.sgemm import count_naive, count_tiled
+
+    r32, _ = count_naive(32, block=(16, 16, 1))
+    fb = run_cell(CELLS["01.1"].reference)
+    assert f"{r32.global_load_bytes / 32**2:g} bytes per output" in fb.message
+    r, _ = count_tiled(16, 4)
+    fb = run_cell(CELLS["03.1"].reference)
+    assert f"{r.global_load_bytes / (r.flops / 2):g} bytes requested per FMA" in fb.message
+    assert r.global_load_bytes / (r.flops / 2) == 8 / 4

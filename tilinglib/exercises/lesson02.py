@@ -1,0 +1,255 @@
+"""Checks of lesson 02's exercises (the naive kernel): an index expression, a grid, a rate.
+
+Every kernel a check runs goes through the CPU emulator (`tilinglib.emulator`), whatever the
+notebook's backend, so the counters and diagnostics are the same on every machine. The
+helpers `emulate` and `explain_failure` are shared with lesson 03's checks.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..errors import CompileError, KernelRuntimeError, LaunchError
+from . import Wrong, exercise
+
+NAIVE_LOOP_LINE = "sum += A[row * N + k] * B[k * N + col];"
+
+
+# -- shared with lesson 03 ----------------------------------------------------------------
+
+def cuda_line(source: str, line: int | None) -> str | None:
+    """Line `line` (1-based) of `source`, stripped, or None when there is no such line."""
+    lines = source.splitlines()
+    if line is None or not 1 <= line <= len(lines):
+        return None
+    return lines[line - 1].strip()
+
+
+def explain_failure(exc: Exception, source: str) -> str:
+    """A few lines for a kernel that did not compile, launch or run: the emulator's message,
+    with the CUDA line it names quoted (when the message does not quote it already)."""
+    name = type(exc).__name__
+    message = str(exc).strip()
+    if isinstance(exc, CompileError):
+        return f"your kernel does not compile ({name}):\n{message}"
+    if isinstance(exc, KernelRuntimeError):
+        text = cuda_line(source, exc.line)
+        head, _, rest = message.partition("\n")
+        if text and text not in message:
+            head = f"{head}\n  kernel.cu:{exc.line}: {text}"
+        return f"your kernel stopped with a {name}:\n{head}" + (f"\n{rest}" if rest else "")
+    return f"{name}: {message}"
+
+
+def substitute(source: str, old: str, new: str) -> str:
+    """`source` with the one occurrence of `old` replaced by `new` (same line count)."""
+    if source.count(old) != 1:
+        raise RuntimeError(f"the lesson's kernel no longer contains {old!r} once")
+    return source.replace(old, new)
+
+
+def one_line(answer, what: str) -> str:
+    """`answer` as a one-line str of CUDA C, or Wrong saying what to give instead."""
+    if not isinstance(answer, str):
+        raise Wrong(f"{what} must be a str of CUDA C in quotes, like \"row * N + k\"; "
+                    f"got {type(answer).__name__} {answer!r}.")
+    if "\n" in answer.strip():
+        raise Wrong(f"{what} must fit on one line: it replaces one line of the kernel.")
+    return answer.strip()
+
+
+def emulate(source: str, kernel: str, N: int, *, block, grid, options=None, seed: int = 0,
+            hazards: str = "warn"):
+    """Compile `source` with the emulator and launch `kernel(N, A, B, C)` on seeded N x N
+    inputs; returns (function, A, B, C). C is an Out array, so elements the kernel never
+    writes stay NaN. A failure to compile, launch or run becomes `Wrong` with the emulator's
+    message and the CUDA line."""
+    from ..emulator import In, Out, SourceModule
+    from ..sgemm import random_matrices
+
+    A, B = random_matrices(N, seed)
+    C = np.zeros_like(A)
+    try:
+        f = SourceModule(source, options=options).get_function(kernel)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")         # hazards are read from last_report
+            f(np.int32(N), In(A), In(B), Out(C), block=block, grid=grid, hazards=hazards)
+    except (CompileError, KernelRuntimeError, LaunchError) as exc:
+        raise Wrong(explain_failure(exc, source)) from None
+    return f, A, B, C
+
+
+def first_wrong(C: np.ndarray, expected: np.ndarray) -> tuple[int, int] | None:
+    """(row, col) of the first element of C that differs from `expected` (NaN counts)."""
+    bad = ~np.isclose(C, expected, rtol=1e-4, atol=1e-4 * float(np.abs(expected).max() or 1))
+    if not bad.any():
+        return None
+    r, c = np.argwhere(bad)[0]
+    return int(r), int(c)
+
+
+def which_product(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> str | None:
+    """Name of the product C equals ("A·B", "Aᵀ·B", ...), or None."""
+    candidates = {"A·B": A @ B, "Aᵀ·B": A.T @ B, "A·Bᵀ": A @ B.T, "Aᵀ·Bᵀ": A.T @ B.T,
+                  "B·A": B @ A, "(A·B)ᵀ": (A @ B).T}
+    for name, value in candidates.items():
+        if first_wrong(C, value.astype(np.float32)) is None:
+            return name
+    return None
+
+
+# -- the exercises --------------------------------------------------------------------------
+
+_NAIVE_PRODUCT_HINTS = {
+    "Aᵀ·B": "your A index walks down a column of A; row `row` of A is "
+            "A[row * N + 0], A[row * N + 1], ... (one step of k moves one float).",
+    "A·Bᵀ": "your B index walks along a row of B; column `col` of B is "
+            "B[0 * N + col], B[1 * N + col], ... (one step of k moves a whole row, N floats).",
+    "Aᵀ·Bᵀ": "both indices are transposed: A's must walk along row `row`, B's down column `col`.",
+    "B·A": "the two indices are swapped: A's belongs to B and B's to A.",
+    "(A·B)ᵀ": "thread (row, col) computed C's element (col, row): swap row and col.",
+}
+
+
+@exercise("02.1", "the naive kernel's loads: A[...] and B[...] in the dot product")
+def index_expressions(answer):
+    from .. import kernels
+
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        raise Wrong("give two index expressions, (a_index, b_index).")
+    a_index = one_line(answer[0], "a_index")
+    b_index = one_line(answer[1], "b_index")
+    if ";" in a_index + b_index or a_index.startswith("A[") or b_index.startswith("B["):
+        raise Wrong("give only what goes inside the brackets: for A[row * N + k], the str "
+                    "\"row * N + k\" (no A[...], no ';').")
+    source = substitute(kernels.load("sgemm_naive"), NAIVE_LOOP_LINE,
+                        f"sum += A[{a_index}] * B[{b_index}];")
+    N, block = 20, (8, 8, 1)
+    f, A, B, C = emulate(source, "sgemmNaive", N, block=block, grid=(3, 3))
+    expected = (A.astype(np.float64) @ B).astype(np.float32)
+    wrong = first_wrong(C, expected)
+    if wrong is not None:
+        name = which_product(C, A, B)
+        if name in _NAIVE_PRODUCT_HINTS:
+            raise Wrong(f"C came out as {name}, not A·B: {_NAIVE_PRODUCT_HINTS[name]}")
+        r, c = wrong
+        raise Wrong(f"C[{r}][{c}] is {C[r, c]:.4g}, NumPy says {expected[r, c]:.4g} (N = {N}). "
+                    f"Thread (row, col) = ({r}, {c}) must add A[{r}][k] × B[k][{c}] for "
+                    f"k = 0 … N-1; element (i, j) of a row-major N × N matrix is at i * N + j.")
+    r = f.last_report
+    return (f"C matches NumPy. The emulator counted {r.flops:,} FLOPs and {r.global_load_bytes:,} "
+            f"bytes requested at N = {N}: {r.global_load_bytes / (r.flops / 2):g} bytes per FMA, "
+            f"lesson 01's count.")
+
+
+def _as_grid(grid) -> tuple[int, int]:
+    if not isinstance(grid, (tuple, list)) or len(grid) not in (2, 3):
+        raise Wrong(f"a grid is a tuple (blocks along x, blocks along y), got {grid!r}.")
+    if any(isinstance(g, float) for g in grid):
+        raise Wrong(f"grid {tuple(grid)} holds floats: block counts are whole numbers "
+                    f"(use // for integer division).")
+    if len(grid) == 3 and grid[2] != 1:
+        raise Wrong("the grid's z must be 1: C is two-dimensional.")
+    if any(int(g) != g or g < 1 for g in grid):
+        raise Wrong(f"each entry of the grid must be a whole number >= 1, got {tuple(grid)}.")
+    return int(grid[0]), int(grid[1])
+
+
+@exercise("02.2", "a grid for N that is not a multiple of the block")
+def grid_for_odd_n(answer, *, N=100, block=(32, 8, 1)):
+    from .. import kernels
+
+    gx, gy = _as_grid(answer)
+    bx, by = int(block[0]), int(block[1])
+    need_x, need_y = -(-N // bx), -(-N // by)
+    if (gx, gy) == (need_y, need_x) and need_x != need_y:
+        raise Wrong(f"x and y are swapped: x runs along the columns (col = blockIdx.x * "
+                    f"blockDim.x + threadIdx.x), in blocks of {bx}; y along the rows, in "
+                    f"blocks of {by}.")
+    if gx > need_x or gy > need_y:
+        raise Wrong(f"grid ({gx}, {gy}) covers C, but launches {gx * bx} × {gy * by} threads "
+                    f"where ({need_x}, {need_y}) blocks, {need_x * bx} × {need_y * by} threads, "
+                    f"already cover {N} × {N}: round N / block up, not further.")
+    source = kernels.load("sgemm_naive")
+    f, A, B, C = emulate(source, "sgemmNaive", N, block=block, grid=(gx, gy))
+    unwritten = int(np.isnan(C).sum())
+    if unwritten:
+        raise Wrong(f"grid ({gx}, {gy}) × block ({bx}, {by}) gives {gx * bx} × {gy * by} threads "
+                    f"for a {N} × {N} C: {unwritten:,} elements were never written (the "
+                    f"emulator's Out array still holds NaN there). Round up: "
+                    f"N / {bx} = {N / bx:g} needs {need_x} blocks.")
+    return (f"({gx}, {gy}) = (ceil({N}/{bx}), ceil({N}/{by})): {f.last_report.threads:,} threads "
+            f"for {N * N:,} elements; the guard `if (row < N && col < N)` idles the "
+            f"{f.last_report.threads - N * N:,} extra ones. tl.grid_for does this division.")
+
+
+@exercise("02.3", "GFLOP/s from a kernel's time")
+def gflops_from_time(answer, *, N=4096, median_ms=22.782):
+    if not isinstance(answer, (int, float, np.floating, np.integer)):
+        raise Wrong(f"give a number (GFLOP/s), got {type(answer).__name__}.")
+    expected = 2 * N ** 3 / (median_ms * 1e-3) / 1e9
+    ratio = float(answer) / expected
+    hints = [(0.5, "half the rate: count 2 FLOPs per multiply-add, 2·N³ in all."),
+             (1e3, "1,000 times too big: median_ms is in milliseconds; divide by "
+                   "median_ms × 1e-3 seconds."),
+             (1e-3, "1,000 times too small: 1 GFLOP/s is 1e9 FLOP/s, and median_ms × 1e-3 "
+                    "is the time in seconds."),
+             (1e6, "a million times too big: convert ms to s (× 1e-3) and FLOP/s to GFLOP/s "
+                   "(× 1e-9)."),
+             (1 / N, "N times too small: the kernel does 2·N³ FLOPs (N² outputs, 2N each)."),
+             (2, "twice the rate: 2·N³ FLOPs already counts the multiply and the add.")]
+    if abs(ratio - 1) > 1e-3:
+        for value, hint in hints:
+            if abs(ratio / value - 1) < 1e-2:
+                raise Wrong(f"{float(answer):,.4g} GFLOP/s is {hint}")
+        raise Wrong(f"{float(answer):,.4g} GFLOP/s is not it: rate = FLOPs / seconds, "
+                    f"with 2·N³ FLOPs and median_ms × 1e-3 seconds, then × 1e-9 for GFLOP/s.")
+    return (f"{expected:,.0f} GFLOP/s: 2·{N}³ = {2 * N ** 3:,} FLOPs in {median_ms} ms, as "
+            f"tl.gflops(2 * N**3, median_ms) computes.")
+
+
+@exercise("02.4", "requests and sectors of the naive kernel with 16 x 16 blocks")
+def half_row_warps(answer, *, N=64):
+    from ..sgemm import count_naive
+
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        raise Wrong("give two numbers, (requests, sectors).")
+    requests, sectors = answer
+    report, _ = count_naive(N, block=(16, 16, 1))
+    steps = f"N²/32 = {N * N // 32} warps × N = {N} steps"
+    if requests != report.global_load_requests:
+        raise Wrong(f"requests: not {requests:,}. A warp is still 32 threads issuing one "
+                    f"request per load, two loads per step, and there are {steps}.")
+    if sectors == 5 * N ** 3 // 32:
+        raise Wrong("sectors: that is the 32 × 32 count. A warp now covers two rows of 16 "
+                    "threads: what does A[row * N + k] need when the warp has two rows?")
+    if sectors == 6 * N ** 3 // 32:
+        raise Wrong("sectors: A needs 2 sectors per step now (two rows, two addresses), right; "
+                    "but both half warps read the same 16 columns of row k of B: 64 bytes, "
+                    "2 sectors, not 4.")
+    if sectors != report.global_load_sectors:
+        raise Wrong(f"sectors: not {sectors:,}. Per warp and step: how many distinct "
+                    f"32-byte sectors does each of the two loads touch, with two rows of 16?")
+    return (f"{requests:,} requests and {sectors:,} sectors = 4·N³/32: per warp and step A "
+            f"needs 2 sectors (two rows) and B 2 (16 floats, read by both half warps).")
+
+
+@exercise("02.5", "threads that do nothing at N = 100")
+def idle_threads(answer, *, N=100, block=(32, 32, 1)):
+    from ..launch import grid_for
+
+    if isinstance(answer, float) or not isinstance(answer, (int, np.integer)):
+        raise Wrong(f"give a whole number of threads, got {answer!r}.")
+    grid = grid_for((N, N), block)
+    launched = grid[0] * grid[1] * block[0] * block[1]
+    expected = launched - N * N
+    if answer == expected:
+        return (f"{launched:,} threads launched ({grid[0]} × {grid[1]} blocks of "
+                f"{block[0] * block[1]:,}) for {N * N:,} elements: {expected:,} fail the guard.")
+    if answer == grid[0] * block[0] - N:
+        raise Wrong(f"{answer} is the overhang of one row of threads; the grid is "
+                    f"{grid[0] * block[0]} × {grid[1] * block[1]} threads in all.")
+    raise Wrong(f"not {answer:,}: tl.grid_for((N, N), block) = {grid}, so count the threads "
+                f"launched and subtract the N × N that have an element of C.")

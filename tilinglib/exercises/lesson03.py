@@ -1,0 +1,288 @@
+"""Checks of lesson 03's exercises (the tiled kernel): the tile loads, the launch, the
+barriers, and two counts. Kernels run on the CPU emulator whatever the notebook's backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import Wrong, exercise
+from .lesson02 import cuda_line, emulate, first_wrong, one_line, substitute
+
+A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
+B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
+MULTIPLY = "sum += As[ty][k] * Bs[k][tx];"
+BARRIER = "__syncthreads();"
+
+# A probe with the student's two loads: after each step's loads, every thread copies
+# As[ty][tx] and Bs[ty][tx] out, so the check can say which element of A landed where.
+_PROBE = """
+__global__ void probe(int N, const float* A, const float* B, float* outA, float* outB)
+{
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x;
+    int ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty;
+    int col = blockIdx.x * TILE + tx;
+    for (int t = 0; t < N / TILE; ++t) {
+        %s
+        %s
+        __syncthreads();
+        int at = ((t * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * TILE * TILE
+                 + ty * TILE + tx;
+        outA[at] = As[ty][tx];
+        outB[at] = Bs[ty][tx];
+        __syncthreads();
+    }
+}
+"""
+
+
+def _tiled_source():
+    from .. import kernels
+
+    return kernels.load("sgemm_tiled")
+
+
+def _probe_tiles(a_load: str, b_load: str, N: int, tile: int):
+    """What the loads put in As and Bs: arrays [t, block y, block x, ty, tx] of the flat
+    index into A and B of each element copied (-1 where nothing sensible was copied)."""
+    from ..emulator import In, Out, SourceModule
+
+    A = np.arange(N * N, dtype=np.float32).reshape(N, N)
+    steps, blocks = N // tile, N // tile
+    shape = (steps, blocks, blocks, tile, tile)
+    outA = np.zeros(int(np.prod(shape)), np.float32)
+    outB = np.zeros_like(outA)
+    f = SourceModule(_PROBE % (a_load, b_load), options=[f"-DTILE={tile}"]).get_function("probe")
+    f(np.int32(N), In(A), In(A.copy()), Out(outA), Out(outB), block=(tile, tile, 1),
+      grid=(blocks, blocks), hazards="ignore")
+    return outA.reshape(shape), outB.reshape(shape)
+
+
+def _describe_tile_mistake(got, which: str, N: int, tile: int) -> str | None:
+    """The first element of `which` ("As" or "Bs") that holds the wrong element, in words."""
+    steps, blocks = N // tile, N // tile
+    for t in range(steps):
+        for by in range(blocks):
+            for bx in range(blocks):
+                for ty in range(tile):
+                    for tx in range(tile):
+                        row, col = by * tile + ty, bx * tile + tx
+                        if which == "As":
+                            want = (row, t * tile + tx)
+                            rule = f"A[row][t·TILE + tx] = A[{row}][{t}·{tile} + {tx}]"
+                        else:
+                            want = (t * tile + ty, col)
+                            rule = f"B[t·TILE + ty][col] = B[{t}·{tile} + {ty}][{col}]"
+                        value = got[t, by, bx, ty, tx]
+                        if value == want[0] * N + want[1]:
+                            continue
+                        if np.isfinite(value) and 0 <= value < N * N and value == int(value):
+                            held = f"{which[0]}[{int(value) // N}][{int(value) % N}]"
+                        else:
+                            held = "no element of " + which[0]
+                        return (f"at step t = {t}, {which}[{ty}][{tx}] of block ({bx}, {by}, 0) "
+                                f"holds {held}; it should hold {rule} (N = {N}, TILE = {tile}).")
+    return None
+
+
+@exercise("03.1", "the two tile loads of the tiled kernel")
+def tile_loads(answer):
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        raise Wrong("give the two lines, (a_load, b_load).")
+    a_load = one_line(answer[0], "a_load")
+    b_load = one_line(answer[1], "b_load")
+    if not a_load.startswith("As[ty][tx]") or not b_load.startswith("Bs[ty][tx]"):
+        raise Wrong("keep the left-hand sides: thread (tx, ty) stores As[ty][tx] and "
+                    "Bs[ty][tx]; your part is the element of A and of B on the right.")
+    source = substitute(substitute(_tiled_source(), A_LOAD, a_load), B_LOAD, b_load)
+    N, tile = 16, 4
+    f, A, B, C = emulate(source, "sgemmTiled", N, block=(tile, tile, 1), grid=(4, 4),
+                         options=[f"-DTILE={tile}"])
+    expected = (A.astype(np.float64) @ B).astype(np.float32)
+    if first_wrong(C, expected) is not None:
+        gotA, gotB = _probe_tiles(a_load, b_load, N, tile)
+        for which, got in (("As", gotA), ("Bs", gotB)):
+            mistake = _describe_tile_mistake(got, which, N, tile)
+            if mistake:
+                raise Wrong(f"C does not match NumPy: {mistake}")
+        raise Wrong("C does not match NumPy, though the tiles hold the right elements: did "
+                    "you change anything else?")
+    r = f.last_report
+    return (f"C matches NumPy. At TILE = {tile} the emulator counted "
+            f"{r.global_load_bytes / (r.flops / 2):g} bytes requested per FMA (8 / TILE): each "
+            f"element a thread copies is used by TILE threads of its block.")
+
+
+@exercise("03.2", "the multiply of the tiled kernel, from shared memory")
+def tile_multiply(answer):
+    line = one_line(answer, "multiply")
+    if not line.startswith("sum +="):
+        raise Wrong("keep the form sum += ...; : the line adds one product to the thread's "
+                    "running sum.")
+    source = substitute(_tiled_source(), MULTIPLY, line)
+    N, tile = 16, 4
+    f, A, B, C = emulate(source, "sgemmTiled", N, block=(tile, tile, 1), grid=(4, 4),
+                         options=[f"-DTILE={tile}"])
+    expected = (A.astype(np.float64) @ B).astype(np.float32)
+    r = f.last_report
+    wrong = first_wrong(C, expected)
+    if wrong is not None:
+        hint = ""
+        if any(w in line for w in ("As[k][ty]", "Bs[tx][k]", "As[tx]", "Bs[k][ty]")):
+            hint = (" As[ty][k] is row ty of the A tile (A's row `row`), Bs[k][tx] column tx "
+                    "of the B tile (B's column `col`).")
+        i, j = wrong
+        raise Wrong(f"C[{i}][{j}] is {C[i, j]:.4g}, NumPy says {expected[i, j]:.4g}. Thread "
+                    f"(tx, ty) = ({j % tile}, {i % tile}) of block ({j // tile}, {i // tile}, 0) "
+                    f"must add, for each k, element k of row ty of the A tile times element k "
+                    f"of column tx of the B tile.{hint}")
+    per_fma = r.global_load_bytes / (r.flops / 2)
+    if r.shared_load_requests == 0 or per_fma > 8 / tile:
+        raise Wrong(f"C is right, but your kernel still requests {per_fma:g} bytes per FMA "
+                    f"({8 / tile:g} with the tiles, at TILE = {tile}): your multiply reads A and "
+                    f"B from global memory, so no element of the tiles is reused. Read As and "
+                    f"Bs instead.")
+    return (f"C matches NumPy, with {per_fma:g} bytes requested per FMA at TILE = {tile} and "
+            f"{r.shared_load_requests:,} shared-memory load requests: two per FMA per warp, "
+            f"from the tiles.")
+
+
+@exercise("03.3", "the tiled kernel's launch: block and grid")
+def tiled_launch(answer, *, N=64, TILE=16):
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        raise Wrong("give (block, grid).")
+    block, grid = answer
+    if not isinstance(block, (tuple, list)) or len(block) != 3:
+        raise Wrong(f"a block is three numbers (x, y, z), as PyCUDA takes it; got {block!r}.")
+    if not isinstance(grid, (tuple, list)) or len(grid) not in (2, 3):
+        raise Wrong(f"a grid is a tuple (blocks along x, blocks along y); got {grid!r}.")
+    if any(isinstance(v, float) for v in (*block, *grid)):
+        raise Wrong("block and grid hold whole numbers (use // for integer division).")
+    block, grid = tuple(int(b) for b in block), tuple(int(g) for g in grid)
+    if block[:2] != (TILE, TILE) or block[2] != 1:
+        if block[0] * block[1] * block[2] > 1024:
+            raise Wrong(f"block {block} has {block[0] * block[1] * block[2]:,} threads; a "
+                        f"block may hold 1,024. The kernel needs one thread per tile element.")
+        raise Wrong(f"block {block}: each thread (tx, ty) copies As[ty][tx] and Bs[ty][tx], "
+                    f"so tx and ty must each run over 0 … TILE-1 = {TILE - 1}: one thread per "
+                    f"element of a {TILE} × {TILE} tile.")
+    need = N // TILE
+    if grid[:2] != (need, need) or (len(grid) == 3 and grid[2] != 1):
+        gx, gy = grid[0], grid[1]
+        if gx * TILE < N or gy * TILE < N:
+            raise Wrong(f"grid {grid} × {TILE} threads covers {gx * TILE} × {gy * TILE} of the "
+                        f"{N} × {N} C: each block computes a TILE × TILE patch, so N / TILE = "
+                        f"{need} blocks each way.")
+        # Run it (with one block too many at most, which already faults): the kernel has no
+        # guard, so a block past N / TILE reads and writes outside the matrices.
+        intro = (f"grid {grid} launches more blocks than the {need} × {need} patches of C, "
+                 f"and the kernel has no guard")
+        try:
+            emulate(_tiled_source(), "sgemmTiled", N, block=block,
+                    grid=(min(gx, need + 1), min(gy, need + 1)), options=[f"-DTILE={TILE}"],
+                    hazards="ignore")
+        except Wrong as exc:
+            raise Wrong(f"{intro}: the first block past N / TILE = {need} faults.\n{exc}") from None
+        raise Wrong(f"{intro}.")
+    f, A, B, C = emulate(_tiled_source(), "sgemmTiled", N, block=block, grid=grid,
+                         options=[f"-DTILE={TILE}"])
+    return (f"block ({TILE}, {TILE}, 1), grid ({need}, {need}): {need * need} blocks, one per "
+            f"{TILE} × {TILE} patch of C, as tl.sgemm.tiled_launch({N}, {TILE}) gives.")
+
+
+_HAZARD_ADVICE = {
+    "read-after-write": "a thread reads the tile before every thread has stored its element: "
+                        "a barrier must come between the loads and the multiply.",
+    "write-after-read": "the next step's loads overwrite the tile while other threads may "
+                        "still read it: a barrier must come after the multiply, before the "
+                        "next loads.",
+    "write-after-write": "two threads store the same element with no barrier between.",
+    "uninitialized-read": "a thread reads shared memory that nobody has stored yet.",
+}
+
+
+@exercise("03.4", "where the two __syncthreads() go")
+def barrier_lines(answer):
+    if isinstance(answer, (int, np.integer)):
+        answer = (answer,)
+    if not isinstance(answer, (tuple, list)) or not answer or not all(
+            isinstance(a, (int, np.integer)) for a in answer):
+        raise Wrong(f"give kernel.cu line numbers, e.g. (26, 31); got {answer!r}.")
+    source = _tiled_source()
+    lines = source.replace(BARRIER, "").splitlines()
+    first, last = 23, 37                       # float sum ...; to the loop's closing brace
+    for n in answer:
+        if not first <= n <= last:
+            raise Wrong(f"line {n} is outside the kernel's work: put the barriers between "
+                        f"line {first} and line {last}.")
+    for n in sorted(set(answer)):
+        lines[n] = BARRIER + " " + lines[n]    # at the start of line n + 1: "after line n"
+    edited = "\n".join(lines) + "\n"
+    N, tile = 16, 8
+    f, A, B, C = emulate(edited, "sgemmTiled", N, block=(tile, tile, 1), grid=(2, 2),
+                         options=[f"-DTILE={tile}"])
+    r = f.last_report
+    races = [h for h in r.hazards if h.kind != "barrier-after-exit"]
+    if races:
+        h = races[0]
+        quoted = "".join(f"\n  kernel.cu:{n}: {cuda_line(edited, n)}"
+                         for n in sorted({h.other_line, h.line} - {None}))
+        raise Wrong(f"with barriers after line(s) {', '.join(map(str, sorted(set(answer))))} "
+                    f"the emulator reports:\n{h}{quoted}\nThat is, "
+                    f"{_HAZARD_ADVICE.get(h.kind, 'a race.')}")
+    per_block = r.barriers // (r.grid[0] * r.grid[1])
+    if per_block > 2 * (N // tile):
+        raise Wrong(f"no race, but each block waited at {per_block} barriers where "
+                    f"2 per step, {2 * (N // tile)}, are enough (the emulator's barrier count): a "
+                    f"barrier inside the k loop runs TILE times per step.")
+    return (f"race-free: the emulator reports no hazard, and each block passed "
+            f"{per_block} barriers, 2 per step of the tile loop.")
+
+
+@exercise("03.5", "global load requests at TILE = 4")
+def half_warp_requests(answer, *, N=64, TILE=4):
+    from ..sgemm import count_tiled
+
+    if isinstance(answer, float) or not isinstance(answer, (int, np.integer)):
+        raise Wrong(f"give a whole number of requests, got {answer!r}.")
+    report, _ = count_tiled(N, TILE, hazards="ignore")
+    blocks, steps = (N // TILE) ** 2, N // TILE
+    if answer == report.global_load_requests:
+        return (f"{answer:,}: {blocks} blocks × {steps} steps × 2 loads, one request each, "
+                f"because a block of {TILE * TILE} threads is one (part-empty) warp.")
+    if answer == 2 * N ** 3 // (32 * TILE):
+        raise Wrong(f"2N³/(32·TILE) assumes full warps of 32 threads; a {TILE} × {TILE} block "
+                    f"has {TILE * TILE} threads, and it still takes a whole warp.")
+    raise Wrong(f"not {answer:,}. Count per warp: how many warps has a {TILE} × {TILE} block "
+                f"(a warp is 32 threads, but a block never shares one), how many blocks and "
+                f"steps, and how many loads per step?")
+
+
+@exercise("03.6", "how often each element of A is loaded")
+def loads_per_element(answer, *, N=64, TILE=16):
+    from ..sgemm import count_naive, count_tiled
+
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        raise Wrong("give two numbers, (naive, tiled).")
+    naive, tiled = answer
+    n_report, _ = count_naive(N)
+    t_report, _ = count_tiled(N, TILE, hazards="ignore")
+    # Half of the bytes are A's (the kernels read A and B alike), 4 bytes per element.
+    got_naive = n_report.global_load_bytes // 2 // (4 * N * N)
+    got_tiled = t_report.global_load_bytes // 2 // (4 * N * N)
+    if naive != got_naive:
+        raise Wrong(f"naive: the emulator counted {n_report.global_load_bytes:,} bytes "
+                    f"requested at N = {N}, half of them A's, 4 bytes per element. Every "
+                    f"thread of a row of C reads the whole row of A.")
+    if tiled == TILE:
+        raise Wrong("tiled: TILE is how many FMAs each loaded value feeds; how many blocks "
+                    "load a given element of A?")
+    if tiled != got_tiled:
+        raise Wrong(f"tiled: the emulator counted {t_report.global_load_bytes:,} bytes "
+                    f"requested at N = {N}, TILE = {TILE}, half of them A's. Which blocks load "
+                    f"A's tile at block position (blockIdx.y, t)?")
+    return (f"{naive} and {tiled}: N loads of each element for the naive kernel, N / TILE for "
+            f"the tiled one (one per block of the block row), TILE times fewer.")
