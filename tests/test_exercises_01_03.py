@@ -58,7 +58,7 @@ WRONG = {
         ('tl.exercises.check("02.1", ("k * N + col", "row * N + k"))', "swapped"),
         # A fault: the message is the emulator's, with the CUDA line quoted.
         ('tl.exercises.check("02.1", ("row * N + k + 1", "k * N + col"))',
-         "kernel.cu:12: sum += A[row * N + k + 1] * B[k * N + col];"),
+         "12 |             sum += A[row * N + k + 1] * B[k * N + col];"),
         ('tl.exercises.check("02.1", ("row * N + k)", "k * N + col"))', "does not compile"),
         ('tl.exercises.check("02.1", ("A[row * N + k]", "B[k * N + col]"))',
          "give only what goes inside the brackets"),
@@ -98,7 +98,7 @@ WRONG = {
         (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * N + tx];", "{B_LOAD}"))',
          "at step t = 1, As[0][0] of block (0, 0, 0) holds A[0][0]"),
         (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * N + (t * TILE + tx) + 1];", "{B_LOAD}"))',
-         "kernel.cu:27: As[ty][tx] = A[row * N + (t * TILE + tx) + 1];"),
+         "27 |         As[ty][tx] = A[row * N + (t * TILE + tx) + 1];"),
         (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * N + (t * TILE + tx)]", "{B_LOAD}"))',
          "is a ';' missing at the end of line 27?"),
         (f'tl.exercises.check("03.1", ("A[row * N + (t * TILE + tx)]", "{B_LOAD}"))',
