@@ -13,7 +13,6 @@ built-in indices, memory, counters and the hazard tracker.
 
 from __future__ import annotations
 
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from .trace import Tracer
 BATCH_THREADS = 1 << 16
 DEFAULT_MAX_STEPS = 2_000_000
 DEFAULT_MAX_SECONDS = 60.0
+PRINTF_BUFFER_BYTES = 1 << 20       # a GPU's printf buffer (cudaLimitPrintfFifoSize) default
 LARGE_LAUNCH_THREADS = 1 << 22      # above this, warn that the emulator will take minutes
 
 
@@ -601,30 +601,6 @@ class Context:
             f"in block {block} ({int(np.count_nonzero(bad))} threads failed it).",
             kernel=self.kernel_name, line=line, block=block, thread=thread)
 
-    def printf(self, fmt, args, line):
-        """Device printf: one line per active thread, in thread order, to sys.stdout."""
-        import re
-        pyfmt = re.sub(r"%([-+ #0]*\d*(?:\.\d+)?)(?:hh|h|ll|l|z)?([diuxXfFeEgGcsp])",
-                       lambda m: "%" + m.group(1) + {"i": "d", "u": "d", "p": "x"}.get(
-                           m.group(2), m.group(2)), fmt)
-        lanes = np.flatnonzero(self.mask)
-        out = []
-        for lane in lanes:
-            vals = tuple(_plain(a[lane] if isinstance(a, np.ndarray) else a) for a in args)
-            try:
-                out.append(pyfmt % vals)
-            except (TypeError, ValueError) as exc:
-                raise KernelRuntimeError(f"printf at kernel.cu:{line}: the format does not "
-                                         f"match the arguments ({exc})", kernel=self.kernel_name,
-                                         line=line) from None
-        sys.stdout.write("".join(out))
-        return np.int32(len(out))
-
-
-def _plain(v):
-    """A printf argument as a Python value (NumPy scalars unwrapped, strings as they are)."""
-    return v.item() if hasattr(v, "item") else v
-
 
 class Launch:
     """One launch: argument memory, counters, hazards, and the batches that run it."""
@@ -639,6 +615,7 @@ class Launch:
         self.gmem = M.GlobalMemory()
         self.constant_addresses = []
         self.steps = 0
+        self.printf_left = PRINTF_BUFFER_BYTES     # bytes printf may still write (builtins)
         self.loop_trips: dict = {}
         self.deadline = (time.monotonic() + options.max_seconds
                          if options.max_seconds is not None else None)
