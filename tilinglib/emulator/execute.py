@@ -23,11 +23,13 @@ from ..errors import (BarrierError, KernelArgumentError, KernelRuntimeError, Mem
                       RaceError, StepBudgetExceeded)
 from . import atomics
 from . import memory as M
+from .parse import recursion_room
 from .races import Hazard, RaceTracker
 from .report import LaunchReport
 from .trace import Tracer
 
 BATCH_THREADS = 1 << 16
+BATCH_BYTES = 256 << 20             # shared + local memory of one batch (see blocks_per_batch)
 DEFAULT_MAX_STEPS = 2_000_000
 DEFAULT_MAX_SECONDS = 60.0
 PRINTF_BUFFER_BYTES = 1 << 20       # a GPU's printf buffer (cudaLimitPrintfFifoSize) default
@@ -153,8 +155,7 @@ class Context:
         launch.steps += 1
         launch.loop_trips[line] = trips
         over_steps = launch.steps > launch.options.max_steps
-        if not over_steps and (launch.steps & 255 or launch.deadline is None
-                               or time.monotonic() < launch.deadline):
+        if not over_steps and (launch.deadline is None or time.monotonic() < launch.deadline):
             return
         # Blame the loop that has run longest, not the inner loop that happened to be running.
         line = max(launch.loop_trips, key=launch.loop_trips.get)
@@ -650,13 +651,41 @@ class Launch:
             return "\nThe kernel read shared memory before any thread wrote it."
         return "\nTwo threads wrote one location with no __syncthreads() in between."
 
-    def run(self, env_values) -> None:
-        kc = self.kernel
+    def blocks_per_batch(self) -> int:
+        """Whole blocks per batch: `batch_threads` threads, fewer where the blocks' shared
+        memory (with the hazard tracker's 17 bytes per byte) and the threads' local memory
+        would need more than `BATCH_BYTES`; at least one block."""
         tpb = self.block[0] * self.block[1] * self.block[2]
         nblocks = self.grid[0] * self.grid[1] * self.grid[2]
-        per_batch = max(1, min(nblocks, self.options.batch_threads // tpb))
+        tracked = self.options.hazards != "ignore" or self.options.check_uninitialized
+        per_block = self.shared_stride * (18 if tracked else 1) + tpb * self.local_stride
+        return max(1, min(nblocks, self.options.batch_threads // tpb,
+                          BATCH_BYTES // max(per_block, 1)))
+
+    def run(self, env_values) -> None:
+        try:
+            with recursion_room():
+                self._run(env_values)
+        except RecursionError:
+            raise KernelRuntimeError(
+                f"{self.kernel.name}: the kernel nests __device__ calls more than 64 deep (a "
+                f"function calling a function calling ...), or expressions too deeply, for the "
+                f"CPU emulator: flatten the chain", kernel=self.kernel.name) from None
+        except MemoryError:
+            raise KernelRuntimeError(
+                f"{self.kernel.name}: the CPU emulator ran out of memory for this launch "
+                f"(local arrays, shared memory and the hazard tracker of one batch of blocks): "
+                f"use smaller arrays, fewer threads per block, or hazards='ignore'",
+                kernel=self.kernel.name) from None
+
+    def _run(self, env_values) -> None:
+        kc = self.kernel
+        nblocks = self.grid[0] * self.grid[1] * self.grid[2]
+        per_batch = self.blocks_per_batch()
         with np.errstate(all="ignore"):
             for start in range(0, nblocks, per_batch):
+                if self.deadline is not None and start and time.monotonic() > self.deadline:
+                    self._out_of_time(start, nblocks)
                 ids = np.arange(start, min(nblocks, start + per_batch), dtype=np.int64)
                 ctx = Context(self, ids)
                 env = [None] * kc.nslots
@@ -665,6 +694,14 @@ class Launch:
                 ctx.env = env
                 kc.run(ctx)
                 self.counters.flops += ctx.flops
+
+    def _out_of_time(self, done: int, nblocks: int) -> None:
+        raise StepBudgetExceeded(
+            f"{self.kernel.name} ran for more than {self.options.max_seconds:g} s on the CPU "
+            f"emulator: {done:,} of its {nblocks:,} blocks had run. The emulator runs a few "
+            f"million threads a second; launch fewer blocks (for the lessons N = 64 to 256 "
+            f"shows the same counts per element), or lift the limit with "
+            f"f(..., max_seconds=None).", kernel=self.kernel.name)
 
     def report(self) -> LaunchReport:
         c = self.counters
