@@ -278,6 +278,9 @@ def _explain_error(exc: Exception, shape) -> str:
     M, N, K = shape
     where = f"M={M}, N={N}, K={K}"
     text = str(exc).strip()
+    if isinstance(exc, StepBudgetExceeded) and " s on the CPU emulator" in text:
+        return (f"{where}: the kernel did not finish within the grader's time limit (a loop "
+                f"that never ends, or far more work than C = A·B needs)")
     if isinstance(exc, StepBudgetExceeded):
         # The emulator's advice on lifting the limit is for notebooks, not for a graded run.
         text = text.split(" If the kernel is right and only big")[0]
