@@ -7,6 +7,7 @@ which error came back, not how fast this machine is.
 """
 
 import os
+import signal
 import time
 import tracemalloc
 from pathlib import Path
@@ -396,6 +397,26 @@ def test_the_time_box_interrupts_anything(monkeypatch):
     seconds = time.perf_counter() - t0
     assert report.failures[0].startswith("compiles and launches: timeout:")
     assert seconds < 1 + grading_sgemm.GRACE_SECONDS + 3
+
+
+def test_the_time_box_gives_back_an_outer_alarm():
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30)
+        with grading_sgemm._time_box(5):
+            pass
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25 < remaining <= 30 and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_lone_surrogates_are_a_compile_error():
+    with pytest.raises(CompileError, match="lone surrogate") as info:
+        SourceModule(kernel("a[0] = '\ud800';"))
+    assert info.value.line == 4
 
 
 def test_compile_time_counts_against_the_time_limit():

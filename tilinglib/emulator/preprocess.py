@@ -357,6 +357,19 @@ def _check_unsupported(text: str, source_lines) -> None:
                 line=line, source_line=src)
 
 
+def _check_text(source: str, source_lines) -> None:
+    """Refuse a str that is no text a file could hold (a lone surrogate such as '\\ud800')."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = source.count("\n", 0, exc.start) + 1
+        raise CompileError(f"{SOURCE_NAME}:{line}: the source holds the code point "
+                           f"U+{ord(source[exc.start]):04X}, a lone surrogate, which is not "
+                           f"text: retype the character", line=line,
+                           source_line=source_lines[line - 1].encode("utf-8", "replace")
+                           .decode("utf-8")) from None
+
+
 def preprocess(source: str, options=None) -> Preprocessed:
     """Run stage 1 on `source` (a str of CUDA C) with nvcc-style `options`.
 
@@ -373,6 +386,7 @@ def preprocess(source: str, options=None) -> Preprocessed:
                            f"the emulator's {MAX_SOURCE_CHARS:,}: a kernel is a few hundred "
                            f"lines")
     source_lines = tuple(source.split("\n"))
+    _check_text(source, source_lines)
     pp = _Preprocessor()
     out = io.StringIO()
     try:
@@ -395,9 +409,10 @@ def preprocess(source: str, options=None) -> Preprocessed:
                                    f"({type(exc).__name__})"))
     if pp.errors:
         line, msg = pp.errors[0]
+        line = line or None                 # pcpp says 0 where it has no line
         src = source_lines[line - 1] if line and 0 < line <= len(source_lines) else None
-        raise CompileError(f"{SOURCE_NAME}:{line}: preprocessor error: {msg}", line=line,
-                           source_line=src)
+        where = f"{SOURCE_NAME}:{line}" if line else SOURCE_NAME
+        raise CompileError(f"{where}: preprocessor error: {msg}", line=line, source_line=src)
     text = out.getvalue()
     if not text.lstrip().startswith("#line"):
         text = f'#line 1 "{SOURCE_NAME}"\n' + text
