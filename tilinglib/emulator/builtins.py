@@ -240,7 +240,8 @@ def _printf(comp, node, name, args):
     if want != len(conv):
         raise comp.error(node, f"printf's format takes {want} argument(s), {len(conv)} given")
     line = _line(node)
-    return X(lambda ctx: _run_printf(ctx, pieces, [c(ctx) for c in conv], line), ct.INT)
+    plan = _plan(pieces)
+    return X(lambda ctx: _run_printf(ctx, pieces, plan, [c(ctx) for c in conv], line), ct.INT)
 
 
 def _parse_format(fmt: bytes) -> list:
@@ -312,7 +313,55 @@ def _format_one(spec, values, budget):
             else b"") + py) % v
 
 
-def _run_printf(ctx, pieces, args, line):
+_KIND = {b"d": "int", b"i": "int", b"u": "unsigned", b"o": "unsigned", b"x": "unsigned",
+         b"X": "unsigned", b"p": "unsigned", b"c": "char", b"s": "str", b"f": "float",
+         b"F": "float", b"e": "float", b"E": "float", b"g": "float", b"G": "float"}
+
+
+def _plan(pieces):
+    """The fast form of a format: (one bytes format for Python's %, the kind of each
+    argument), "too wide" when a width or precision alone exceeds the printf buffer, or
+    None when only the general path handles it (a ``*`` width, ``%a``)."""
+    fmt, kinds = [], []
+    for p in pieces:
+        if isinstance(p, bytes):
+            fmt.append(p.replace(b"%", b"%%"))
+            continue
+        flags, width, precision, _, conv = p
+        if conv == b"%":
+            fmt.append(b"%%")
+            continue
+        if b"*" in (width, precision) or conv not in _KIND:
+            return None
+        if int(width or 0) > PRINTF_BUFFER_BYTES or int(precision or 0) > PRINTF_BUFFER_BYTES:
+            return "too wide"
+        py = {b"i": b"d", b"u": b"d", b"p": b"x", b"F": b"f"}.get(conv, conv)
+        fmt.append(b"%" + flags + (b"#" if conv == b"p" else b"") + (width or b"")
+                   + (b"." + precision if precision is not None else b"") + py)
+        kinds.append(_KIND[conv])
+    return b"".join(fmt), kinds
+
+
+def _column(kind, a, lanes):
+    """One printf argument over the active lanes, as Python values for the format."""
+    n = lanes.shape[0]
+    if kind == "str":
+        if not isinstance(a, bytes):
+            raise TypeError("%s needs a string literal")
+        return [a] * n
+    v = a[lanes] if isinstance(a, np.ndarray) else np.full(n, a)
+    if kind == "float":
+        return v.astype(np.float64).tolist()
+    if v.dtype.kind == "f":
+        v = v.astype(np.int64)          # undefined behaviour in C; print the number
+    if kind == "char":
+        return (v.astype(np.int64) & 0xFF).tolist()
+    if kind == "unsigned" and v.dtype.kind == "i":
+        v = v.astype(v.dtype.str.replace("i", "u"))     # the argument's bits
+    return v.tolist()
+
+
+def _run_printf(ctx, pieces, plan, args, line):
     """Device printf: one line per active thread, in thread order, to sys.stdout. The output
     of one launch is capped at `PRINTF_BUFFER_BYTES`, as a GPU's printf buffer is: what does
     not fit is dropped, and a note says so once. Returns the bytes each thread printed."""
@@ -320,31 +369,29 @@ def _run_printf(ctx, pieces, args, line):
     lanes = np.flatnonzero(ctx.mask)
     printed = np.zeros(ctx.T, dtype=np.int32)
     left = launch.printf_left
-    if left < 0:                    # already cut: the GPU drops what no longer fits
+    if left < 0 or not lanes.shape[0]:      # already cut: the GPU drops what does not fit
         return printed
     out = []
-    for lane in lanes:
-        values = iter([a[lane] if isinstance(a, np.ndarray) else a for a in args])
-        chunks, chunk = [], b""
-        try:
-            for p in pieces:
-                chunk = p if isinstance(p, bytes) else _format_one(p, values, left)
-                if chunk is None:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
+    try:
+        if plan == "too wide":
+            left = -1
+        elif plan is not None:
+            fmt, kinds = plan
+            rows = zip(*[_column(k, a, lanes) for k, a in zip(kinds, args)]) if kinds else \
+                iter([()] * lanes.shape[0])
+            for lane, row in zip(lanes.tolist(), rows):
+                text = fmt % row
+                left -= len(text)
                 if left < 0:
                     break
-        except (TypeError, ValueError, OverflowError, StopIteration) as exc:
-            raise KernelRuntimeError(f"printf at kernel.cu:{line}: the format does not match "
-                                     f"the arguments ({exc or 'too few'})",
-                                     kernel=ctx.kernel_name, line=line) from None
-        if chunk is None or left < 0:
-            left = -1
-            break
-        text = b"".join(chunks)
-        printed[lane] = len(text)
-        out.append(text)
+                printed[lane] = len(text)
+                out.append(text)
+        else:
+            left = _printf_general(pieces, args, lanes, left, out, printed)
+    except (TypeError, ValueError, OverflowError, StopIteration) as exc:
+        raise KernelRuntimeError(f"printf at kernel.cu:{line}: the format does not match the "
+                                 f"arguments ({exc or 'too few'})", kernel=ctx.kernel_name,
+                                 line=line) from None
     launch.printf_left = left
     sys.stdout.write(b"".join(out).decode("utf-8", errors="replace"))
     if left < 0:
@@ -353,6 +400,26 @@ def _run_printf(ctx, pieces, args, line):
                          f"what does not fit is lost. Print from fewer threads, e.g. "
                          f"if (threadIdx.x == 0 && blockIdx.x == 0)]\n")
     return printed
+
+
+def _printf_general(pieces, args, lanes, left, out, printed) -> int:
+    """printf one conversion at a time (``*`` widths, ``%a``): appends each lane's bytes to
+    `out` while they fit in `left` bytes; returns what is left (-1 once cut)."""
+    for lane in lanes.tolist():
+        values = iter([a[lane] if isinstance(a, np.ndarray) else a for a in args])
+        chunks = []
+        for p in pieces:
+            chunk = p if isinstance(p, bytes) else _format_one(p, values, left)
+            if chunk is None:
+                return -1
+            chunks.append(chunk)
+            left -= len(chunk)
+            if left < 0:
+                return -1
+        text = b"".join(chunks)
+        printed[lane] = len(text)
+        out.append(text)
+    return left
 
 
 def _cast(v, dtype):
