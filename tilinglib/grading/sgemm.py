@@ -398,7 +398,8 @@ def _contained(grade):
 
     @functools.wraps(grade)
     def contained(source, kernel_name, *args, time_limit: float = 60.0, **kwargs):
-        if not isinstance(source, str) or not isinstance(kernel_name, str):
+        if not isinstance(source, str) or not isinstance(kernel_name, str) \
+                or not isinstance(time_limit, (int, float)):
             return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
         t0 = time.perf_counter()
         from ..emulator.parse import recursion_room
