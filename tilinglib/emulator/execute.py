@@ -58,9 +58,9 @@ class LaunchOptions:
     the first hazard with RaceError) or "ignore" (do not track; faster).
     check_uninitialized: report reads of shared memory nothing wrote.
     max_steps: loop iterations (summed over batches) before StepBudgetExceeded.
-    max_seconds: wall-clock seconds before StepBudgetExceeded (None: no limit). A safety net
-    for a loop that never ends in a big launch, where each iteration costs milliseconds;
-    deterministic budgets (graders) use max_steps.
+    max_seconds: wall-clock seconds before StepBudgetExceeded (None: no limit), looked at in
+    every loop iteration and between batches of blocks (so a loop-free grid of 2^31 blocks
+    stops too). A safety net for big launches; deterministic budgets (graders) use max_steps.
     max_bytes: global memory the launch may allocate.
     """
 
