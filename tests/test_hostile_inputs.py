@@ -428,3 +428,20 @@ def test_compile_time_counts_against_the_time_limit():
 def test_a_wrong_argument_type_still_raises():
     with pytest.raises(TypeError):
         check_sgemm(b"bytes", "sgemm")
+
+
+def test_running_out_of_memory_in_a_launch_is_a_kernel_error(monkeypatch):
+    def no_memory(self, launch, block_ids):
+        raise MemoryError
+    f = SourceModule(kernel("a[x] = x;")).get_function("k")
+    monkeypatch.setattr(E.Context, "__init__", no_memory)
+    with pytest.raises(KernelRuntimeError, match="ran out of memory"):
+        f(Out(np.zeros(32, np.int32)), block=(32, 1, 1), grid=(1, 1))
+
+
+def test_the_recursion_limit_is_given_back():
+    import sys
+    before = sys.getrecursionlimit()
+    SourceModule(kernel("a[x] = " + "+".join(["x"] * 600) + ";"))
+    launch(kernel("a[x] = " + "+".join(["x"] * 601) + ";"), "k", np.zeros(32, np.int32))
+    assert sys.getrecursionlimit() == before
