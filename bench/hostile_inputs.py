@@ -97,11 +97,13 @@ t0 = time.perf_counter()
 try:
     if what == "grade":
         r = check_sgemm(source, "sgemm", **kw)
-        result = f"GradeReport {r.score:g}/{r.max_score:g}: " + (r.failures[0] if r.failures else "")
+        first = r.failures[0] if r.failures else ""
+        result = f"GradeReport {r.score:g}/{r.max_score:g}: {first}"
     else:
         mod = em.SourceModule(source)
         if what == "launch":
-            mod.get_function("k")(em.Out(np.zeros(1 << 16, np.int32)), **{"block": (32, 1, 1), **kw})
+            a = em.Out(np.zeros(1 << 16, np.int32))
+            mod.get_function("k")(a, **{"block": (32, 1, 1), **kw})
         result = "runs"
 except Exception as exc:
     result = f"{type(exc).__name__}: {exc}"
@@ -123,7 +125,8 @@ def run(name):
     try:
         with open(out) as f:
             result, seconds, peak = json.load(f)
-    except (OSError, ValueError):
+        seconds, peak = float(seconds), float(peak)
+    except (OSError, ValueError, TypeError):
         result, seconds, peak = f"child failed: {proc.stderr[-300:]}", float("nan"), float("nan")
     os.unlink(out)
     return result, seconds, peak
