@@ -27,7 +27,6 @@ def test_bad_options_are_compile_errors():
 
 
 SRC = """#include <cuda_runtime.h>
-#include "my_helpers.h"
 #define SQ(x) ((x) * (x))
 #define ADD3(a, b, c) ((a) + (b) + (c))
 #ifndef TILE

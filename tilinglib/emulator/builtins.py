@@ -9,10 +9,16 @@ two per fused multiply-add (fmaf); special functions (sqrtf, expf, ...) count no
 
 from __future__ import annotations
 
+import re
+import sys
+
 import numpy as np
 
+from ..errors import KernelRuntimeError
 from . import ctypes_ as ct
+from .closures import LiteralError, string_bytes
 from .compiler import X, _line
+from .execute import PRINTF_BUFFER_BYTES
 
 F, D, I, U = ct.FLOAT, ct.DOUBLE, ct.INT, ct.UINT
 
@@ -214,25 +220,206 @@ def _ldg(comp, node, name, args):
     return comp.memory_lvalue(x.fn, x.ctype.target, node)
 
 
+_SPEC = re.compile(rb"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d*))?(hh|h|ll|l|z|j|t|L)?(.)", re.S)
+_CONVERSIONS = b"diouxXfFeEgGaAcsp%"
+
+
 def _printf(comp, node, name, args):
     if not args:
         raise comp.error(node, "printf() needs a format string")
     fmt = comp.expr(args[0])
     if not isinstance(fmt.const, str):
         raise comp.error(node, "printf's format must be a string literal")
-    conv = [_printf_arg(comp, comp.rvalue(comp.expr(a))) for a in args[1:]]
-    text = fmt.const[1:-1].encode().decode("unicode_escape")
+    try:
+        pieces = _parse_format(string_bytes(fmt.const))
+    except LiteralError as exc:
+        raise comp.error(node, f"printf format: {exc}") from None
+    conv = [_printf_arg(comp, comp.rvalue(comp.expr(a)), a) for a in args[1:]]
+    want = sum(1 + (p[1] == b"*") + (p[2] == b"*") for p in pieces
+               if isinstance(p, tuple) and p[4] != b"%")
+    if want != len(conv):
+        raise comp.error(node, f"printf's format takes {want} argument(s), {len(conv)} given")
     line = _line(node)
-    return X(lambda ctx: ctx.printf(text, [c(ctx) for c in conv], line), ct.INT)
+    plan = _plan(pieces)
+    return X(lambda ctx: _run_printf(ctx, pieces, plan, [c(ctx) for c in conv], line), ct.INT)
 
 
-def _printf_arg(comp, x):
+def _parse_format(fmt: bytes) -> list:
+    """A printf format as a list of literal bytes and (flags, width, precision, length,
+    conversion) tuples. Raises `LiteralError` for a conversion printf does not have."""
+    pieces, pos = [], 0
+    for m in _SPEC.finditer(fmt):
+        if m.start() > pos:
+            pieces.append(fmt[pos:m.start()])
+        conv = m.group(5)
+        if conv not in _CONVERSIONS or len(conv) != 1:
+            raise LiteralError(f"'%{m.group(0)[1:].decode('latin-1')}' is not a printf "
+                               f"conversion (%d %u %x %f %e %g %c %s %p %%)")
+        pieces.append((m.group(1), m.group(2), m.group(3), m.group(4), conv))
+        pos = m.end()
+    if b"%" in fmt[pos:]:
+        raise LiteralError("the format ends in a lone '%' (write %% for a percent sign)")
+    if pos < len(fmt):
+        pieces.append(fmt[pos:])
+    return pieces
+
+
+def _printf_arg(comp, x, node):
     """A printf argument: float is promoted to double (C's variadic rule), a string literal
-    passed as its text."""
+    passed as its bytes."""
     if isinstance(x.const, str):
-        text = x.const[1:-1].encode().decode("unicode_escape")
-        return lambda ctx: text
+        try:
+            data = string_bytes(x.const)
+        except LiteralError as exc:
+            raise comp.error(node, str(exc)) from None
+        return lambda ctx: data
     return comp.convert(x, ct.DOUBLE if x.ctype == F else x.ctype, x)
+
+
+def _format_one(spec, values, budget):
+    """One conversion of one thread's printf, as bytes, by C's rules (unsigned conversions
+    of a signed argument see its bits; %c prints the low byte). `values` is an iterator of
+    the thread's arguments. Returns None when the width or precision alone would not fit
+    in the `budget` bytes left."""
+    flags, width, precision, _, conv = spec
+    if conv == b"%":
+        return b"%"
+    if width == b"*":
+        w = int(next(values))
+        width, flags = str(abs(w)).encode(), flags + (b"-" if w < 0 else b"")
+    if precision == b"*":
+        p = int(next(values))
+        precision = str(p).encode() if p >= 0 else None
+    if (width and int(width) > budget) or (precision and int(precision) > budget):
+        return None
+    v = next(values)
+    if conv in b"diouxXc" and isinstance(v, np.floating):
+        v = int(v)      # undefined behaviour in C; print the number rather than fail
+    if conv in b"ouxXp" and isinstance(v, np.signedinteger):
+        v = int(v) & ((1 << (8 * v.dtype.itemsize)) - 1)
+    if conv == b"c":
+        v = int(v) & 0xFF
+    elif conv == b"s":
+        if not isinstance(v, bytes):
+            raise TypeError("%s needs a string literal")
+    elif isinstance(v, np.generic):
+        v = v.item()
+    if conv in (b"a", b"A"):
+        text = float(v).hex().encode()
+        return text.upper() if conv == b"A" else text
+    py = {b"i": b"d", b"u": b"d", b"p": b"x", b"F": b"f"}.get(conv, conv)
+    prefix = b"#" if conv == b"p" else b""
+    return (b"%" + flags + prefix + (width or b"") + (b"." + precision if precision is not None
+            else b"") + py) % v
+
+
+_KIND = {b"d": "int", b"i": "int", b"u": "unsigned", b"o": "unsigned", b"x": "unsigned",
+         b"X": "unsigned", b"p": "unsigned", b"c": "char", b"s": "str", b"f": "float",
+         b"F": "float", b"e": "float", b"E": "float", b"g": "float", b"G": "float"}
+
+
+def _plan(pieces):
+    """The fast form of a format: (one bytes format for Python's %, the kind of each
+    argument), "too wide" when a width or precision alone exceeds the printf buffer, or
+    None when only the general path handles it (a ``*`` width, ``%a``)."""
+    fmt, kinds = [], []
+    for p in pieces:
+        if isinstance(p, bytes):
+            fmt.append(p.replace(b"%", b"%%"))
+            continue
+        flags, width, precision, _, conv = p
+        if conv == b"%":
+            fmt.append(b"%%")
+            continue
+        if b"*" in (width, precision) or conv not in _KIND:
+            return None
+        if int(width or 0) > PRINTF_BUFFER_BYTES or int(precision or 0) > PRINTF_BUFFER_BYTES:
+            return "too wide"
+        py = {b"i": b"d", b"u": b"d", b"p": b"x", b"F": b"f"}.get(conv, conv)
+        fmt.append(b"%" + flags + (b"#" if conv == b"p" else b"") + (width or b"")
+                   + (b"." + precision if precision is not None else b"") + py)
+        kinds.append(_KIND[conv])
+    return b"".join(fmt), kinds
+
+
+def _column(kind, a, lanes):
+    """One printf argument over the active lanes, as Python values for the format."""
+    n = lanes.shape[0]
+    if kind == "str":
+        if not isinstance(a, bytes):
+            raise TypeError("%s needs a string literal")
+        return [a] * n
+    v = a[lanes] if isinstance(a, np.ndarray) else np.full(n, a)
+    if kind == "float":
+        return v.astype(np.float64).tolist()
+    if v.dtype.kind == "f":
+        v = v.astype(np.int64)          # undefined behaviour in C; print the number
+    if kind == "char":
+        return (v.astype(np.int64) & 0xFF).tolist()
+    if kind == "unsigned" and v.dtype.kind == "i":
+        v = v.astype(v.dtype.str.replace("i", "u"))     # the argument's bits
+    return v.tolist()
+
+
+def _run_printf(ctx, pieces, plan, args, line):
+    """Device printf: one line per active thread, in thread order, to sys.stdout. The output
+    of one launch is capped at `PRINTF_BUFFER_BYTES`, as a GPU's printf buffer is: what does
+    not fit is dropped, and a note says so once. Returns the bytes each thread printed."""
+    launch = ctx.launch
+    lanes = np.flatnonzero(ctx.mask)
+    printed = np.zeros(ctx.T, dtype=np.int32)
+    left = launch.printf_left
+    if left < 0 or not lanes.shape[0]:      # already cut: the GPU drops what does not fit
+        return printed
+    out = []
+    try:
+        if plan == "too wide":
+            left = -1
+        elif plan is not None:
+            fmt, kinds = plan
+            rows = zip(*[_column(k, a, lanes) for k, a in zip(kinds, args)]) if kinds else \
+                iter([()] * lanes.shape[0])
+            for lane, row in zip(lanes.tolist(), rows):
+                text = fmt % row
+                left -= len(text)
+                if left < 0:
+                    break
+                printed[lane] = len(text)
+                out.append(text)
+        else:
+            left = _printf_general(pieces, args, lanes, left, out, printed)
+    except (TypeError, ValueError, OverflowError, StopIteration) as exc:
+        raise KernelRuntimeError(f"printf at kernel.cu:{line}: the format does not match the "
+                                 f"arguments ({exc or 'too few'})", kernel=ctx.kernel_name,
+                                 line=line) from None
+    launch.printf_left = left
+    sys.stdout.write(b"".join(out).decode("utf-8", errors="replace"))
+    if left < 0:
+        sys.stdout.write(f"\n[printf output of this launch cut at {PRINTF_BUFFER_BYTES:,} bytes "
+                         f"(kernel.cu:{line}): a GPU's printf buffer holds 1 MB by default, and "
+                         f"what does not fit is lost. Print from fewer threads, e.g. "
+                         f"if (threadIdx.x == 0 && blockIdx.x == 0)]\n")
+    return printed
+
+
+def _printf_general(pieces, args, lanes, left, out, printed) -> int:
+    """printf one conversion at a time (``*`` widths, ``%a``): appends each lane's bytes to
+    `out` while they fit in `left` bytes; returns what is left (-1 once cut)."""
+    for lane in lanes.tolist():
+        values = iter([a[lane] if isinstance(a, np.ndarray) else a for a in args])
+        chunks = []
+        for p in pieces:
+            chunk = p if isinstance(p, bytes) else _format_one(p, values, left)
+            if chunk is None:
+                return -1
+            chunks.append(chunk)
+            left -= len(chunk)
+            if left < 0:
+                return -1
+        text = b"".join(chunks)
+        printed[lane] = len(text)
+        out.append(text)
+    return left
 
 
 def _cast(v, dtype):

@@ -120,3 +120,118 @@ def parse_int(text: str):
         if info.min <= value <= info.max:
             return value, t
     return value & 0xFFFFFFFFFFFFFFFF, ct.ULLONG
+
+
+# --------------------------------------------------------------------------- C literals
+_SIMPLE_ESCAPES = {"'": 39, '"': 34, "?": 63, "\\": 92, "a": 7, "b": 8, "f": 12, "n": 10,
+                   "r": 13, "t": 9, "v": 11, "e": 27}
+_HEX = frozenset("0123456789abcdefABCDEF")
+_PREFIX = re.compile(r"^(u8|u|U|L)?(['\"])(.*)\2$", re.S)
+
+
+class LiteralError(ValueError):
+    """A character or string literal C does not allow (the message says why)."""
+
+
+def _units(body: str, wide: bool) -> list[int]:
+    """The code units of a literal's body by C's rules: bytes (UTF-8 for characters beyond
+    ASCII and for ``\\u``/``\\U``) when `wide` is false, code points when it is true.
+    Raises `LiteralError` for an escape C rejects (``\\x`` without digits, an octal or hex
+    escape out of range, an invalid universal character name)."""
+    limit = 0xFFFFFFFF if wide else 0xFF
+    out: list[int] = []
+
+    def char(cp: int):
+        out.extend([cp] if wide else chr(cp).encode("utf-8"))
+
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\" or i + 1 == n:
+            char(ord(c))
+            i += 1
+            continue
+        e = body[i + 1]
+        i += 2
+        if e in "01234567":
+            j = i - 1
+            while i < n and i - j < 3 and body[i] in "01234567":
+                i += 1
+            value = int(body[j:i], 8)
+            if value > limit:
+                raise LiteralError(f"octal escape sequence '\\{body[j:i]}' out of range "
+                                   f"(a char holds 0 to 255: '\\377' is the largest)")
+            out.append(value)
+        elif e == "x":
+            j = i
+            while i < n and body[i] in _HEX:
+                i += 1
+            if i == j:
+                raise LiteralError("\\x used with no following hex digits (write e.g. '\\x41')")
+            value = int(body[j:i], 16)
+            if value > limit:
+                raise LiteralError(f"hex escape sequence '\\x{body[j:i]}' out of range "
+                                   f"(a char holds 0 to 255: '\\xff' is the largest)")
+            out.append(value)
+        elif e in "uU":
+            digits = 4 if e == "u" else 8
+            hexdigits = body[i:i + digits]
+            if len(hexdigits) != digits or not set(hexdigits) <= _HEX:
+                raise LiteralError(f"incomplete universal character name \\{e}{hexdigits} "
+                                   f"(\\{e} takes exactly {digits} hex digits)")
+            cp = int(hexdigits, 16)
+            i += digits
+            if cp > 0x10FFFF or 0xD800 <= cp <= 0xDFFF:
+                raise LiteralError(f"\\{e}{hexdigits} is not a valid universal character")
+            char(cp)
+        elif e in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[e])
+        else:                         # an unknown escape: gcc warns and keeps the character
+            char(ord(e))
+    return out
+
+
+def split_literal(text: str):
+    """(prefix, body) of a C character or string literal as the lexer gives it."""
+    m = _PREFIX.match(text)
+    if not m:
+        raise LiteralError(f"cannot read the literal {text[:40]}")
+    return m.group(1) or "", m.group(3)
+
+
+def char_constant(text: str):
+    """Value and C type of a character constant such as ``'a'``, ``'\\n'``, ``'\\377'`` or
+    ``L'\\u1234'``, by C's rules: a plain char is signed (``'\\xff'`` is -1); a constant of
+    several chars (``'ab'``) is an int, as gcc makes it. Raises `LiteralError`."""
+    prefix, body = split_literal(text)
+    wide = prefix in ("L", "u", "U")
+    units = _units(body, wide)
+    if not units:
+        raise LiteralError("empty character constant ''")
+    if wide:
+        if len(units) > 1:
+            raise LiteralError(f"the wide character constant {text[:40]} holds more than one "
+                               f"character")
+        t = {"L": ct.INT, "u": ct.USHORT, "U": ct.UINT}[prefix]
+        value = units[0]
+        if value > np.iinfo(t.dtype).max:
+            raise LiteralError(f"character {text[:40]} does not fit in {t}")
+        return value, t
+    if len(units) == 1:
+        value = units[0]
+        return (value - 256 if value >= 128 else value), ct.CHAR
+    if len(units) > 4 or prefix == "u8":
+        raise LiteralError(f"character constant {text[:40]} is too long for its type "
+                           f"({len(units)} bytes): write one character, or a string \"...\"")
+    value = 0
+    for u in units:                  # gcc's value of a multi-character constant
+        value = (value << 8) | u
+    return (value - (1 << 32) if value >= 1 << 31 else value), ct.INT
+
+
+def string_bytes(text: str) -> bytes:
+    """The bytes of a C string literal (escapes decoded by C's rules, UTF-8 beyond ASCII),
+    without the terminating NUL. Raises `LiteralError`."""
+    prefix, body = split_literal(text)
+    units = _units(body, wide=False)
+    return bytes(units)

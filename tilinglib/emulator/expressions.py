@@ -15,7 +15,8 @@ from pycparser import c_ast
 
 from . import ctypes_ as ct
 from . import values as V
-from .closures import BUILTIN_VECTORS, X, _line, constant, parse_int
+from .closures import (BUILTIN_VECTORS, LiteralError, X, _line, char_constant, constant,
+                       parse_int)
 
 
 _BUILTIN_ATTRS = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim", "gridDim": "gdim"}
@@ -43,9 +44,12 @@ class ExpressionsMixin:
         text = node.value
         if node.type == "string":
             return X(lambda ctx, s=text: s, ct.Pointer(ct.CHAR), const=text)
-        if node.type == "char":
-            body = text[1:-1].encode().decode("unicode_escape")
-            return constant(ord(body), ct.CHAR)
+        if node.type == "char" or text.endswith("'"):     # pycparser: 'ab' is an int
+            try:
+                value, t = char_constant(text)
+            except LiteralError as exc:
+                raise self.error(node, str(exc)) from None
+            return constant(value, t)
         if node.type in ("float", "double") or re.search(r"[.eEpP]", text) and not \
                 text.lower().startswith("0x"):
             is_float = text[-1] in "fF"

@@ -11,13 +11,15 @@ import functools
 
 import numpy as np
 
-from ..errors import KernelArgumentError, KernelNotFoundError, KernelRuntimeError, LaunchError
+from ..errors import (CompileError, KernelArgumentError, KernelNotFoundError, KernelRuntimeError,
+                      LaunchError)
 from .compiler import compile_program
 from .execute import Launch, LaunchOptions, warn_hazards, warn_if_large
 from .preprocess import check_options
 
 _DEFAULT = object()     # "not given": keep LaunchOptions' default
-from .parse import parse
+MAX_LOCAL_BYTES = 512 * 1024    # local memory per thread, the CUDA limit (ptxas refuses more)
+from .parse import parse, recursion_room
 from .preprocess import preprocess
 
 
@@ -57,7 +59,21 @@ class InOut(_ArgumentHandler):
 @functools.lru_cache(maxsize=64)
 def _compile(source: str, options: tuple):
     pre = preprocess(source, list(options))
-    return compile_program(pre, parse(pre))
+    ast = parse(pre)
+    try:
+        with recursion_room():
+            program = compile_program(pre, ast)
+    except RecursionError:
+        raise CompileError("kernel.cu: the kernel nests too deeply for the emulator's compiler "
+                           "(a chain of hundreds of __device__ calls, or expressions and "
+                           "blocks nested as deep): flatten it") from None
+    for code in program.kernels.values():
+        if code.local_bytes > MAX_LOCAL_BYTES:
+            raise CompileError(f"kernel.cu: {code.name} needs {code.local_bytes:,} bytes of "
+                               f"local memory per thread (its local arrays); CUDA allows at "
+                               f"most {MAX_LOCAL_BYTES:,} (512 KiB): ptxas refuses the kernel. "
+                               f"Use a smaller array, or global memory passed in by the host.")
+    return program
 
 
 class SourceModule:

@@ -9,6 +9,8 @@ parameter list before launching.
 from __future__ import annotations
 
 import re
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pycparser import c_ast, c_parser
@@ -27,6 +29,28 @@ class Param:
     line: int | None = None
 
 
+# pycparser's parser, the compiler and the compiled closures all recurse once or more per level
+# of nesting. They run with this much room for Python frames (Python 3.11 and later keep pure
+# Python calls off the C stack; 3.10 does not, so it gets less), and the AST may nest at
+# most MAX_NESTING levels: deeper source is a CompileError, never a RecursionError.
+RECURSION_ROOM = 20_000 if sys.version_info >= (3, 11) else 6_000
+MAX_NESTING = 1_000
+
+
+@contextmanager
+def recursion_room(frames: int = RECURSION_ROOM):
+    """Run the body with Python's recursion limit at least `frames` (restored after)."""
+    old = sys.getrecursionlimit()
+    if old >= frames:
+        yield
+        return
+    sys.setrecursionlimit(frames)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 _PARSE_ERROR = re.compile(r"^(?P<file>[^:]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>.*)$", re.S)
 
 
@@ -40,7 +64,13 @@ def parse(pre: Preprocessed) -> c_ast.FileAST:
     """Parse stage 1's text. Raises `CompileError` at the student's line and column."""
     parser = c_parser.CParser()
     try:
-        return parser.parse(pre.text, filename=SOURCE_NAME)
+        with recursion_room():
+            ast = parser.parse(pre.text, filename=SOURCE_NAME)
+    except RecursionError:
+        line = _current_line(parser)
+        raise CompileError(f"{SOURCE_NAME}:{line}: the source is nested too deeply for the "
+                           f"emulator's parser (parentheses, blocks or operators thousands of "
+                           f"levels deep)", line=line, source_line=source_line(pre, line)) from None
     except c_parser.ParseError as exc:
         text = str(exc)
         m = _PARSE_ERROR.match(text)
@@ -60,6 +90,25 @@ def parse(pre: Preprocessed) -> c_ast.FileAST:
                 msg += hint
         raise CompileError(f"{SOURCE_NAME}:{line}:{col}: {msg}", line=line, column=col,
                            source_line=source_line(pre, line)) from None
+    check_nesting(pre, ast)
+    return ast
+
+
+def check_nesting(pre: Preprocessed, ast, limit: int = MAX_NESTING) -> None:
+    """Raise `CompileError` at the first node nested more than `limit` levels deep in `ast`
+    (a sum of thousands of terms in one expression, blocks inside blocks...). Iterative, so
+    it never recurses itself."""
+    stack = [(ast, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            line = getattr(getattr(node, "coord", None), "line", None)
+            raise CompileError(
+                f"{SOURCE_NAME}:{line}: expressions and statements nested more than {limit:,} "
+                f"levels deep (a sum of over {limit:,} terms in one expression, or blocks "
+                f"inside blocks): split it into several statements", line=line,
+                source_line=source_line(pre, line))
+        stack.extend((child, depth + 1) for _, child in node.children())
 
 
 def _missing_semicolon(pre: Preprocessed, line: int) -> str:

@@ -6,9 +6,12 @@ other options are accepted and ignored). Output: a `Preprocessed` holding C text
 error messages.
 
 Steps:
-1. pcpp runs the C preprocessor (macros, ``#if``/``#ifdef``, ``-D``); ``#include`` of a
-   header it cannot find (``cuda_runtime.h``, ``stdio.h``, ...) is dropped, as the CUDA
-   headers only declare what the emulator provides built in.
+1. pcpp runs the C preprocessor (macros, ``#if``/``#ifdef``, ``-D``). It never opens a file:
+   ``#include`` of a CUDA or C header in `KNOWN_HEADERS` (``cuda_runtime.h``, ``stdio.h``,
+   ...) is satisfied inside, as those headers only declare what the emulator provides built
+   in; any other ``#include`` is a `CompileError` at its line. Macro expansion has caps
+   (`MAX_MACRO_DEPTH`, `MAX_EXPANSION_TOKENS`), and so has the source (`MAX_SOURCE_CHARS`):
+   a macro bomb ends in a `CompileError` in well under a second.
 2. CUDA's extensions are rewritten into C that keeps their meaning for the compiler stage:
    ``__global__`` becomes the function specifier ``_Noreturn`` (a marker: kernels return
    void anyway), ``__shared__`` the storage class ``_Thread_local`` and ``__constant__`` the
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from dataclasses import dataclass
 
 import pcpp
@@ -33,6 +37,32 @@ from ..errors import CompileError, UnsupportedFeatureError
 from .ctypes_ import VECTOR_TYPES
 
 SOURCE_NAME = "kernel.cu"
+
+# Headers an #include may name: they declare what the emulator provides built in, so they
+# are satisfied without reading anything. Any other #include is a CompileError.
+KNOWN_HEADERS = frozenset({
+    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h",
+    "device_functions.h", "vector_types.h", "vector_functions.h", "math_constants.h",
+    "sm_20_atomic_functions.h", "sm_60_atomic_functions.h", "cuda_device_runtime_api.h",
+    "builtin_types.h", "driver_types.h", "host_defines.h", "crt/host_defines.h",
+    "cuda_fp16.h", "cuda_bf16.h",       # included is fine; using __half is refused below
+    "stdio.h", "stdlib.h", "stdint.h", "stddef.h", "stdbool.h", "math.h", "float.h",
+    "limits.h", "assert.h", "string.h", "inttypes.h",
+    "cstdio", "cstdlib", "cstdint", "cstddef", "cmath", "cfloat", "climits", "cassert",
+    "cstring", "cinttypes",
+})
+# Headers of CUDA libraries the emulator does not provide: refused with their name.
+UNSUPPORTED_HEADERS = {
+    "cooperative_groups.h": "cooperative groups", "mma.h": "warp matrix functions (wmma)",
+    "cublas_v2.h": "cuBLAS", "cublas.h": "cuBLAS", "curand_kernel.h": "cuRAND",
+    "cub/cub.cuh": "CUB", "thrust/device_vector.h": "Thrust",
+}
+NO_FILES = "the emulator reads no files: paste what you need into your source"
+
+MAX_SOURCE_CHARS = 256 * 1024       # a kernel file of 5,000 long lines is about 200 KB
+MAX_MACRO_DEPTH = 100               # macros expanding macros (or arguments), nested
+MAX_EXPANSION_TOKENS = 100_000      # tokens made by nested macro expansion, summed
+MAX_PREPROCESS_SECONDS = 10.0       # a last safety net behind the two caps above
 
 # Declarations the parser needs to know type names; the compiler maps each name to its type.
 _PRELUDE_TYPEDEFS = [
@@ -147,15 +177,75 @@ def parse_options(options) -> tuple[dict, list]:
     return defines, undefines
 
 
+class _Stop(Exception):
+    """Raised inside pcpp to stop preprocessing at once: (line, message)."""
+
+    def __init__(self, line, message):
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
 class _Preprocessor(pcpp.Preprocessor):
     def __init__(self):
         super().__init__()
         self.line_directive = "#line"
         self.errors: list[tuple[int | None, str]] = []
+        self._depth = 0
+        self._made = 0
+        self._deadline = time.monotonic() + MAX_PREPROCESS_SECONDS
+
+    # --- no host file is ever opened
+    def include(self, tokens, original_line):
+        """`#include`: a known header is satisfied without reading anything; every other
+        name is an error at its line. (Replaces pcpp's include, which searches the disk.)"""
+        line = original_line[0].lineno if original_line else None
+        if tokens and tokens[0].value != "<" and tokens[0].type != self.t_STRING:
+            tokens = self.tokenstrip(self.expand_macros(tokens))
+        name = None
+        if tokens and tokens[0].value == "<":
+            close = next((i for i, t in enumerate(tokens) if t.value == ">"), None)
+            if close is not None:
+                name = "".join(t.value for t in tokens[1:close])
+        elif tokens and tokens[0].type == self.t_STRING and tokens[0].value.startswith('"'):
+            name = tokens[0].value[1:-1]
+        if name is None:
+            raise _Stop(line, f"malformed #include: {NO_FILES}")
+        if name in KNOWN_HEADERS:
+            return iter(())
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        if name in UNSUPPORTED_HEADERS:
+            raise _Stop(line, f"#include <{shown}>: the CPU emulator does not support "
+                              f"{UNSUPPORTED_HEADERS[name]}")
+        raise _Stop(line, f"#include of '{shown}': {NO_FILES} (headers it knows: "
+                          f"cuda_runtime.h, stdio.h, math.h, stdint.h, ...)")
+
+    def on_file_open(self, is_system_include, includepath):
+        raise OSError(NO_FILES)         # never reached: include() above opens nothing
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
-        # CUDA and C library headers only declare what the emulator already provides.
-        raise pcpp.OutputDirective(pcpp.Action.IgnoreAndRemove)
+        raise _Stop(None, NO_FILES)
+
+    # --- caps on macro expansion
+    def expand_macros(self, tokens, expanding_from=[]):    # noqa: B006 (pcpp's signature)
+        # pcpp keeps the line of the source token being expanded (for __LINE__): blame it.
+        line = self.linemacro or (tokens[0].lineno if tokens else None)
+        if self._depth >= MAX_MACRO_DEPTH:
+            raise _Stop(line, f"macros nested more than {MAX_MACRO_DEPTH} deep (a macro whose "
+                              f"expansion uses another macro, and so on): write it out")
+        if time.monotonic() > self._deadline:
+            raise _Stop(line, f"preprocessing took more than {MAX_PREPROCESS_SECONDS:g} s")
+        self._depth += 1
+        try:
+            out = super().expand_macros(tokens, expanding_from)
+        finally:
+            self._depth -= 1
+        if self._depth:                 # a nested expansion (the source's own text is not)
+            self._made += len(out)
+            if self._made > MAX_EXPANSION_TOKENS:
+                raise _Stop(line, f"macro expansion made more than {MAX_EXPANSION_TOKENS:,} "
+                                  f"tokens (macros that double at each level grow as 2^n): "
+                                  f"the emulator stops here")
+        return out
 
     def on_error(self, file, line, msg):
         self.errors.append((line, msg))
@@ -170,6 +260,8 @@ class _Preprocessor(pcpp.Preprocessor):
             return True
         if directive.value == "warning":
             return True
+        if directive.value in ("include_next", "import"):
+            raise _Stop(directive.lineno, f"#{directive.value}: {NO_FILES}")
         return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
 
 
@@ -265,6 +357,19 @@ def _check_unsupported(text: str, source_lines) -> None:
                 line=line, source_line=src)
 
 
+def _check_text(source: str, source_lines) -> None:
+    """Refuse a str that is no text a file could hold (a lone surrogate such as '\\ud800')."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = source.count("\n", 0, exc.start) + 1
+        raise CompileError(f"{SOURCE_NAME}:{line}: the source holds the code point "
+                           f"U+{ord(source[exc.start]):04X}, a lone surrogate, which is not "
+                           f"text: retype the character", line=line,
+                           source_line=source_lines[line - 1].encode("utf-8", "replace")
+                           .decode("utf-8")) from None
+
+
 def preprocess(source: str, options=None) -> Preprocessed:
     """Run stage 1 on `source` (a str of CUDA C) with nvcc-style `options`.
 
@@ -275,20 +380,39 @@ def preprocess(source: str, options=None) -> Preprocessed:
     if not isinstance(source, str):
         raise CompileError(f"the kernel source must be a str, got {type(source).__name__}")
     defines, undefines = parse_options(options)
+    size = len(source) + sum(len(k) + len(v) for k, v in defines.items())
+    if size > MAX_SOURCE_CHARS:
+        raise CompileError(f"the source (with its -D options) has {size:,} characters, over "
+                           f"the emulator's {MAX_SOURCE_CHARS:,}: a kernel is a few hundred "
+                           f"lines")
     source_lines = tuple(source.split("\n"))
+    _check_text(source, source_lines)
     pp = _Preprocessor()
-    for name, value in defines.items():
-        pp.define(f"{name} {value}")
-    for name in undefines:
-        pp.undef(name)
-    pp.parse(source, source=SOURCE_NAME)
     out = io.StringIO()
-    pp.write(out)
+    try:
+        for name, value in defines.items():
+            pp.define(f"{name} {value}")
+        for name in undefines:
+            pp.undef(name)
+        pp.parse(source, source=SOURCE_NAME)
+        pp.write(out)
+    except _Stop as stop:
+        pp.errors.insert(0, (stop.line, stop.message))
+    except RecursionError:
+        pp.errors.insert(0, (None, "the source is nested too deeply for the preprocessor"))
+    except MemoryError:
+        pp.errors.insert(0, (None, "the preprocessor ran out of memory on this source"))
+    except CompileError:
+        raise
+    except Exception as exc:    # pcpp fails on some malformed input: say so
+        pp.errors.insert(0, (None, f"the preprocessor cannot read this source "
+                                   f"({type(exc).__name__})"))
     if pp.errors:
         line, msg = pp.errors[0]
+        line = line or None                 # pcpp says 0 where it has no line
         src = source_lines[line - 1] if line and 0 < line <= len(source_lines) else None
-        raise CompileError(f"{SOURCE_NAME}:{line}: preprocessor error: {msg}", line=line,
-                           source_line=src)
+        where = f"{SOURCE_NAME}:{line}" if line else SOURCE_NAME
+        raise CompileError(f"{where}: preprocessor error: {msg}", line=line, source_line=src)
     text = out.getvalue()
     if not text.lstrip().startswith("#line"):
         text = f'#line 1 "{SOURCE_NAME}"\n' + text

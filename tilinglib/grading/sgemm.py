@@ -23,8 +23,12 @@ of hanging the grader.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import html
 import math
+import signal
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -184,15 +188,24 @@ def declared_tile(source: str, options: Sequence[str] | None = None) -> int:
     return _probe_tile(source, list(options or []))
 
 
-def _probe_tile(source: str, options) -> int:
-    """The value of TILE after the submission's own #defines and the -D options."""
+def _probe_tile(source: str, options, deadline: float | None = None) -> int:
+    """The value of TILE after the submission's own #defines and the -D options (the probe
+    launch stops at `deadline`, a time.perf_counter() value, or after 10 s)."""
     from ..emulator import Out, SourceModule
 
     probe = (source + f"\n__global__ void {PROBE}(int* out) {{ out[0] = (int)(TILE); }}\n")
     f = SourceModule(probe, options=options).get_function(PROBE)
     out = np.zeros(1, dtype=np.int32)
-    f(Out(out), block=(1, 1, 1), grid=(1, 1))
+    f(Out(out), block=(1, 1, 1), grid=(1, 1), max_steps=100_000,
+      max_seconds=_seconds_left(deadline if deadline is not None
+                                else time.perf_counter() + 10.0))
     return int(out[0])
+
+
+def _seconds_left(deadline: float) -> float:
+    """Seconds until `deadline` (a time.perf_counter() value), at least 0.01: the launch's
+    max_seconds, so that no launch runs past the grader's time limit."""
+    return max(0.01, deadline - time.perf_counter())
 
 
 def _close(C, ref, bound, K) -> np.ndarray:
@@ -265,6 +278,9 @@ def _explain_error(exc: Exception, shape) -> str:
     M, N, K = shape
     where = f"M={M}, N={N}, K={K}"
     text = str(exc).strip()
+    if isinstance(exc, StepBudgetExceeded) and " s on the CPU emulator" in text:
+        return (f"{where}: the kernel did not finish within the grader's time limit (a loop "
+                f"that never ends, or far more work than C = A·B needs)")
     if isinstance(exc, StepBudgetExceeded):
         # The emulator's advice on lifting the limit is for notebooks, not for a graded run.
         text = text.split(" If the kernel is right and only big")[0]
@@ -319,7 +335,8 @@ class _Runner:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.function(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
-                          block=self.block, grid=grid, hazards=hazards, max_steps=budget)
+                          block=self.block, grid=grid, hazards=hazards, max_steps=budget,
+                          max_seconds=_seconds_left(self.deadline))
         report = self.function.last_report
         self.reports[shape] = report
         for h in report.hazards:
@@ -338,6 +355,74 @@ def _fail_all(kernel: str, reason: str, *, tile=None, block=None, t0=0.0) -> Gra
     return GradeReport(kernel, tuple(checks), tile, block, time.perf_counter() - t0)
 
 
+class _GradingTimeout(BaseException):
+    """Raised by the time box's alarm (a BaseException, so no `except Exception` inside
+    the emulator takes it for a fault of the kernel)."""
+
+
+@contextlib.contextmanager
+def _time_box(seconds: float):
+    """Interrupt the body after `seconds` of wall-clock time with `_GradingTimeout`: the
+    emulator's own limits end a hostile kernel sooner, this bounds the rest (compiling
+    included). Needs the main thread (SIGALRM); elsewhere the emulator's limits alone hold."""
+    usable = (hasattr(signal, "setitimer") and seconds > 0
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def alarm(signum, frame):
+        raise _GradingTimeout
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    start = time.monotonic()
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:           # someone else's alarm (pytest-timeout, say): give it back
+            signal.setitimer(signal.ITIMER_REAL,
+                             max(0.001, outer - (time.monotonic() - start)))
+
+
+GRACE_SECONDS = 1.5      # the time box's margin past time_limit
+
+
+def _contained(grade):
+    """Make a grader raise nothing for any source string: whatever escapes it (a
+    RecursionError, MemoryError or OverflowError from a hostile source, the time box's
+    alarm) becomes a failing report whose first message starts with a status word
+    ("timeout:", "memory:", "error:"). Arguments of the wrong type still raise TypeError."""
+
+    @functools.wraps(grade)
+    def contained(source, kernel_name, *args, time_limit: float = 60.0, **kwargs):
+        if not isinstance(source, str) or not isinstance(kernel_name, str) \
+                or not isinstance(time_limit, (int, float)):
+            return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
+        t0 = time.perf_counter()
+        from ..emulator.parse import recursion_room
+        try:
+            with _time_box(time_limit + GRACE_SECONDS), recursion_room():
+                return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
+        except _GradingTimeout:
+            why = (f"timeout: grading stopped after {time_limit:g} s (compiling and running the "
+                   f"kernel count against the limit): a loop that never ends, a huge launch, "
+                   f"or a source the emulator takes too long to compile")
+        except MemoryError:
+            why = ("memory: the kernel needed more memory than the grader has (huge local or "
+                   "shared arrays, or a huge launch)")
+        except RecursionError:
+            why = "error: the source nests too deeply for the emulator (RecursionError)"
+        except Exception as exc:     # noqa: BLE001 (a hostile source must not crash grading)
+            text = str(exc).splitlines()[0][:300] if str(exc) else ""
+            why = f"error: the grader could not run this kernel ({type(exc).__name__}: {text})"
+        return _fail_all(kernel_name, why, t0=t0)
+
+    return contained
+
+
 _OTHER_CHECKS = [("synchronisation (races, barriers, uninitialised shared memory)", 15),
                  ("shared memory is used", 10),
                  ("TILE declared is the TILE used", 5),
@@ -346,6 +431,7 @@ _OTHER_CHECKS = [("synchronisation (races, barriers, uninitialised shared memory
 
 
 # --------------------------------------------------------------------------- the grader
+@_contained
 def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None = None,
                 block: Sequence[int] | None = None,
                 grid: Callable[[int, int, int, int], Sequence[int]] | None = None,
@@ -403,7 +489,7 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
         return _fail_all(kernel_name, f"the kernel's parameters are ({have}); the assignment "
                          f"asks for {SGEMM_SIGNATURE}", t0=t0)
     try:
-        tile = _probe_tile(source, options)
+        tile = _probe_tile(source, options, t0 + time_limit)
     except CompileError:
         return _fail_all(kernel_name, "TILE is not defined: write '#define TILE 16' (or pass "
                          "options=['-DTILE=16']) and use TILE for the shared arrays and the "
