@@ -2,9 +2,16 @@
 
 tests/submissions/ holds CUDA C files, each with a header the tests read:
 ``// expect: <fragment>`` (one or more; every fragment must appear in the report's failure
-messages, or ``full marks``), ``// score: <n>`` (the exact score), and optionally
-``// grader: block=(x, y, z)`` (the block to grade with). ``bad_*.cu`` are the classic
-mistakes, one each; ``good_*.cu`` are correct kernels in different styles.
+messages, or ``full marks``), ``// score: <n>`` (the exact score), ``// fails: a; b; ...``
+(bad kernels: exactly the checks that fail, named as in the report without "correct: " and
+without the parenthesis), and optionally ``// grader: block=(x, y, z)`` (the block to grade
+with). ``bad_*.cu`` are the classic mistakes, one each; ``good_*.cu`` are correct kernels in
+different styles.
+
+Each bad kernel's score is derived here, by hand, from the checks it fails and the weights
+the assignment states (`WEIGHTS`), not read back from the grader: correctness earns its
+points; the other checks count only when tiling passed, each in proportion to the
+correctness points earned.
 """
 
 import re
@@ -21,6 +28,30 @@ GOOD = sorted(SUBMISSIONS.glob("good_*.cu"))
 BAD = sorted(SUBMISSIONS.glob("bad_*.cu"))
 
 
+# The weights a1 states (its notebook and check_sgemm's docstring): 30 for correctness, 70 for
+# the rest, the rest only for a tiled kernel and in proportion to the correctness earned.
+CORRECTNESS = {"1x1x1": 4, "square, multiple of TILE": 4, "TILE+1 and TILE-1": 5,
+               "primes, M != N != K": 5, "tall and wide": 4, "long K": 4,
+               "interior blocks, partial K tile": 4}
+QUALITY = {"tiling": 25, "synchronisation": 20, "TILE declared is the TILE used": 5,
+           "64-bit index arithmetic": 10, "accumulator initialised": 10}
+
+
+def expected_score(fails: set) -> float:
+    """The score the stated weights give a kernel failing exactly the checks in `fails`."""
+    if "compiles and launches" in fails:
+        return 0.0
+    earned = sum(p for name, p in CORRECTNESS.items() if name not in fails)
+    if "tiling" in fails:
+        return float(earned)
+    rest = sum(p for name, p in QUALITY.items() if name not in fails)
+    return round(earned + rest * earned / 30, 2)
+
+
+def short_name(check_name: str) -> str:
+    return check_name.removeprefix("correct: ").split(" (")[0]
+
+
 def header(path):
     text = path.read_text()
     expect = re.findall(r"^// expect: (.*)$", text, re.M)
@@ -28,6 +59,11 @@ def header(path):
     block = re.search(r"^// grader: block=\((.*?)\)$", text, re.M)
     kwargs = {"block": tuple(int(x) for x in block.group(1).split(","))} if block else {}
     return text, expect, (float(score.group(1)) if score else None), kwargs
+
+
+def stated_fails(path) -> set:
+    found = re.search(r"^// fails: (.*)$", path.read_text(), re.M)
+    return set(found.group(1).split("; ")) if found else set()
 
 
 def grade(path, gpu=False):
@@ -39,6 +75,23 @@ def grade(path, gpu=False):
 
 def test_the_corpus_is_big_enough():
     assert len(BAD) >= 12 and len(GOOD) >= 3
+
+
+def test_the_weights_are_the_assignments():
+    assert sum(CORRECTNESS.values()) == 30 and sum(QUALITY.values()) == 70
+    assert {c.name: c.points for c in sgemm_cases(16)} == CORRECTNESS
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
+def test_each_header_score_follows_from_the_weights(path):
+    """The `// score:` in each header is the weights' arithmetic on its `// fails:` list
+    (no grader involved): e.g. bad_guard_edge_blocks_only fails primes (5) and the interior
+    case (4): 21 of 30, plus 70 x 21/30 = 49, so 70."""
+    _, _, score, _ = header(path)
+    fails = stated_fails(path)
+    assert fails, f"{path.name} needs a '// fails:' line"
+    assert fails <= set(CORRECTNESS) | set(QUALITY) | {"compiles and launches"}, fails
+    assert score == expected_score(fails)
 
 
 @pytest.mark.parametrize("path", GOOD, ids=lambda p: p.stem)
@@ -60,6 +113,7 @@ def test_each_mistake_fails_with_its_message(path):
     for fragment in expect:
         assert fragment in text, f"{path.name}: {fragment!r} not in\n{text}"
     assert report.score == score, str(report)
+    assert {short_name(c.name) for c in report.checks if not c.passed} == stated_fails(path)
     assert all(c.message != "ok" for c in report.checks if not c.passed)
 
 
@@ -136,7 +190,7 @@ def test_report_views_and_totals():
     assert "FAIL" in str(report) and "synchronisation" in str(report)
     html = report._repr_html_()
     assert "<table>" in html and "write-after-read" in html
-    assert "score=85" in repr(report)
+    assert "score=80" in repr(report)
 
 
 def test_cases_cover_the_edges_for_every_tile():
@@ -145,7 +199,62 @@ def test_cases_cover_the_edges_for_every_tile():
         assert (1, 1, 1) in shapes
         assert any(M != N != K != M for M, N, K in shapes)
         assert any(K % tile and K > tile for _, _, K in shapes) or tile == 1
-        assert sum(c.points for c in sgemm_cases(tile)) == 55
+        # a 3 x 3 grid (or more) whose interior block (0, 0) meets a partial tile along K
+        assert any(M > 2 * tile and N > 2 * tile and K % tile for M, N, K in shapes) or tile == 1
+        assert sum(c.points for c in sgemm_cases(tile)) == 30
+
+
+def grade_text(text, **kwargs):
+    return check_sgemm(text, "sgemm", gpu=False, **kwargs)
+
+
+def test_without_tiling_a_correct_kernel_keeps_only_its_correctness_points():
+    """Correct, and every other check it can pass passed, yet 30: the tiling gate."""
+    for name in ("bad_no_shared_memory.cu", "bad_naive_no_shared.cu", "bad_tile_one.cu",
+                 "bad_tile_two.cu"):
+        report = grade(SUBMISSIONS / name)
+        assert all(c.passed for c in report.checks if c.name.startswith("correct: "))
+        assert report.score == 30, str(report)
+        gated = [c for c in report.checks if c.passed and not c.name.startswith("correct: ")
+                 and c.max_points > 0]
+        assert gated and all(c.points == 0 and "not counted" in c.message for c in gated)
+
+
+def test_tile_four_is_the_smallest_tile_that_counts():
+    text = (SUBMISSIONS / "good_ternary.cu").read_text()
+    assert grade_text(text, options=["-DTILE=4"]).score == 100
+    three = grade_text(text, options=["-DTILE=3"])
+    assert three.score == 30 and "TILE = 3" in "\n".join(three.failures)
+
+
+def test_the_other_checks_count_in_proportion_to_correctness():
+    report = grade(SUBMISSIONS / "bad_guard_edge_blocks_only.cu")
+    share = 21 / 30                     # primes (5) and the interior case (4) fail
+    for c in report.checks:
+        if c.name.startswith("correct: ") or c.max_points == 0:
+            continue
+        assert c.passed and c.points == pytest.approx(c.max_points * share, abs=1e-3), c
+        assert "counted at 70%" in c.message
+    assert "ok ~" in str(report) and "counted at 70%" in str(report)
+
+
+def test_an_empty_kernel_and_one_that_never_writes_c_score_zero():
+    for name in ("bad_empty_kernel.cu", "bad_never_writes_c.cu"):
+        report = grade(SUBMISSIONS / name)
+        assert report.score == 0 and "never written" in "\n".join(report.failures)
+    # the no-write kernel passes every check after correctness, and they count for nothing
+    report = grade(SUBMISSIONS / "bad_never_writes_c.cu")
+    rest = [c for c in report.checks if not c.name.startswith("correct: ") and c.max_points]
+    assert all(c.passed and c.points == 0 for c in rest)
+
+
+def test_the_interior_case_catches_guards_only_in_edge_blocks():
+    """Interior blocks are in neither the last block row nor column: with TILE = 16 the
+    35 x 37 x 39 case has 3 x 3 blocks, and block (0, 0) reads B rows 32..47 of K = 39."""
+    report = grade(SUBMISSIONS / "bad_guard_edge_blocks_only.cu")
+    (check,) = [c for c in report.checks if c.name == "correct: interior blocks, partial K tile"]
+    assert not check.passed and "M=35, N=37, K=39" in check.message
+    assert "'B'" in check.message
 
 
 def test_non_str_source_is_a_type_error():
