@@ -95,9 +95,10 @@ class GradeReport:
         return [f"{c.name}: {c.message}" for c in self.checks if not c.passed]
 
     def __str__(self) -> str:
+        where = (f"TILE={self.tile}, block={self.block}, " if self.tile is not None else "")
         head = (f"{self.kernel}: {self.score:g} / {self.max_score:g}"
                 f"{'  (all checks passed)' if self.passed else ''}"
-                f"  [TILE={self.tile}, block={self.block}, {self.seconds:.1f} s]")
+                f"  [{where}{self.seconds:.1f} s]")
         width = max((len(c.name) for c in self.checks), default=0)
         lines = [head]
         for c in self.checks:
