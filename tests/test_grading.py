@@ -260,3 +260,143 @@ def test_the_interior_case_catches_guards_only_in_edge_blocks():
 def test_non_str_source_is_a_type_error():
     with pytest.raises(TypeError, match="as a str"):
         check_sgemm(b"bytes", "sgemm")
+
+
+# --------------------------------------------------------------------------- assignments
+from tilinglib.grading import assignments as asg  # noqa: E402
+
+
+def test_a2_barrier_is_accepted_exactly_where_it_removes_the_race():
+    """Inserting __syncthreads() after each line of the buggy kernel (boundary bug fixed)
+    and running the race check: after line 10 or 11 it opens the loop body before the
+    stores (the previous tile's reads are done), after 16 it closes the body after the
+    inner loop. After 15 it becomes the inner loop's body ('k' undeclared on the next
+    line); after 17, the loop's closing brace, it is outside the loop and the race stays;
+    before line 10 it is outside the loop too; after line 12 or 13 it still lets one
+    tile's store race with the other's reads."""
+    accepted = {line for line in range(1, 21) if asg.barrier_fix_verdict(line) is None}
+    assert accepted == {10, 11, 16}
+    assert "write-after-read" in asg.barrier_fix_verdict(17)
+    report = asg.grade_part("a2_fix_the_kernel", "a2-test-barrier",
+                            {"BARRIER_MISSING_AFTER_LINE": 17})
+    assert report.score == 0 and report.max_score == 5
+    assert "line 17 ('}')" in report.failures[0]
+
+
+def test_a2_boundary_line_is_the_line_the_emulator_names():
+    from tilinglib.emulator import In, InOut, SourceModule
+    from tilinglib.errors import MemoryAccessError
+
+    lines = asg.A2_BUGGY_KERNEL.splitlines()
+    fixed_barrier = "\n".join(lines[:16] + ["        __syncthreads();"] + lines[16:])
+    f = SourceModule(fixed_barrier).get_function("sgemm")
+    M, N, K = 20, 21, 40
+    A = np.ones((M, K), np.float32)
+    B = np.ones((K, N), np.float32)
+    C = np.zeros((M, N), np.float32)
+    with pytest.raises(MemoryAccessError, match=r"'B'[\s\S]*kernel\.cu:13"):
+        f(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
+          block=(16, 16, 1), grid=(2, 2))
+    part = lambda v: asg.grade_part("a2_fix_the_kernel", "a2-test-boundary",  # noqa: E731
+                                    {"BOUNDARY_BUG_LINE": v})
+    assert part(13).score == 5
+    assert part(12).score == 0 and "checks both row < M and ka < K" in part(12).failures[0]
+    assert part(99).score == 0 and "lines 1 to 20" in part(99).failures[0]
+
+
+def test_a2_an_unchanged_copy_of_the_buggy_kernel_scores_zero():
+    report = asg.grade_part("a2_fix_the_kernel", "a2-test-grader",
+                            {"FIXED_KERNEL": "  " + asg.A2_BUGGY_KERNEL + "\n"})
+    assert report.score == 0 and report.max_score == 90
+    assert "still BUGGY_KERNEL" in report.failures[0]
+
+
+def test_a2_fixed_kernel_counts_ninety_percent_of_check_sgemm():
+    fixed = (SUBMISSIONS / "bad_int32_index.cu").read_text()        # 90 of 100 in a1
+    report = asg.grade_part("a2_fix_the_kernel", "a2-test-grader", {"FIXED_KERNEL": fixed})
+    assert report.max_score == 90 and report.score == 81
+
+
+def test_a3_numbers_are_the_lessons():
+    """Two float arrays of TILE x TILE: 8·TILE² bytes. Blocks per SM on the H200 (lesson
+    04's table, 32 registers per thread as nvcc gave sgemm_tiled): TILE 4 and 8 hit the 32
+    block slots, 16 gives 2,048/256 = 8, 32 gives 2,048/1,024 = 2. Intensity 0.25·TILE.
+    The H200's fastest launchable TILE at N = 4096 is 32 (8,997 GFLOP/s against 8,069)."""
+    want = asg.a3_expected()
+    assert want["SHARED_BYTES"] == {4: 128, 8: 512, 16: 2048, 32: 8192}
+    assert want["BLOCKS_PER_SM"] == {4: 32, 8: 32, 16: 8, 32: 2}
+    assert want["INTENSITY"] == {4: 1.0, 8: 2.0, 16: 4.0, 32: 8.0}
+    assert want["REGISTERS"] == {4: 32, 8: 32, 16: 32, 32: 32}
+    assert want["CHOSEN_TILE"] == 32
+    assert round(want["GFLOPS"][32]) == 8997 and round(want["GFLOPS"][16]) == 8069
+
+
+def test_a3_intensity_is_what_the_emulator_counts():
+    """N = 64, TILE = 8: 2·64³ FLOPs; each of the 64 blocks loads (64/8) tiles of A and B,
+    8·8 floats each: 64·8·2·64·4 bytes = 262,144; 524,288 / 262,144 = 2.0 = 0.25·8."""
+    from tilinglib import kernels
+    from tilinglib.emulator import In, Out, SourceModule
+
+    n, t = 64, 8
+    f = SourceModule(kernels.load("sgemm_tiled"), options=[f"-DTILE={t}"]).get_function(
+        "sgemmTiled")
+    A = np.ones((n, n), np.float32)
+    C = np.empty((n, n), np.float32)
+    f(np.int32(n), In(A), In(A), Out(C), block=(t, t, 1), grid=(n // t, n // t))
+    r = f.last_report
+    assert r.flops == 2 * n ** 3 and r.global_load_bytes == 262_144
+    assert r.flops / r.global_load_bytes == asg.a3_expected()["INTENSITY"][t]
+
+
+def test_a3_grades_numbers_per_tile_with_the_reason():
+    report = asg.grade("a3_choose_tile", {
+        "SHARED_BYTES": {4: 64, 8: 512, 16: 1024, 32: 8192},
+        "BLOCKS_PER_SM": {4: 128, 8: 32, 16: 8, 32: 2},   # 2,048 threads / 16
+        "INTENSITY": {4: 0.25, 8: 2.0, 16: 4.004, 32: 8},
+        "CHOSEN_TILE": 64})
+    by = {c.name.split(" (")[-1].rstrip(")"): c for c in report.checks}
+    assert by["SHARED_BYTES"].points == 5 and "one array" in by["SHARED_BYTES"].message
+    assert by["BLOCKS_PER_SM"].points == 7.5 and "32 blocks" in by["BLOCKS_PER_SM"].message
+    assert by["INTENSITY"].points == 22.5 and "naive kernel" in by["INTENSITY"].message
+    assert by["CHOSEN_TILE"].points == 0 and "4,096 threads" in by["CHOSEN_TILE"].message
+    assert report.score == 35 and report.max_score == 70
+
+
+@pytest.mark.parametrize("answers", [
+    {}, {"KERNEL": 5, "FIXED_KERNEL": b"x", "BOUNDARY_BUG_LINE": True, "CHOSEN_TILE": 32.0},
+    {"SHARED_BYTES": "128", "BLOCKS_PER_SM": [32], "INTENSITY": {4: float("nan"), 8: None}},
+    {"KERNEL": "", "FIXED_KERNEL": "not CUDA at all {", "BARRIER_MISSING_AFTER_LINE": -3},
+], ids=["none", "wrong-types", "odd-values", "bad-sources"])
+def test_grade_raises_nothing_and_keeps_max_score(answers):
+    for name, spec in asg.ASSIGNMENTS.items():
+        report = asg.grade(name, answers)
+        assert report.max_score == spec.max_score
+        assert report.score < spec.max_score and report.failures
+        total = sum(asg.grade_part(name, p.cell, answers).score for p in spec.parts)
+        assert total == pytest.approx(report.score, abs=0.01)
+
+
+def test_a_misbehaving_mapping_gives_no_answers():
+    class Hostile(dict):
+        def get(self, *a):
+            raise RuntimeError("boom")
+
+        def __contains__(self, key):
+            raise RuntimeError("boom")
+
+    assert asg.grade("a3_choose_tile", Hostile()).score == 0
+    assert asg.grade_part("a3_choose_tile", "a3-test-choice", Hostile()).score == 0
+
+
+def test_literal_answers_reads_a_cell_without_running_it():
+    cell = ('KERNEL = r"""skeleton"""\nX = 1\nKERNEL = r"""final"""\n'
+            'Y = {t: t for t in (4, 8)}\nZ = {4: 128}\nZ = make()\nprint("never run")')
+    assert asg.literal_answers(cell) == {"KERNEL": "final", "X": 1}
+    assert asg.literal_answers("KERNEL = r'''unclosed") == {}
+
+
+def test_unknown_assignment_or_cell_names_the_known_ones():
+    with pytest.raises(KeyError, match="a1_tiled_sgemm"):
+        asg.grade("a4", {})
+    with pytest.raises(KeyError, match="a2-test-barrier"):
+        asg.grade_part("a2_fix_the_kernel", "a2-test-lines", {})

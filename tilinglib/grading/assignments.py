@@ -379,8 +379,8 @@ def _shared_hint(t, value) -> str:
 def _blocks_hint(t, value) -> str:
     if value is None:
         return "missing"
-    if value == 2048 // (t * t):
-        return "threads alone allow that, but an SM holds at most 32 blocks"
+    if isinstance(value, (int, float)) and value > 32:
+        return "an H200 SM holds at most 32 blocks, whatever their size"
     return (f"use occupancy({t * t}, registers_per_thread=REGISTERS[{t}], "
             f"static_shared=SHARED_BYTES[{t}]).active_blocks")
 
