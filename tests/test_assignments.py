@@ -319,10 +319,18 @@ def test_autograde_assignment_3(course):
     grace["a3-part1-answer"] = ("SHARED_BYTES = {4: 64, 8: 256, 16: 1024, 32: 4096}\n"
                                 "BLOCKS_PER_SM = {4: 32, 8: 32, 16: 8, 32: 2}")
     submit(course, name, "grace", grace)
+    # hana computed INTENSITY with code in the answer cell: the command reads no literal, so
+    # it has no answer (0 of 30), and the notebook's test cell, reading IPython's input
+    # history, agrees
+    hana = dict(answers)
+    hana["a3-part2-answer"] = "INTENSITY = {t: 0.25 * t for t in TILES}"
+    submit(course, name, "hana", hana)
     nbgrader_cli(course, "autograde", name, "--create", "--force")
     # autograded points only (70); the justification (30) waits for the instructor
-    assert scores(course, name) == {"alice": 70, "frank": 50, "grace": 60}
-    assert_notebook_equals_command(course, name, ["alice", "frank", "grace"])
+    assert scores(course, name) == {"alice": 70, "frank": 50, "grace": 60, "hana": 40}
+    assert_notebook_equals_command(course, name, ["alice", "frank", "grace", "hana"])
+    hana_nb = (course / "autograded" / "hana" / name / f"{name}.ipynb").read_text()
+    assert "INTENSITY is computed by code, not written as a literal" in hana_nb
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:

@@ -400,3 +400,16 @@ def test_unknown_assignment_or_cell_names_the_known_ones():
         asg.grade("a4", {})
     with pytest.raises(KeyError, match="a2-test-barrier"):
         asg.grade_part("a2_fix_the_kernel", "a2-test-lines", {})
+
+
+def test_in_a_notebook_a_computed_answer_counts_as_none_as_for_the_command():
+    """`globals()` in a notebook has IPython's input history `In`: an answer whose latest
+    top-level binding is not a literal is what the command cannot read, so it is absent."""
+    right = {4: 128, 8: 512, 16: 2048, 32: 8192}
+    ns = {"_ih": ["", "SHARED_BYTES = {t: 8 * t * t for t in (4, 8, 16, 32)}", "x = 1"],
+          "SHARED_BYTES": right}
+    report = asg.grade_part("a3_choose_tile", "a3-test-shared", ns)
+    assert report.score == 0 and "computed by code" in report.notes[0]
+    ns["_ih"].append("SHARED_BYTES = {4: 128, 8: 512, 16: 2048, 32: 8192}")
+    assert asg.grade_part("a3_choose_tile", "a3-test-shared", ns).score == 10
+    assert asg.grade_part("a3_choose_tile", "a3-test-shared", {"SHARED_BYTES": right}).score == 10

@@ -480,6 +480,59 @@ def grade_part(assignment: str, cell: str, answers: Mapping[str, object]) -> Gra
                 picked[name] = answers[name]
         except Exception:
             pass
+    notes = []
+    for name in _computed_answers(answers, part.answers):
+        picked.pop(name, None)
+        notes.append(f"{name} is computed by code, not written as a literal: the grader reads "
+                     f"the answer cell as text, without running it, so it sees no {name}. "
+                     f"Write the value itself (numbers, a string, a dict of numbers).")
     if spec.name == "a1_tiled_sgemm":
-        return replace(_grade_a1(picked), seconds=time.perf_counter() - t0)
-    return _report(f"{spec.name} [{cell}]", part.grader(picked), t0)
+        report = _grade_a1(picked)
+        return replace(report, seconds=time.perf_counter() - t0,
+                       notes=tuple(report.notes) + tuple(notes))
+    return replace(_report(f"{spec.name} [{cell}]", part.grader(picked), t0),
+                   notes=tuple(notes))
+
+
+def _bound_names(source: str) -> set:
+    """Names a cell binds at its top level (assignments of any kind, imports, defs)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return set()
+    names = set()
+    for node in tree.body:
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def _computed_answers(answers, names) -> list:
+    """In a notebook (`answers` is IPython's namespace, with its input history ``_ih``: the
+    list ``In`` names too, but a notebook may rebind ``In``, as a3 does with tilinglib's): the
+    answer names whose latest top-level binding in the cells run so far is not a literal.
+    The command would see no answer there; so the notebook must not either. Elsewhere: []."""
+    try:
+        history = answers.get("_ih") if hasattr(answers, "get") else None
+    except Exception:
+        return []
+    if not isinstance(history, list):
+        return []
+    computed = []
+    for name in names:
+        for source in reversed(history):
+            if not isinstance(source, str) or name not in _bound_names(source):
+                continue
+            if name not in literal_answers(source):
+                computed.append(name)
+            break
+    return computed
