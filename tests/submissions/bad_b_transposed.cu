@@ -1,6 +1,7 @@
 // Mistake: B is read as if it were stored transposed (B[col*K + k]).
 // expect: B read as if it were stored transposed
-// score: 50
+// score: 13.33
+// fails: square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile
 #ifndef TILE
 #define TILE 16
 #endif

@@ -1,7 +1,8 @@
 // Mistake: the whole tile loop, barriers included, sits inside 'if (row < M && col < N)'.
 // expect: was reached by
 // expect: move the barrier outside the condition
-// score: 30
+// score: 10.67
+// fails: 1x1x1; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile; synchronisation
 #ifndef TILE
 #define TILE 16
 #endif

@@ -1,7 +1,8 @@
 // Mistake: the tile loop runs K / TILE times (floor), so the last partial tile of K is skipped.
 // expect: correct: TILE+1 and TILE-1
 // expect: stops before the last, partial tile
-// score: 55
+// score: 13.33
+// fails: 1x1x1; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile
 #ifndef TILE
 #define TILE 16
 #endif

@@ -1,7 +1,8 @@
 // Mistake: the loads are guarded only in the last tile along K; rows past M are read in every other tile.
 // expect: out-of-bounds access
 // expect: 'A'
-// score: 45
+// score: 40
+// fails: TILE+1 and TILE-1; primes, M != N != K; long K; interior blocks, partial K tile
 #ifndef TILE
 #define TILE 16
 #endif

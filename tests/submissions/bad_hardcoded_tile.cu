@@ -1,7 +1,8 @@
 // Mistake: TILE is declared 32 but the shared tiles and the index math use 16.
 // expect: TILE declared is the TILE used
 // expect: need 8,192
-// score: 15
+// score: 0
+// fails: 1x1x1; square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile; tiling; synchronisation; TILE declared is the TILE used
 #ifndef TILE
 #define TILE 32
 #endif

@@ -2,6 +2,7 @@
 // expect: 64-bit index arithmetic
 // expect: row * K
 // score: 90
+// fails: 64-bit index arithmetic
 #ifndef TILE
 #define TILE 16
 #endif

@@ -1,7 +1,8 @@
 // Mistake: no __syncthreads() between loading the tiles and reading them.
 // expect: synchronisation
 // expect: read-after-write
-// score: 85
+// score: 80
+// fails: synchronisation
 #ifndef TILE
 #define TILE 16
 #endif

@@ -1,7 +1,8 @@
 // Mistake: no __syncthreads() after the inner loop, so the next tile's loads overwrite a tile still being read.
 // expect: synchronisation
 // expect: write-after-read
-// score: 85
+// score: 80
+// fails: synchronisation
 #ifndef TILE
 #define TILE 16
 #endif

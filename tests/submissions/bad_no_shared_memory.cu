@@ -1,7 +1,8 @@
 // Mistake: a naive kernel: correct, but the shared arrays are never used.
-// expect: shared memory is used
+// expect: tiling (tiles staged in shared memory
 // expect: does not stage tiles
-// score: 90
+// score: 30
+// fails: tiling
 #define TILE 16
 __global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C)
 {

@@ -1,7 +1,8 @@
 // Mistake: loads are guarded with if but nothing is written past the edge, so the partial tile holds stale or unwritten values.
 // expect: Uninitialized __shared__ read
 // expect: correct: TILE+1 and TILE-1
-// score: 55
+// score: 32
+// fails: TILE+1 and TILE-1; primes, M != N != K; long K; interior blocks, partial K tile; synchronisation
 #ifndef TILE
 #define TILE 16
 #endif

@@ -1,7 +1,8 @@
 // Mistake: the tile loop's counter is never incremented.
 // expect: step budget
 // expect: Does its condition ever become false
-// score: 20
+// score: 0
+// fails: 1x1x1; square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile; tiling; synchronisation
 #ifndef TILE
 #define TILE 16
 #endif

@@ -1,7 +1,8 @@
 // Mistake: the block's row offset is added twice when indexing A (row already includes blockIdx.y * TILE).
 // expect: out-of-bounds access
 // expect: 'A'
-// score: 60
+// score: 26.67
+// fails: square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; tall and wide; interior blocks, partial K tile
 #ifndef TILE
 #define TILE 16
 #endif

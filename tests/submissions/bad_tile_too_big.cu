@@ -2,6 +2,7 @@
 // expect: 4,096 threads
 // expect: at most 1,024
 // score: 0
+// fails: compiles and launches; 1x1x1; square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile; tiling; synchronisation; TILE declared is the TILE used; 64-bit index arithmetic; accumulator initialised
 #ifndef TILE
 #define TILE 64
 #endif

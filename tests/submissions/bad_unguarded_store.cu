@@ -1,7 +1,8 @@
 // Mistake: the loads are guarded but the store to C is not.
 // expect: out-of-bounds access
 // expect: 'C'
-// score: 30
+// score: 13.33
+// fails: 1x1x1; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile
 #ifndef TILE
 #define TILE 16
 #endif

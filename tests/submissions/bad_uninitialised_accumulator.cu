@@ -1,7 +1,8 @@
 // Mistake: the accumulator is declared without a value.
 // expect: accumulator initialised
 // expect: 'sum' is read at line
-// score: 95
+// score: 90
+// fails: accumulator initialised
 #ifndef TILE
 #define TILE 16
 #endif

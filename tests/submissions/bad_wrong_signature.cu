@@ -1,6 +1,7 @@
 // Mistake: the square-only signature (int N, ...) instead of (int M, int N, int K, ...).
 // expect: the assignment asks for
 // score: 0
+// fails: compiles and launches; 1x1x1; square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile; tiling; synchronisation; TILE declared is the TILE used; 64-bit index arithmetic; accumulator initialised
 #ifndef TILE
 #define TILE 16
 #endif

@@ -19,6 +19,11 @@ report                                     # a table in Jupyter, text in a termi
 Every lost point comes with a message that says what went wrong, on which shape, and what to
 change. Every launch has a step budget, so a kernel that never ends fails its check instead
 of hanging the grader.
+
+The weights reward what the assignment teaches: correctness is 30 of the 100 points; the
+other 70 (tiling, synchronisation, the declared TILE, index width, the accumulator) count
+only for a kernel that really stages tiles in shared memory with TILE >= 4, and in
+proportion to the correctness earned. So a correct naive kernel scores 30, an empty one 0.
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ PROBE = "tilinglib_tile_probe"
 @dataclass(frozen=True)
 class Check:
     """One graded check: its `name`, the `points` it earned out of `max_points`, whether it
-    `passed`, and a `message` (what went wrong and what to change; "ok" when it passed)."""
+    `passed`, and a `message` (what went wrong and what to change; "ok" when it passed with
+    full points, "ok, ..." saying why when it passed but counts for less)."""
 
     name: str
     points: float
@@ -93,15 +99,16 @@ class GradeReport:
         return [f"{c.name}: {c.message}" for c in self.checks if not c.passed]
 
     def __str__(self) -> str:
+        where = (f"TILE={self.tile}, block={self.block}, " if self.tile is not None else "")
         head = (f"{self.kernel}: {self.score:g} / {self.max_score:g}"
                 f"{'  (all checks passed)' if self.passed else ''}"
-                f"  [TILE={self.tile}, block={self.block}, {self.seconds:.1f} s]")
+                f"  [{where}{self.seconds:.1f} s]")
         width = max((len(c.name) for c in self.checks), default=0)
         lines = [head]
         for c in self.checks:
-            mark = "ok  " if c.passed else "FAIL"
-            lines.append(f"  {mark} {c.name:<{width}}  {c.points:g}/{c.max_points:g}")
-            if not c.passed:
+            mark = "FAIL" if not c.passed else "ok  " if c.message == "ok" else "ok ~"
+            lines.append(f"  {mark} {c.name:<{width}}  {c.points:.3g}/{c.max_points:g}")
+            if c.message != "ok":
                 lines += ["         " + line for line in c.message.splitlines()]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -110,10 +117,10 @@ class GradeReport:
         rows = []
         for c in self.checks:
             colour = "#070" if c.passed else "#b00"
-            msg = "" if c.passed else html.escape(c.message).replace("\n", "<br>")
+            msg = "" if c.message == "ok" else html.escape(c.message).replace("\n", "<br>")
             rows.append(f"<tr><td style='color:{colour}'>{'✔' if c.passed else '✘'}</td>"
                         f"<td style='text-align:left'>{html.escape(c.name)}</td>"
-                        f"<td>{c.points:g}/{c.max_points:g}</td>"
+                        f"<td>{c.points:.3g}/{c.max_points:g}</td>"
                         f"<td style='text-align:left;font-family:monospace'>{msg}</td></tr>")
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
         return (f"<b>{html.escape(self.kernel)}: {self.score:g} / {self.max_score:g}</b> "
@@ -137,22 +144,26 @@ class _Case:
 
 def sgemm_cases(tile: int) -> list:
     """The correctness cases for a kernel with tile size `tile`: (name, [(M, N, K), ...],
-    points, what the case is for). Sizes stay small enough for the emulator."""
+    points, what the case is for). Sizes stay small enough for the emulator. The points add
+    up to `CORRECTNESS_POINTS` (30) for every tile."""
     t = int(tile)
     lo, hi = max(t - 1, 1), t + 1
     return [
-        _Case("1x1x1", ((1, 1, 1),), 5, "one element: almost every thread of the block is "
+        _Case("1x1x1", ((1, 1, 1),), 4, "one element: almost every thread of the block is "
               "outside the matrices"),
-        _Case("square, multiple of TILE", ((2 * t, 2 * t, 2 * t),), 10,
+        _Case("square, multiple of TILE", ((2 * t, 2 * t, 2 * t),), 4,
               "the easy case: no partial tile anywhere"),
-        _Case("TILE+1 and TILE-1", ((hi, lo, hi), (lo, hi, lo)), 10,
+        _Case("TILE+1 and TILE-1", ((hi, lo, hi), (lo, hi, lo)), 5,
               "one element past a tile, one short of a tile"),
-        _Case("primes, M != N != K", ((37, 19, 53), (13, 29, 7)), 10,
+        _Case("primes, M != N != K", ((37, 19, 53), (13, 29, 7)), 5,
               "nothing divides anything; rows, columns and K all differ"),
-        _Case("tall and wide", ((1000, 3, 5), (3, 1000, 7)), 10,
+        _Case("tall and wide", ((1000, 3, 5), (3, 1000, 7)), 4,
               "1000 rows by 3 columns, then 3 rows by 1000 columns"),
-        _Case("long K", ((7, 9, 3 * t + 5),), 10,
+        _Case("long K", ((7, 9, 3 * t + 5),), 4,
               "several tiles along K, the last one partial"),
+        _Case("interior blocks, partial K tile", ((2 * t + 3, 2 * t + 5, 2 * t + 7),), 4,
+              "a 3 x 3 grid whose interior blocks (not in the last block row or column) also "
+              "meet the last, partial tile along K"),
     ]
 
 
@@ -314,6 +325,7 @@ class _Runner:
     aborted: str | None = None
     hazards: list = field(default_factory=list)
     reports: dict = field(default_factory=dict)
+    sync_errors: list = field(default_factory=list)     # (shape, BarrierError/RaceError)
 
     def run(self, shape, *, hazards="warn"):
         """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
@@ -423,11 +435,56 @@ def _contained(grade):
     return contained
 
 
-_OTHER_CHECKS = [("synchronisation (races, barriers, uninitialised shared memory)", 15),
-                 ("shared memory is used", 10),
+CORRECTNESS_POINTS = 30
+MIN_TILE = 4
+CAP_WITHOUT_TILING = CORRECTNESS_POINTS
+# The checks after correctness (70 points), in order. The first is the tiling gate: a kernel
+# that fails it earns none of the others, so without tiling a kernel scores at most
+# CORRECTNESS_POINTS however correct. All of them count in proportion to the correctness
+# points earned (see _weigh).
+_TILING = "tiling (tiles staged in shared memory, TILE >= 4)"
+_SYNC = "synchronisation (races, barriers, uninitialised shared memory)"
+_OTHER_CHECKS = [(_TILING, 25),
+                 (_SYNC, 20),
                  ("TILE declared is the TILE used", 5),
                  ("64-bit index arithmetic", 10),
-                 ("accumulator initialised", 5)]
+                 ("accumulator initialised", 10)]
+
+
+def _weigh(checks: list) -> list:
+    """The final points of every check, from checks that each hold full or no points.
+
+    Correctness checks keep their points. Every other check counts in proportion to the
+    correctness points earned (an empty kernel, or one that never writes C, scores 0 whatever
+    else it gets right), and only when the tiling check passed (a kernel that stages no tiles,
+    or reuses nothing because TILE < 4, keeps only its correctness points: at most 30).
+    Messages say why a passed check counts for less than its points."""
+    correct = [c for c in checks if c.name.startswith("correct: ")]
+    earned = sum(c.points for c in correct)
+    total = sum(c.max_points for c in correct) or 1.0
+    share = earned / total
+    tiled = any(c.name == _TILING and c.passed for c in checks)
+    why_share = (f"counted at {share:.0%}: the checks after correctness count in proportion "
+                 f"to the correctness points earned ({earned:g} of {total:g})")
+    why_gate = ("not counted: without tiling (see 'tiling') a kernel keeps only its "
+                "correctness points")
+    out = []
+    for c in checks:
+        if c.name.startswith("correct: ") or c.name == "compiles and launches":
+            out.append(c)
+        elif earned == 0:
+            out.append(Check(c.name, 0, c.max_points, c.passed,
+                             f"ok, but {why_share}" if c.passed else c.message))
+        elif c.name != _TILING and not tiled:
+            out.append(Check(c.name, 0, c.max_points, c.passed,
+                             f"ok, but {why_gate}" if c.passed
+                             else f"{c.message}\n({why_gate[0].upper() + why_gate[1:]}.)"))
+        elif c.passed and share < 1:
+            out.append(Check(c.name, round(c.max_points * share, 4), c.max_points, True,
+                             f"ok, {why_share}"))
+        else:
+            out.append(c)
+    return out
 
 
 # --------------------------------------------------------------------------- the grader
@@ -448,14 +505,22 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     TILE x TILE tile of C: ``grid = (ceil(N / TILE), ceil(M / TILE))``, or ``grid(M, N, K,
     TILE)`` when a `grid` callable is given (to grade a student's own launch arithmetic).
 
-    Checks (100 points): results on 1x1x1, 2·TILE cubed, TILE±1, primes with M != N != K,
-    1000x3x5 and 3x1000x7, and a K spanning several tiles (55; each with NaN-filled C and
-    random non-symmetric data, every load and store bounds-checked); no shared-memory race,
-    partial barrier or read of unwritten shared memory (15); shared memory really staged
-    (about 2·ceil(K/TILE) global load requests per warp, not 2·K) (10); the shared arrays
-    are as big as TILE says (5); index products computed in 64 bits (10, read from the
-    source: the overflow needs matrices over 8 GiB); the accumulator set before it is read
-    (5, from the source: the emulator's registers start at 0, a GPU's do not).
+    Checks (100 points). Correctness (30): 1x1x1, 2·TILE cubed, TILE±1, primes with
+    M != N != K, 1000x3x5 and 3x1000x7, a K spanning several tiles, and (2·TILE+3) x
+    (2·TILE+5) x (2·TILE+7), whose interior blocks meet the last, partial K tile; each with
+    NaN-filled C and random non-symmetric data, every load and store bounds-checked. Then
+    (70): tiling, tiles of A and B really staged in shared memory (about 2·ceil(K/TILE)
+    global load requests per warp, not 2·K) with TILE >= 4 (25); no shared-memory race,
+    partial barrier or read of unwritten shared memory (20); the shared arrays as big as
+    TILE says (5); index products computed in 64 bits (10, read from the source: the
+    overflow needs matrices over 8 GiB); the accumulator set before it is read (10, from the
+    source: the emulator's registers start at 0, a GPU's do not).
+
+    Tiling is what the assignment teaches, so the 70 count only for a kernel that passes
+    the tiling check (one that stages no tiles, or TILE < 4, scores at most 30 however
+    correct), and each counts in proportion to the correctness points earned: a kernel
+    right on 21 of the 30 gets 70% of each check it passes, an empty kernel or one that
+    never writes C gets 0.
 
     A source that does not compile, the wrong signature, no TILE, or a block over 1,024
     threads scores 0, with the reason. `gpu=None` also runs the correctness cases on the
@@ -521,14 +586,15 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
             shared_case_shape = case.shapes[0]
 
     # --- synchronisation: hazards seen in the runs above, then a hazards="raise" run
-    checks.append(_synchronisation(runner, shared_case_shape))
     checks.append(_shared_used(runner, shared_case_shape))
+    checks.append(_synchronisation(runner, shared_case_shape))
     checks.append(_tile_consistent(f, tile, block3))
     checks.append(_index_width(source, options, kernel_name))
     checks.append(_accumulator(source, options, kernel_name))
 
     if gpu or gpu is None:
         notes += _gpu_pass(source, options, kernel_name, tile, block3, runner, checks, gpu)
+    checks = _weigh(checks)
     return GradeReport(kernel_name, tuple(checks), tile, block3, time.perf_counter() - t0,
                        tuple(notes))
 
@@ -548,6 +614,8 @@ def _correctness(runner: _Runner, case: _Case) -> Check:
                               f"N={shape[1]}, K={shape[2]})")
             return Check(name, 0, case.points, False, _explain_error(exc, shape))
         except (KernelRuntimeError, LaunchError, KernelArgumentError) as exc:
+            if isinstance(exc, (BarrierError, RaceError)):
+                runner.sync_errors.append((shape, exc))
             return Check(name, 0, case.points, False, _explain_error(exc, shape))
         except CompileError as exc:      # a construct the emulator only rejects when it runs
             return Check(name, 0, case.points, False, f"M={shape[0]}, N={shape[1]}, "
@@ -561,13 +629,29 @@ def _correctness(runner: _Runner, case: _Case) -> Check:
     return Check(name, case.points, case.points, True)
 
 
-def _synchronisation(runner: _Runner, shape) -> Check:
-    name, pts = _OTHER_CHECKS[0]
+def _counted_shape(runner: _Runner, preferred):
+    """The shape whose completed run the tiling and synchronisation checks read: `preferred`
+    (the long-K case) if it ran to the end, else the completed run with the most tiles along
+    K; None if no run completed."""
+    if preferred in runner.reports:
+        return preferred
+    done = sorted(runner.reports, key=lambda s: (_ceil_div(s[2], runner.tile), s[2]))
+    return done[-1] if done else None
+
+
+def _synchronisation(runner: _Runner, preferred) -> Check:
+    name, pts = _SYNC, dict(_OTHER_CHECKS)[_SYNC]
     if runner.hazards:
         (M, N, K), h = runner.hazards[0]
         return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {h}")
+    if runner.sync_errors:
+        shape, exc = runner.sync_errors[0]
+        return Check(name, 0, pts, False, _explain_error(exc, shape))
     if runner.aborted:
         return Check(name, 0, pts, False, f"not run: {runner.aborted}")
+    shape = _counted_shape(runner, preferred)
+    if shape is None:
+        return Check(name, 0, pts, False, "not checked: no correctness case ran to the end")
     try:
         runner.run(shape, hazards="raise")
     except (RaceError, BarrierError) as exc:
@@ -581,13 +665,23 @@ def _synchronisation(runner: _Runner, shape) -> Check:
     return Check(name, pts, pts, True)
 
 
-def _shared_used(runner: _Runner, shape) -> Check:
-    name, pts = _OTHER_CHECKS[1]
-    report = runner.reports.get(shape)
-    if report is None:
-        return Check(name, 0, pts, False, "not checked: the long-K case did not run to the end")
-    M, N, K = shape
+def _shared_used(runner: _Runner, preferred) -> Check:
+    name, pts = _TILING, dict(_OTHER_CHECKS)[_TILING]
     t = runner.tile
+    cap = (f"A kernel without tiling scores at most {CAP_WITHOUT_TILING} of 100 however "
+           f"correct: its correctness points only.")
+    if t < MIN_TILE:
+        reuse = ("reuses nothing: each element staged in shared memory is used by one thread"
+                 if t == 1 else f"reuses each element staged in shared memory only {t} times")
+        return Check(name, 0, pts, False,
+                     f"TILE = {t}: the kernel {reuse}, {0.25 * t:g} FLOP per byte requested "
+                     f"(the naive kernel: 0.25; TILE = 16: 4). {cap} Use TILE >= {MIN_TILE} "
+                     f"(16 or 32 on a real GPU).")
+    shape = _counted_shape(runner, preferred)
+    report = runner.reports.get(shape) if shape is not None else None
+    if report is None:
+        return Check(name, 0, pts, False, "not checked: no correctness case ran to the end")
+    M, N, K = shape
     blocks = math.prod(report.grid)
     tiles = _ceil_div(K, t)
     tiled = blocks * tiles * 2 * _ceil_div(t * t, 32)
@@ -597,12 +691,12 @@ def _shared_used(runner: _Runner, shape) -> Check:
                      f"{report.shared_store_requests} and loads {report.shared_load_requests} "
                      f"warp-requests of shared memory: it does not stage tiles there. Load each "
                      f"TILE x TILE tile of A and B into __shared__ arrays once, then compute "
-                     f"from them.")
+                     f"from them. {cap}")
     if report.global_load_requests > 2 * tiled:
         return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {report.global_load_requests:,} "
                      f"global load requests, where a tiled kernel needs about {tiled:,} "
                      f"(a naive one about {naive:,}): the inner loop still reads A or B from "
-                     f"global memory instead of the shared tiles.")
+                     f"global memory instead of the shared tiles. {cap}")
     return Check(name, pts, pts, True)
 
 

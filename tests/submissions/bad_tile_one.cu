@@ -1,0 +1,27 @@
+// Mistake: a correct tiled kernel with TILE = 1: each staged element is used by one thread only, so nothing is reused (0.25 FLOP/B, like the naive kernel).
+// expect: TILE = 1
+// expect: reuses nothing
+// score: 30
+// fails: tiling
+#define TILE 1
+__global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C)
+{
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty;
+    int col = blockIdx.x * TILE + tx;
+    float sum = 0.0f;
+    for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {
+        int ka = t * TILE + tx;
+        int kb = t * TILE + ty;
+        As[ty][tx] = (row < M && ka < K) ? A[(size_t)row * K + ka] : 0.0f;
+        Bs[ty][tx] = (kb < K && col < N) ? B[(size_t)kb * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k)
+            sum += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N)
+        C[(size_t)row * N + col] = sum;
+}
