@@ -87,3 +87,9 @@ class ContextLostError(TilingLibError):
 
 class BackendUnavailableError(TilingLibError):
     """The backend asked for (TILINGLIB_BACKEND or an argument) cannot be used here."""
+
+
+class GradingError(TilingLibError):
+    """`python -m tilinglib.grading` cannot do what it was asked (a folder that is not
+    nbgrader's submitted/ layout, an unknown assignment, a gradebook without the assignment);
+    the message says what to change. A faulty *submission* never raises: it gets a status."""
