@@ -49,10 +49,7 @@ class _CappedText(io.TextIOBase):
         return len(s)
 
     def text(self) -> str:
-        out = "".join(self.parts)
-        if self.total > self.kept:
-            out += f"\n[... {self.total - self.kept:,} more characters not kept]"
-        return out
+        return "".join(self.parts)
 
 
 def _reply(fd: int, payload: dict) -> None:
@@ -72,6 +69,7 @@ def main() -> int:
     raw = sys.stdin.buffer.read(64 * 1024 * 1024)
     sys.stdin.close()
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    sys.stdin = open(os.devnull)
     request = json.loads(raw.decode("utf-8"))
     limits = Limits(**request["limits"])
     apply_limits(limits)
@@ -134,6 +132,7 @@ def main() -> int:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)
     reply["output"] = captured.text()
+    reply["printed"] = captured.total
     _reply(report_fd, reply)
     return 0
 

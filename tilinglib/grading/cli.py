@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,8 +267,10 @@ def feedback_text(result: Result) -> str:
     if o.notes:
         lines += ["Notes:"] + [f"  - {n}" for n in o.notes] + [""]
     if o.output.strip():
-        lines += ["What the graded run printed (start only):"]
-        lines += ["  " + line for line in o.output.splitlines()[:40]]
+        shown = o.output.splitlines()[:40]
+        lines += [f"What the graded run printed ({o.printed:,} characters in all; the first "
+                  f"{len(shown)} lines):"]
+        lines += ["  " + line for line in shown]
         lines.append("")
     return "\n".join(lines)
 
@@ -299,8 +302,27 @@ def write_gradebook(results, path) -> None:
         from nbgrader.api import Gradebook, MissingEntry
     except ImportError:
         raise GradingError("--gradebook needs nbgrader: pip install -e '.[instructor]'") from None
+    if not Path(path).is_file():
+        raise GradingError(f"no gradebook at {path}: run 'nbgrader generate_assignment NAME' in "
+                           f"the course directory first (it makes gradebook.db)")
     specs = _assignments()
     url = f"sqlite:///{Path(path).resolve()}"
+    # nbgrader runs its `alembic` command to check the database's schema: let it find the
+    # one installed next to this Python even when the venv is not activated.
+    bindir = str(Path(sys.executable).parent)
+    saved = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.pathsep.join([bindir, saved]) if saved else bindir
+    try:
+        with warnings.catch_warnings():
+            # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are its own
+            warnings.filterwarnings("ignore", module="sqlalchemy")
+            warnings.filterwarnings("ignore", message=".*not in session.*")
+            _write_gradebook(Gradebook, MissingEntry, url, path, specs, results)
+    finally:
+        os.environ["PATH"] = saved
+
+
+def _write_gradebook(Gradebook, MissingEntry, url, path, specs, results) -> None:
     with Gradebook(url) as gb:
         for r in results:
             sub, o = r.submission, r.outcome
