@@ -25,7 +25,7 @@ import pytest
 from tilinglib.grading import assignments as assignments_module
 from tilinglib.grading.assignments import ASSIGNMENTS
 from tilinglib.grading.cli import (Submission, grade_submission, main, run_setup_files,
-                                   write_gradebook, grade_directory)
+                                   write_gradebook)
 from tilinglib.grading.extract import BadNotebook, extract_from_notebook, read_notebook
 from tilinglib.grading.sandbox import Limits
 

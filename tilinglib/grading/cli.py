@@ -372,8 +372,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="grade only this assignment (repeatable; default: every known "
                         "assignment found in DIR)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="submissions graded at once (default: all cores, %(default)s = "
-                        f"{os.cpu_count()})")
+                   help=f"submissions graded at once (default: all cores, here {os.cpu_count()})")
     p.add_argument("--out", default="grades.csv", metavar="PATH",
                    help="the grades table (default: grades.csv)")
     p.add_argument("--feedback-dir", default="feedback", metavar="D",
