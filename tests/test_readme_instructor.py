@@ -100,11 +100,16 @@ def test_readme_instructor_block_runs_as_written(tmp_path):
     for student in ("alice", "bob"):
         assert (course / "feedback" / student / f"{A1}.txt").is_file()
 
-    # The checksum warnings are the ones the README explains: the release's grader cell (its
-    # hidden tests stripped) differs from the source's, for bob only (alice handed in the
-    # source notebook itself).
+    # The checksum warnings are the ones the README explains: the release's test cells whose
+    # hidden tests were stripped differ from the source's (for bob; alice handed in the
+    # source notebook itself), and the README names them.
+    import nbformat
+    source = nbformat.read(ROOT / "notebooks" / "assignments" / A1 / f"{A1}.ipynb", as_version=4)
+    hidden = {c.metadata["nbgrader"]["grade_id"] for c in source.cells
+              if "### BEGIN HIDDEN TESTS" in c.source}
     changed = re.findall(r"Attribute 'checksum' for cell (\S+) has changed", out)
-    assert changed and set(changed) == {"a1-test-grader"}, changed
+    assert hidden and set(changed) == hidden, (changed, hidden)
+    assert all(grade_id in README.read_text() for grade_id in hidden)
 
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
