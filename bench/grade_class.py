@@ -163,6 +163,12 @@ def kinds() -> list:
                     _cell(_body("    float big[1 << 26];\n    big[threadIdx.x] = 1.0f;\n"
                                 "    C[0] = big[threadIdx.x];")),
                     ANY, deterministic=False, hostile=True))
+    out.append(Kind("hostile_huge_tile", _cell(_with_tile(ref, 100000)),
+                    frozenset({"graded"}), hostile=True))
+    out.append(Kind("hostile_huge_shared_array",
+                    _cell(_body("    __shared__ float big[1 << 28];\n    big[threadIdx.x] = 1.0f;\n"
+                                "    C[0] = big[threadIdx.x];")),
+                    ANY, deterministic=False, hostile=True))
     out.append(Kind("hostile_deep_parentheses",
                     _cell(_body("    C[0] = " + "(" * 150 + "1" + ")" * 150 + ";")), ANY,
                     deterministic=False, hostile=True))
