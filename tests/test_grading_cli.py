@@ -178,7 +178,7 @@ def test_answer_is_the_literal_and_the_rest_of_the_cell_is_ignored():
     ('KERNEL = "#define TILE 16\\n" + BODY\n', "computes it"),
     ('KERNEL = r"""x"""\nKERNEL += "more"\n', "line 2 sets it with something that would have"),
     ("# YOUR CODE HERE\nraise NotImplementedError()\n", "never sets KERNEL"),
-    ("KERNEL = 16\n", "it is a int, the assignment asks for str"),
+    ("KERNEL = 16\n", "its value has type int; the assignment asks for str"),
     ('KERNEL = r"""x"""\nif this is broken\n', "is not valid Python (line 2"),
 ])
 def test_anything_but_a_literal_is_no_answer(cell, says):

@@ -236,8 +236,8 @@ def extract_from_notebook(nb, assignment) -> Extraction:
                             f"value itself; the grader runs nothing, so write the literal value.")
             continue
         if not isinstance(value, tuple(answer.types)):
-            ex.notes.append(f"{answer.name}: no answer of the right type: it is a "
-                            f"{type(value).__name__}, the assignment asks for "
+            ex.notes.append(f"{answer.name}: no answer of the right type: its value has type "
+                            f"{type(value).__name__}; the assignment asks for "
                             f"{_type_names(answer.types)}.")
             continue
         try:
@@ -248,7 +248,7 @@ def extract_from_notebook(nb, assignment) -> Extraction:
         ex.values[answer.name] = value
         size = f" of {len(value):,} characters" if isinstance(value, str) else ""
         ex.notes.append(f"{answer.name}: read from {place}, line {stmt.lineno} "
-                        f"(a {type(value).__name__}{size}).")
+                        f"(type {type(value).__name__}{size}).")
 
     # Everything else in the answer cells: ignored, and said so.
     for i, cell in code_cells:
