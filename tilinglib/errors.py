@@ -372,3 +372,9 @@ class BlockShapeWarning(KernelWarning):
 class UninitializedReadWarning(KernelWarning):
     """A local variable (or local array element) read before the thread gave it a value: on a
     GPU it holds whatever its register held; on the emulator it reads 0."""
+
+
+class GradingError(TilingLibError):
+    """`python -m tilinglib.grading` cannot do what it was asked (a folder that is not
+    nbgrader's submitted/ layout, an unknown assignment, a gradebook without the assignment);
+    the message says what to change. A faulty *submission* never raises: it gets a status."""

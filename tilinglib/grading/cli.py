@@ -1,0 +1,426 @@
+"""``python -m tilinglib.grading DIR``: grade a class's submitted notebooks, the grade to trust.
+
+Input: DIR in nbgrader's ``submitted/`` layout, ``DIR/<student>/<assignment>/<assignment>.ipynb``.
+Output: ``grades.csv`` (student, assignment, score, max_score, status, seconds), one feedback
+file per student per assignment (``feedback/<student>/<assignment>.txt``: every check, its
+points and what to change), and optionally the scores in nbgrader's gradebook.
+
+No student Python runs: each notebook is read as JSON and its answers as Python literals
+(`tilinglib.grading.extract`); each submission is graded in a fresh, resource-limited process
+of its own (`tilinglib.grading.sandbox`), several at a time (``--jobs``, all cores by
+default). Every submission ends with one of the statuses in `sandbox.STATUSES` and a score;
+one that hangs, floods or exhausts memory affects no other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import GradingError
+from .extract import BadNotebook, extract_answers
+from .sandbox import Limits, Outcome, STATUSES, grade_in_sandbox
+
+__all__ = ["Submission", "Result", "find_submissions", "grade_submission", "grade_directory",
+           "write_grades_csv", "feedback_text", "write_feedback", "write_gradebook", "main"]
+
+CSV_COLUMNS = ("student", "assignment", "score", "max_score", "status", "seconds")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's hand-in of one assignment: `path` is where its notebook should be
+    (``DIR/<student>/<assignment>/<assignment>.ipynb``), whether or not it is there."""
+
+    student: str
+    assignment: str
+    path: Path
+
+
+@dataclass
+class Result:
+    """A graded submission: the `Submission`, the sandbox's `Outcome`, and `read_notes`,
+    what was read from (or ignored in) the notebook."""
+
+    submission: Submission
+    outcome: Outcome
+    read_notes: list = field(default_factory=list)
+
+    @property
+    def row(self) -> dict:
+        """The submission's line of grades.csv."""
+        o = self.outcome
+        return {"student": self.submission.student, "assignment": self.submission.assignment,
+                "score": f"{o.score:g}", "max_score": f"{o.max_score:g}", "status": o.status,
+                "seconds": f"{o.seconds:.2f}"}
+
+
+def _assignments():
+    from .assignments import ASSIGNMENTS
+    return ASSIGNMENTS
+
+
+def run_setup_files(setup) -> None:
+    """Run the instructor's `setup` Python files in this process (they may add assignments to
+    `ASSIGNMENTS`); the grading processes run them too. Raises `GradingError` if one fails."""
+    import runpy
+
+    for path in setup:
+        try:
+            runpy.run_path(str(path), run_name="tilinglib_grading_setup")
+        except Exception as exc:
+            raise GradingError(f"--setup {path}: {type(exc).__name__}: {exc}") from None
+
+
+def find_submissions(directory, assignments=None) -> list:
+    """Every (student, assignment) pair to grade under `directory` (nbgrader's submitted/).
+
+    Students are the folders of `directory` (hidden ones skipped). `assignments` (names in
+    `ASSIGNMENTS`) defaults to every known assignment that any student has a folder for; each
+    student gets one `Submission` per assignment, present or not (a missing one is graded
+    "missing_notebook"). Folders named after no known assignment are reported on stderr.
+    Raises `GradingError` for a `directory` that is not a folder, an unknown assignment name,
+    or a folder with nothing to grade."""
+    known = _assignments()
+    root = Path(directory)
+    if not root.is_dir():
+        raise GradingError(f"{directory} is not a folder: give nbgrader's submitted/ folder "
+                           f"(DIR/<student>/<assignment>/<assignment>.ipynb)")
+    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if assignments:
+        unknown = [a for a in assignments if a not in known]
+        if unknown:
+            raise GradingError(f"unknown assignment {', '.join(map(repr, unknown))}; known: "
+                               f"{', '.join(sorted(known))}")
+        names = list(dict.fromkeys(assignments))
+    else:
+        seen = {p.name for s in students for p in (root / s).iterdir()
+                if p.is_dir() and not p.name.startswith(".")}
+        names = sorted(seen & set(known))
+        strange = sorted(seen - set(known))
+        if strange:
+            print(f"tilinglib.grading: not graded (no such assignment): {', '.join(strange)}",
+                  file=sys.stderr)
+    if not students or not names:
+        raise GradingError(f"nothing to grade in {directory}: expected "
+                           f"{directory}/<student>/<assignment>/<assignment>.ipynb with an "
+                           f"assignment among {', '.join(sorted(known))}")
+    return [Submission(s, a, root / s / a / f"{a}.ipynb") for s in students for a in names]
+
+
+def _all_kernels(spec) -> bool:
+    return all(a.name.endswith("KERNEL") for a in spec.answers)
+
+
+def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=()) -> Result:
+    """Grade one submission: read its notebook (never run), then grade its answers in a
+    sandboxed process. Returns a `Result`; raises nothing for anything the submission holds."""
+    spec = _assignments()[sub.assignment]
+    max_score = float(spec.max_score)
+    try:
+        if not os.path.lexists(sub.path):
+            folder = sub.path.parent
+            others = sorted(p.name for p in folder.glob("*.ipynb")) if folder.is_dir() else []
+            why = (f"no {sub.path.name} in {sub.student}/{sub.assignment}/"
+                   + (f" (found {', '.join(others)}: nbgrader only collects the notebook named "
+                      f"after the assignment)" if others else "")
+                   if folder.is_dir() else f"no folder {sub.student}/{sub.assignment}/: "
+                                           f"nothing was handed in")
+            return Result(sub, Outcome("missing_notebook", 0.0, max_score, message=why))
+        try:
+            ex = extract_answers(sub.path, spec)
+        except BadNotebook as exc:
+            return Result(sub, Outcome("bad_notebook", 0.0, max_score, message=str(exc)))
+        if not ex.sources:
+            status = "no_kernel" if _all_kernels(spec) else "no_answer"
+            what = "kernel" if status == "no_kernel" else "answer"
+            return Result(sub, Outcome(status, 0.0, max_score,
+                                       message=f"no literal {what} was found in the notebook, "
+                                               f"so nothing was graded (see above)"),
+                          ex.notes)
+        return Result(sub, grade_in_sandbox(sub.assignment, ex.sources, max_score,
+                                            limits=limits, setup=tuple(setup)), ex.notes)
+    except Exception as exc:       # the grader's own failure on this one: say so, go on
+        return Result(sub, Outcome("crashed", 0.0, max_score,
+                                   message=f"the grader failed while reading this submission: "
+                                           f"{type(exc).__name__}: {str(exc)[:300]}"))
+
+
+class _Progress:
+    """tqdm's bar when tqdm is installed, else a counter on stderr."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.lock = threading.Lock()
+        self.bar = None
+        self.t0 = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        if enabled:
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, unit="submission", file=sys.stderr)
+            except ImportError:
+                pass
+
+    def step(self, result: Result) -> None:
+        if not self.enabled:
+            return
+        with self.lock:
+            self.done += 1
+            if self.bar is not None:
+                self.bar.update(1)
+                return
+            every = max(1, self.total // 20)
+            if self.tty or self.done % every == 0 or self.done == self.total:
+                end = "\r" if self.tty and self.done < self.total else "\n"
+                print(f"graded {self.done}/{self.total} "
+                      f"({time.monotonic() - self.t0:.0f} s; last: "
+                      f"{result.submission.student}/{result.submission.assignment} "
+                      f"{result.outcome.status})", end=end, file=sys.stderr, flush=True)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = Limits(),
+                    setup=(), progress: bool = True) -> list:
+    """Grade every submission under `directory` (see `find_submissions`), `jobs` at a time
+    (default `os.cpu_count()`), each in its own sandboxed process. Returns the `Result`s
+    sorted by student, then assignment: one per submission, none left out."""
+    subs = find_submissions(directory, assignments)
+    jobs = max(1, int(jobs or os.cpu_count() or 1))
+    bar = _Progress(len(subs), progress)
+    results = []
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(grade_submission, s, limits=limits, setup=setup)
+                       for s in subs]
+            for fut in as_completed(futures):
+                res = fut.result()
+                results.append(res)
+                bar.step(res)
+    finally:
+        bar.close()
+    order = {(s.student, s.assignment): i for i, s in enumerate(subs)}
+    results.sort(key=lambda r: order[(r.submission.student, r.submission.assignment)])
+    return results
+
+
+def write_grades_csv(results, path) -> None:
+    """Write grades.csv: one row per result, columns `CSV_COLUMNS`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for r in results:
+            writer.writerow(r.row)
+
+
+_STATUS_WORDS = {
+    "graded": "graded",
+    "compile_error": "graded: the kernel does not compile",
+    "no_kernel": "not graded: no kernel found",
+    "no_answer": "not graded: no answer found",
+    "missing_notebook": "not graded: no notebook handed in",
+    "bad_notebook": "not graded: the notebook could not be read",
+    "timeout": "stopped at the time limit",
+    "memory": "stopped at the memory limit",
+    "crashed": "the grader failed on this submission",
+}
+
+
+def feedback_text(result: Result) -> str:
+    """The plain-words feedback for one submission: score, status, what was read from the
+    notebook, then every check with its points and message."""
+    sub, o = result.submission, result.outcome
+    lines = [f"Assignment {sub.assignment}, student {sub.student}",
+             f"Score: {o.score:g} / {o.max_score:g}   ({_STATUS_WORDS.get(o.status, o.status)})",
+             "",
+             "Graded by python -m tilinglib.grading: your notebook was read, not run. Only the",
+             "answers written as literal values in the answer cells count.",
+             ""]
+    if result.read_notes:
+        lines.append("What was read from your notebook:")
+        lines += [f"  - {n}" for n in result.read_notes]
+        lines.append("")
+    if o.message:
+        lines += [f"Why: {o.message}", ""]
+    if o.checks:
+        width = max(len(c["name"]) for c in o.checks)
+        lines.append("Checks:")
+        for c in o.checks:
+            mark = "ok  " if c["passed"] else "FAIL"
+            lines.append(f"  {mark} {c['name']:<{width}}  {c['points']:g}/{c['max_points']:g}")
+            if not c["passed"] and c["message"]:
+                lines += ["         " + line for line in c["message"].splitlines()]
+        lines.append("")
+    if o.notes:
+        lines += ["Notes:"] + [f"  - {n}" for n in o.notes] + [""]
+    if o.output.strip():
+        shown = o.output.splitlines()[:40]
+        lines += [f"What the graded run printed ({o.printed:,} characters in all; the first "
+                  f"{len(shown)} lines):"]
+        lines += ["  " + line for line in shown]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_feedback(results, directory) -> None:
+    """Write `directory/<student>/<assignment>.txt` for every result."""
+    directory = Path(directory)
+    for r in results:
+        folder = directory / r.submission.student
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{r.submission.assignment}.txt").write_text(feedback_text(r),
+                                                               encoding="utf-8")
+
+
+def write_gradebook(results, path) -> None:
+    """Put the scores into nbgrader's gradebook at `path` (``gradebook.db``), through
+    `nbgrader.api.Gradebook`.
+
+    Each assignment must already be in the gradebook (``nbgrader generate_assignment`` puts it
+    there). Students and submissions missing from it are added. A submission's score is
+    written as the *manual* score of the notebook's autograded cells (those not listed in
+    `Assignment.manual`), shared in proportion to their points, so nbgrader's total for them
+    is this command's score scaled to their points; nbgrader shows a manual score as the
+    instructor's override of its own autograded one. Cells graded by hand are left alone.
+    The answer cell's comment gets one line naming this command's status and score.
+    Raises `GradingError` if nbgrader is not installed or an assignment is not in the
+    gradebook."""
+    try:
+        from nbgrader.api import Gradebook, MissingEntry
+    except ImportError:
+        raise GradingError("--gradebook needs nbgrader: pip install -e '.[instructor]'") from None
+    if not Path(path).is_file():
+        raise GradingError(f"no gradebook at {path}: run 'nbgrader generate_assignment NAME' in "
+                           f"the course directory first (it makes gradebook.db)")
+    specs = _assignments()
+    url = f"sqlite:///{Path(path).resolve()}"
+    # nbgrader runs its `alembic` command to check the database's schema: let it find the
+    # one installed next to this Python even when the venv is not activated.
+    bindir = str(Path(sys.executable).parent)
+    saved = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.pathsep.join([bindir, saved]) if saved else bindir
+    try:
+        with warnings.catch_warnings():
+            # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are its own
+            warnings.filterwarnings("ignore", module="sqlalchemy")
+            warnings.filterwarnings("ignore", message=".*not in session.*")
+            _write_gradebook(Gradebook, MissingEntry, url, path, specs, results)
+    finally:
+        os.environ["PATH"] = saved
+
+
+def _write_gradebook(Gradebook, MissingEntry, url, path, specs, results) -> None:
+    with Gradebook(url) as gb:
+        for r in results:
+            sub, o = r.submission, r.outcome
+            spec = specs[sub.assignment]
+            try:
+                assignment = gb.find_assignment(sub.assignment)
+            except MissingEntry:
+                raise GradingError(f"the gradebook {path} has no assignment "
+                                   f"{sub.assignment!r}: run 'nbgrader generate_assignment "
+                                   f"{sub.assignment}' in the course directory first") from None
+            notebooks = [nb for nb in assignment.notebooks if nb.name == sub.assignment]
+            if not notebooks:
+                raise GradingError(f"the gradebook's assignment {sub.assignment!r} has no "
+                                   f"notebook {sub.assignment}.ipynb")
+            nb = notebooks[0]
+            gb.update_or_create_student(sub.student)
+            try:
+                gb.find_submission(sub.assignment, sub.student)
+            except MissingEntry:
+                gb.add_submission(sub.assignment, sub.student)
+            auto = [c for c in nb.grade_cells if c.name not in spec.manual and c.max_score]
+            total = sum(c.max_score for c in auto)
+            fraction = o.score / o.max_score if o.max_score else 0.0
+            for cell in auto:
+                grade = gb.find_grade(cell.name, nb.name, sub.assignment, sub.student)
+                grade.manual_score = round(fraction * cell.max_score, 2)
+            solution_ids = {c.name for c in nb.solution_cells}
+            for answer in spec.answers:
+                if answer.cell in solution_ids:
+                    comment = gb.find_comment(answer.cell, nb.name, sub.assignment, sub.student)
+                    comment.manual_comment = (f"python -m tilinglib.grading: {o.score:g} / "
+                                              f"{o.max_score:g} ({o.status}); "
+                                              f"{fraction * total:g} of this notebook's "
+                                              f"{total:g} autograded points.")
+            gb.db.commit()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m tilinglib.grading",
+        description="Grade nbgrader's submitted/ folder without running any student code: "
+                    "answers are read from the notebooks as literals and each submission is "
+                    "graded in a fresh, resource-limited process.")
+    p.add_argument("directory", metavar="DIR",
+                   help="nbgrader's submitted/ folder: DIR/<student>/<assignment>/<assignment>.ipynb")
+    p.add_argument("--assignment", action="append", metavar="NAME",
+                   help="grade only this assignment (repeatable; default: every known "
+                        "assignment found in DIR)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help=f"submissions graded at once (default: all cores, here {os.cpu_count()})")
+    p.add_argument("--out", default="grades.csv", metavar="PATH",
+                   help="the grades table (default: grades.csv)")
+    p.add_argument("--feedback-dir", default="feedback", metavar="D",
+                   help="one feedback file per student per assignment: "
+                        "D/<student>/<assignment>.txt (default: feedback)")
+    p.add_argument("--gradebook", metavar="PATH",
+                   help="also write the scores into this nbgrader gradebook.db")
+    p.add_argument("--timeout", type=float, default=Limits.wall_seconds, metavar="S",
+                   help="wall-clock seconds per submission before its process is killed "
+                        "(default: %(default)g)")
+    p.add_argument("--cpu", type=int, default=None, metavar="S",
+                   help="CPU seconds per submission (default: the --timeout)")
+    p.add_argument("--memory", type=int, default=Limits.memory_bytes // 2**20, metavar="MIB",
+                   help="address space per submission in MiB (default: %(default)d)")
+    p.add_argument("--setup", action="append", default=[], metavar="FILE.py",
+                   help="the instructor's Python file to run before grading, here and in each "
+                        "grading process (e.g. to add an Assignment to ASSIGNMENTS)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv=None) -> int:
+    """The command line; returns the exit status (0: every submission has a status and a
+    score; 2: the command could not run, with the reason on stderr)."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.jobs is not None and args.jobs < 1:
+            raise GradingError("--jobs must be 1 or more")
+        try:
+            limits = Limits(wall_seconds=args.timeout,
+                            cpu_seconds=int(args.cpu or max(1, round(args.timeout))),
+                            memory_bytes=args.memory * 2**20)
+        except ValueError as exc:
+            raise GradingError(str(exc)) from None
+        setup = [str(Path(s).resolve()) for s in args.setup]
+        run_setup_files(setup)
+        results = grade_directory(args.directory, assignments=args.assignment, jobs=args.jobs,
+                                  limits=limits, setup=setup, progress=not args.quiet)
+        write_grades_csv(results, args.out)
+        write_feedback(results, args.feedback_dir)
+        if args.gradebook:
+            write_gradebook(results, args.gradebook)
+    except GradingError as exc:
+        print(f"python -m tilinglib.grading: {exc}", file=sys.stderr)
+        return 2
+    counts = {s: sum(r.outcome.status == s for r in results) for s in STATUSES}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    print(f"{len(results)} submissions: {summary}. Grades in {args.out}, feedback in "
+          f"{args.feedback_dir}/" + (f", scores in {args.gradebook}" if args.gradebook else ""),
+          file=sys.stderr)
+    return 0
