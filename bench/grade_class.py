@@ -53,17 +53,19 @@ EMPTY_WITH_TILE = "#define TILE 16\n" + EMPTY_NO_TILE
 
 
 def _reference_kernel() -> str:
-    """The instructor's solution from the a1 source notebook, markers removed."""
-    import ast
+    """The instructor's solution from the a1 source notebook: its answer cell read as the
+    command reads a submission (the last literal bound to KERNEL, here the solution that
+    follows the skeleton)."""
     import nbformat
 
+    from tilinglib.grading.assignments import ASSIGNMENTS
+    from tilinglib.grading.extract import extract_from_notebook
+
     nb = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == "a1-kernel":
-            for stmt in ast.parse(cell.source).body:
-                if isinstance(stmt, ast.Assign) and stmt.targets[0].id == "KERNEL":
-                    return ast.literal_eval(stmt.value)
-    raise RuntimeError(f"no KERNEL literal in the a1-kernel cell of {SOURCE_NOTEBOOK}")
+    found = extract_from_notebook(nb, ASSIGNMENTS["a1_tiled_sgemm"]).values
+    if "KERNEL" not in found:
+        raise RuntimeError(f"no KERNEL literal in the a1-kernel cell of {SOURCE_NOTEBOOK}")
+    return found["KERNEL"]
 
 
 def _with_tile(source: str, tile: int) -> str:

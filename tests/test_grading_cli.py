@@ -14,6 +14,7 @@ import csv
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -403,9 +404,7 @@ def test_scores_go_into_nbgraders_gradebook(tmp_path):
     test_assignments = pytest.importorskip("test_assignments")
     course = tmp_path / "course"
     course.mkdir()
-    (course / "nbgrader_config.py").write_text(
-        'c = get_config()\nc.CourseDirectory.course_id = "tiling"\n')
-    import shutil
+    shutil.copy(ROOT / "notebooks" / "assignments" / "nbgrader_config.py", course)
     shutil.copytree(ROOT / "notebooks" / "assignments" / A1, course / "source" / A1)
     test_assignments.nbgrader_cli(course, "generate_assignment", A1, "--force")
     submitted = course / "submitted"
@@ -419,9 +418,9 @@ def test_scores_go_into_nbgraders_gradebook(tmp_path):
     with Gradebook(f"sqlite:///{db}") as gb:
         got = {s.student.id: s.score for s in gb.assignment_submissions(A1)}
         comment = gb.find_comment("a1-kernel", A1, A1, "carol").manual_comment
-        visible = gb.find_grade("a1-test-visible", A1, A1, "carol")
+        graded = gb.find_grade("a1-test-grader", A1, A1, "carol")
         assert got == {"alice": 100.0, "bob": 0.0, "carol": pytest.approx(bug_score)}
-        assert visible.manual_score == pytest.approx(bug_score / 100 * visible.max_score)
+        assert graded.max_score == 100 and graded.manual_score == pytest.approx(bug_score)
         assert comment.startswith(f"python -m tilinglib.grading: {bug_score:g} / 100 (graded)")
 
 
@@ -487,3 +486,16 @@ def test_small_class_every_submission_graded_none_affected(tmp_path):
     assert got["hostile_endless_loop"][0] in {"graded", "timeout"}
     assert got["hostile_bad_json"] == got["hostile_symlink_dev_zero"] == ("bad_notebook", 0.0)
     assert got["missing_notebook"] == ("missing_notebook", 0.0)
+
+
+def test_each_test_cell_gets_the_points_of_what_it_grades():
+    # a2: the boundary line right (5 points), the barrier line wrong (line 17, the loop's
+    # closing brace: the race stays), no fixed kernel (0 of 90).
+    spec = ASSIGNMENTS["a2_fix_the_kernel"]
+    report, cells = spec.grade_cells({"BOUNDARY_BUG_LINE": 13,
+                                      "BARRIER_MISSING_AFTER_LINE": 17})
+    assert cells == {"a2-test-boundary": 5.0, "a2-test-barrier": 0.0, "a2-test-grader": 0.0}
+    assert report.score == 5.0 and report.max_score == 100.0
+    # One part: the whole score is that cell's.
+    report, cells = ASSIGNMENTS[A1].grade_cells({"KERNEL": REFERENCE})
+    assert cells == {"a1-test-grader": 100.0} and report.score == 100.0

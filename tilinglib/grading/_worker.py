@@ -98,7 +98,8 @@ def main() -> int:
         spec = ASSIGNMENTS[name]
         reply["max_score"] = float(spec.max_score)
         answers = {k: ast.literal_eval(v) for k, v in request["answers"].items()}
-        report = spec.grade(answers)
+        report, cells = spec.grade_cells(answers)
+        reply["cells"] = {str(k): float(v) for k, v in cells.items()}
         reply["checks"] = [{"name": str(c.name), "points": float(c.points),
                             "max_points": float(c.max_points), "passed": bool(c.passed),
                             "message": str(c.message)} for c in report.checks]

@@ -81,6 +81,22 @@ class Assignment:
         """Grade `answers` (name -> value; absent where the student gave none)."""
         return self.grader(answers)
 
+    def grade_cells(self, answers: Mapping[str, object]) -> tuple:
+        """Grade `answers` once and split the score by nbgrader test cell.
+
+        Returns (`GradeReport`, {grade_id: points earned in that cell}); the points add up
+        to the report's score. With one part (or none) the whole score is that cell's."""
+        if len(self.parts) <= 1:
+            report = self.grade(answers)
+            return report, ({self.parts[0].cell: report.score} if self.parts else {})
+        t0 = time.perf_counter()
+        checks, cells = [], {}
+        for part in self.parts:
+            got = part.grader(answers)
+            cells[part.cell] = round(sum(c.points for c in got), 4)
+            checks += got
+        return _report(self.name, checks, t0), cells
+
     def part(self, cell: str) -> Part:
         """The `Part` graded in test cell `cell`; KeyError naming the cells if none."""
         for p in self.parts:

@@ -292,9 +292,10 @@ def write_gradebook(results, path) -> None:
     Each assignment must already be in the gradebook (``nbgrader generate_assignment`` puts it
     there). Students and submissions missing from it are added. A submission's score is
     written as the *manual* score of the notebook's autograded cells (those not listed in
-    `Assignment.manual`), shared in proportion to their points, so nbgrader's total for them
-    is this command's score scaled to their points; nbgrader shows a manual score as the
-    instructor's override of its own autograded one. Cells graded by hand are left alone.
+    `Assignment.manual`): each cell gets the points of the part it grades (`Assignment.parts`),
+    or, for an assignment without parts, a share of the score in proportion to the cell's
+    points; nbgrader shows a manual score as the instructor's override of its own
+    autograded one. Cells graded by hand are left alone.
     The answer cell's comment gets one line naming this command's status and score.
     Raises `GradingError` if nbgrader is not installed or an assignment is not in the
     gradebook."""
@@ -348,7 +349,12 @@ def _write_gradebook(Gradebook, MissingEntry, url, path, specs, results) -> None
             fraction = o.score / o.max_score if o.max_score else 0.0
             for cell in auto:
                 grade = gb.find_grade(cell.name, nb.name, sub.assignment, sub.student)
-                grade.manual_score = round(fraction * cell.max_score, 2)
+                if o.status == "graded" and o.cells:
+                    # The assignment says what each cell grades: its own points.
+                    grade.manual_score = round(min(o.cells.get(cell.name, 0.0),
+                                                   cell.max_score), 2)
+                else:
+                    grade.manual_score = round(fraction * cell.max_score, 2)
             solution_ids = {c.name for c in nb.solution_cells}
             for answer in spec.answers:
                 if answer.cell in solution_ids:

@@ -78,8 +78,9 @@ class Outcome:
     """How grading one submission ended: `status` (one of `STATUSES`), `score` out of
     `max_score`, `checks` (dicts with name, points, max_points, passed, message), `notes`,
     `message` (why, for any status but graded), `output` (the start of what the graded code
-    printed), `printed` (how many characters it printed in all) and `seconds` (wall-clock
-    time of the grading process)."""
+    printed), `printed` (how many characters it printed in all), `seconds` (wall-clock
+    time of the grading process) and `cells` (points earned per nbgrader test cell, by
+    grade_id, where the assignment says which cell grades what)."""
 
     status: str
     score: float
@@ -90,6 +91,7 @@ class Outcome:
     output: str = ""
     seconds: float = 0.0
     printed: int = 0
+    cells: dict = field(default_factory=dict)
 
 
 def apply_limits(limits: Limits) -> None:
@@ -205,7 +207,8 @@ def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
         return Outcome(reply["status"], float(reply.get("score", 0.0)),
                        float(reply.get("max_score", max_score)), list(reply.get("checks", [])),
                        list(reply.get("notes", [])), str(reply.get("message", "")),
-                       str(reply.get("output", "")), seconds, int(reply.get("printed", 0)))
+                       str(reply.get("output", "")), seconds, int(reply.get("printed", 0)),
+                       {str(k): float(v) for k, v in dict(reply.get("cells") or {}).items()})
     rc = proc.returncode
     if rc == -signal.SIGXCPU or rc == -signal.SIGKILL:
         return Outcome("timeout", 0.0, max_score, seconds=seconds,
