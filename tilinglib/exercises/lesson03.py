@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Wrong, exercise
-from .lesson02 import cuda_line, emulate, first_wrong, one_line, substitute
+from .common import cuda_line, emulate, first_wrong, one_line, substitute
 
 A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
 B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"

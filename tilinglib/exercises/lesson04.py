@@ -2,8 +2,7 @@
 
 Every check compares with what the course's tools say: the emulator's compiled kernel
 (`shared_size_bytes`, a launch of the block) and `tilinglib.occupancy` (NBVAL-stable: no
-GPU is used). The helpers at the top (`require_number`, `close`, `compiled_shared_bytes`)
-are shared with the checks of lessons 05 and 06.
+GPU is used).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import Wrong, exercise
+from .common import close, compiled_shared_bytes, require_number
 
 
 @lru_cache(maxsize=None)
@@ -20,28 +20,6 @@ def _h200_registers(tile: int) -> int:
     """nvcc's register count for the tiled kernel on the H200 (the course's reference data)."""
     from ..reference import load
     return int(load("h200").run("sgemm_tiled", 4096, tile=tile, pad=0).extra["registers"])
-
-
-def require_number(value, what: str) -> float:
-    """`value` as a float, or `Wrong` naming `what` when it is not a number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise Wrong(f"{what} should be a number, not {type(value).__name__} {value!r}.")
-    return float(value)
-
-
-def close(a: float, b: float, rel: float = 1e-3) -> bool:
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-30)
-
-
-@lru_cache(maxsize=None)
-def compiled_shared_bytes(kernel_file: str, kernel: str, tile: int, pad: int | None = None) -> int:
-    """`shared_size_bytes` of a course kernel compiled by the emulator with -DTILE (-DPAD)."""
-    from .. import kernels
-    from ..emulator import SourceModule
-
-    options = [f"-DTILE={tile}"] + ([] if pad is None else [f"-DPAD={pad}"])
-    f = SourceModule(kernels.load(kernel_file), options=options).get_function(kernel)
-    return f.shared_size_bytes
 
 
 def _occ(threads, regs, static, **kw):

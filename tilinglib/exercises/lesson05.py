@@ -13,7 +13,7 @@ import numpy as np
 
 from ..banks import BANKS, bank_of
 from . import Wrong, exercise
-from .lesson04 import require_number
+from .common import require_number
 
 
 def _busiest(words) -> str:

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import Wrong, exercise
-from .lesson04 import close, require_number
+from .common import close, require_number
 
 
 def _h200():

@@ -27,7 +27,6 @@ The contract between the assignments' notebooks, nbgrader's test cells and the c
 
 from __future__ import annotations
 
-import ast
 import copy
 import functools
 import math
@@ -152,26 +151,12 @@ def _kernel_checks(source, points: float, prefix: str, missing: str) -> list:
 
 
 def literal_answers(source: str) -> dict:
-    """The answers one notebook cell gives, read without running it: every top-level
-    ``NAME = <literal>`` (the last one of each name wins), with its value.
+    """The answers one notebook cell gives, read without running it, by the command's own
+    rule (`tilinglib.grading.extract.cell_literals`): every top-level ``NAME = <literal>``,
+    the last binding of each name winning. Returns {name: value}."""
+    from .extract import cell_literals
 
-    `source`: the cell's Python source (str). A name bound to something that is not a literal
-    (a call, a comprehension, another name) is left out, as is anything in a cell that does
-    not parse. Returns {name: value}."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
-        return {}
-    found: dict = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            try:
-                found[name] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-                found.pop(name, None)
-    return found
+    return cell_literals(source)
 
 
 # --------------------------------------------------------------------------- a1
@@ -510,33 +495,13 @@ def grade_part(assignment: str, cell: str, answers: Mapping[str, object]) -> Gra
                    notes=tuple(notes))
 
 
-def _bound_names(source: str) -> set:
-    """Names a cell binds at its top level (assignments of any kind, imports, defs)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
-        return set()
-    names = set()
-    for node in tree.body:
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
-            targets = [node.target]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        for target in targets:
-            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    return names
-
-
 def _computed_answers(answers, names) -> list:
     """In a notebook (`answers` is IPython's namespace, with its input history ``_ih``: the
     list ``In`` names too, but a notebook may rebind ``In``, as a3 does with tilinglib's): the
     answer names whose latest top-level binding in the cells run so far is not a literal.
     The command would see no answer there; so the notebook must not either. Elsewhere: []."""
+    from .extract import cell_bound_names
+
     try:
         history = answers.get("_ih") if hasattr(answers, "get") else None
     except Exception:
@@ -546,7 +511,7 @@ def _computed_answers(answers, names) -> list:
     computed = []
     for name in names:
         for source in reversed(history):
-            if not isinstance(source, str) or name not in _bound_names(source):
+            if not isinstance(source, str) or name not in cell_bound_names(source):
                 continue
             if name not in literal_answers(source):
                 computed.append(name)

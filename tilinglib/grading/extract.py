@@ -145,6 +145,10 @@ def _bound_names(stmt) -> list:
         return out
     if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and isinstance(stmt.target, ast.Name):
         return [stmt.target.id]
+    if isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+        targets = [stmt.target] if isinstance(stmt, (ast.For, ast.AsyncFor)) else \
+            [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [stmt.name]
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -161,6 +165,33 @@ def _literal_rhs(stmt, name):
             stmt.target.id == name and stmt.value is not None:
         return stmt.value
     return None
+
+
+def cell_literals(text: str) -> dict:
+    """The answers one cell's source gives, read as the command reads them, without running
+    anything: for each name bound at the cell's top level, the value of its *last* binding
+    when that binding is ``NAME = <literal>``; a name whose last binding is anything else
+    (a call, a loop variable, an import) is absent, as is everything of a cell that does not
+    parse. Returns {name: value}."""
+    tree, _ = _parse(text)
+    found: dict = {}
+    for stmt in (tree.body if tree is not None else []):
+        for name in _bound_names(stmt):
+            found.pop(name, None)
+            rhs = _literal_rhs(stmt, name)
+            if rhs is None:
+                continue
+            try:
+                found[name] = ast.literal_eval(rhs)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                pass
+    return found
+
+
+def cell_bound_names(text: str) -> set:
+    """Every name one cell's source binds at its top level (any kind of binding)."""
+    tree, _ = _parse(text)
+    return {n for stmt in (tree.body if tree is not None else []) for n in _bound_names(stmt)}
 
 
 def _short(text: str, width: int = 70) -> str:
