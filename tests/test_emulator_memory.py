@@ -168,3 +168,77 @@ def test_extern_shared_at_file_scope_and_a_forgotten_shared_size():
     assert np.array_equal(y, x[::-1])
     with pytest.raises(MemoryAccessError, match=r"'s' is extern __shared__.*shared=0"):
         f(np.int32(8), In(x), Out(y), block=(8, 1, 1), grid=(1, 1))
+
+
+# Each static __shared__ array is its own allocation: an index past the end of As is a fault
+# in As (named, with As's own size and element), never a silent access of the Bs after it.
+_TWO_TILES = """
+__global__ void k(float* out) {
+    __shared__ float As[4][4];
+    __shared__ float Bs[4][4];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    As[ty][tx] = 1.0f;
+    Bs[ty][tx] = 2.0f;
+    __syncthreads();
+    out[ty * 4 + tx] = READ;
+}"""
+
+
+@pytest.mark.parametrize("read, where, element, thread", [
+    # As[3][4] is As's 17th element: the first byte of Bs, but not of As.
+    ("As[ty][tx + 1]", "just past the end of the __shared__ array 'As' (64 bytes): one "
+                       "element too far", "As[4][0]", (3, 3, 0)),
+    ("As[ty + 1][tx]", "just past the end of the __shared__ array 'As' (64 bytes): one "
+                       "element too far", "As[4][0]", (0, 3, 0)),
+    ("Bs[ty - 1][tx]", "16 bytes before the start of the __shared__ array 'Bs' (64 bytes)",
+     "Bs[-1][0]", (0, 0, 0)),
+    # Row 3, column 2 is the first thread (in thread order) whose element lies past Bs.
+    ("Bs[ty][tx + 2]", "just past the end of the __shared__ array 'Bs' (64 bytes)",
+     "Bs[4][0]", (2, 3, 0)),
+])
+def test_shared_arrays_are_bounded_one_by_one(read, where, element, thread):
+    src = _TWO_TILES.replace("READ", read)
+    with pytest.raises(MemoryAccessError) as info:
+        launch(src, "k", np.zeros(16, np.float32), block=(4, 4, 1))
+    text = str(info.value)
+    assert where in text and f"element: {element}" in text
+    assert info.value.thread == thread and info.value.line == 9
+
+
+def test_shared_store_past_its_array_names_it_and_the_row_overflow_stays_silent():
+    # A store one row too far faults in As; As[1][4] is As[2][0] in memory (inside As), which
+    # a GPU does not catch either.
+    src = _TWO_TILES.replace("As[ty][tx] = 1.0f;", "As[ty + 1][tx] = 1.0f;") \
+        .replace("READ", "0.0f")
+    with pytest.raises(MemoryAccessError) as info:
+        launch(src, "k", np.zeros(16, np.float32), block=(4, 4, 1))
+    text = str(info.value)
+    assert "Invalid __shared__ write" in text and "'As' (64 bytes)" in text
+    assert "element: As[4][0]" in text and info.value.thread == (0, 3, 0)
+    out = np.zeros(16, np.float32)
+    launch(_TWO_TILES.replace("READ", "As[ty][tx + 1 - (tx == 3 && ty == 3)]"), "k", out,
+           block=(4, 4, 1))
+    assert (out == 1.0).all()
+
+
+def test_shared_pointers_keep_their_array_and_the_layout():
+    # A pointer chosen per thread between As and Bs indexes within its array; pointer
+    # arithmetic inside one array is unchanged, and the two arrays take 128 bytes.
+    src = """
+    __global__ void k(float* out, float* gap) {
+        __shared__ float As[4][4];
+        __shared__ float Bs[4][4];
+        int i = threadIdx.x;
+        As[i / 4][i % 4] = i;
+        Bs[i / 4][i % 4] = 100 + i;
+        __syncthreads();
+        float* p = (i % 2) ? &Bs[0][0] : &As[0][0];
+        out[i] = p[15 - i];
+        gap[i] = (float)(&Bs[3][1] - &Bs[0][0]) + 100.0f * (float)(&As[3][3] - As[1]);
+    }"""
+    out, gap = np.zeros(16, np.float32), np.zeros(16, np.float32)
+    f = launch(src, "k", out, gap, block=(16, 1, 1))
+    want = [(100 if i % 2 else 0) + 15 - i for i in range(16)]
+    assert out.tolist() == want
+    assert (gap == 13 + 100 * 11).all()
+    assert f.shared_size_bytes == 128

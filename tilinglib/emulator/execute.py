@@ -24,6 +24,7 @@ from ..errors import (BarrierError, BlockShapeWarning, InputWriteWarning, Kernel
                       UninitializedReadWarning,
                       RaceError, StepBudgetExceeded)
 from . import atomics
+from .closures import SharedVar
 from . import memory as M
 from .parse import recursion_room
 from .races import Hazard, RaceTracker
@@ -218,8 +219,17 @@ class Context:
         off = a - base
         align = t.align
         if r0 == M.SHARED_REGION:
-            limit = self.launch.shared_total
-            self._check(off, span, size, align, limit, lanes, line, what, "shared", None)
+            if span[1] >= M.SHARED_TAG_HALF:
+                off, span, var = self._untag(off)
+            else:
+                var = None
+            if var is not None:
+                # A static array is its own allocation: bounded by its own bytes.
+                self._check(off - var.offset, (span[0] - var.offset, span[1] - var.offset),
+                            size, align, var.ctype.size, lanes, line, what, "shared", var)
+            else:
+                self._check(off, span, size, align, self.launch.shared_total, lanes, line,
+                            what, "shared", None)
             # Byte index in the batch's shared storage (block base + offset): used for the
             # data, and as the location key of the hazard tracker.
             flat = (self.blk_base if lanes is None else self.blk_base[lanes]) + off
@@ -237,15 +247,28 @@ class Context:
         self._check(off, span, size, align, alloc.size, lanes, line, what, "global", alloc)
         return "global", off, off, alloc
 
+    def _untag(self, off):
+        """Shared offsets `off` (tagged, see memory.SHARED_TAG_SHIFT) without their tag:
+        (offsets, (min, max), the static SharedVar all of them point into, or None)."""
+        tags = (off + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
+        off = off - (tags << M.SHARED_TAG_SHIFT)
+        t0, t1 = int(tags.min()), int(tags.max())
+        shared = self.launch.kernel.shared
+        var = shared[t0 - 1] if t0 == t1 and 0 < t0 <= len(shared) else None
+        return off, (int(off.min()), int(off.max())), var
+
     def _check(self, off, span, size, align, limit, lanes, line, what, space, alloc):
+        """Bounds and alignment of one access. `off` is relative to the start of `alloc`: an
+        Allocation (global), a static SharedVar (shared), or None (all of the block's shared
+        memory, the thread's local memory) with `limit` bytes."""
         if span[0] < 0 or span[1] > limit - size:
             bad = (off < 0) | (off > limit - size)
             i = int(np.argmax(bad))
             o = int(off[i])
             name = self._name_of(space, o, alloc)
             msg = M.out_of_bounds(f"__{space}__ {what}" if space != "local" else f"local {what}",
-                                  name, size, o, limit if alloc is None else alloc.size)
-            var = self._shared_var(o) if space == "shared" else None
+                                  name, size, o, limit)
+            var = self._shared_var(o) if space == "shared" and alloc is None else None
             if var is not None and var.dynamic and self.launch.dynamic_bytes == 0:
                 msg += (f"\n  '{var.name}' is extern __shared__: its size comes from the launch, "
                         f"and this launch passed shared=0. Pass the bytes it needs, e.g. "
@@ -266,6 +289,8 @@ class Context:
         M.raise_access_error(self, lane, message, line)
 
     def _name_of(self, space, offset, alloc):
+        if isinstance(alloc, SharedVar):
+            return f"the __shared__ array '{alloc.name}'"
         if alloc is not None:
             return f"the array '{alloc.name}'"
         if space == "shared":
@@ -290,6 +315,11 @@ class Context:
         return best
 
     def _element_of(self, space, offset, alloc):
+        if isinstance(alloc, SharedVar):
+            t = alloc.ctype
+            base = t.base_elem if t.is_array else t
+            return M.describe_element(alloc.name, t.shape if t.is_array else None, base.size,
+                                      offset)
         if alloc is not None:
             return M.describe_element(alloc.name, None, alloc.elem_size, offset)
         if space == "shared":
@@ -397,16 +427,27 @@ class Context:
         region = b >> M.REGION_SHIFT
         size = t.size
         off0 = b - ((region << M.REGION_SHIFT) + M.BIAS)
+        start, limit = 0, self.launch.shared_total
+        if region == M.SHARED_REGION and off0 >= M.SHARED_TAG_HALF:
+            # A static shared array: indices relative to its start, bounded by its size.
+            tag = (off0 + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
+            if tag > len(self.launch.kernel.shared):
+                return None
+            var = self.launch.kernel.shared[tag - 1]
+            start, limit = var.offset, var.ctype.size
+            off0 -= (tag << M.SHARED_TAG_SHIFT) + start
         shift = _SHIFTS.get(size)
-        if shift is None or off0 % size:
+        if shift is None or off0 % size or start % size:
             return None
         # (A bool index must become a number: NumPy would read it as a mask.)
         e = index + np.int64(off0 >> shift) if off0 or index.dtype.kind == "b" else index
         # One reduction bounds both ends: a negative index is huge as unsigned.
         hi = int(e.view(_UNSIGNED[e.dtype.itemsize]).max())
         if region == M.SHARED_REGION:
-            if size != 4 or (hi + 1) * 4 > self.launch.shared_total:
+            if size != 4 or (hi + 1) * 4 > limit:
                 return None
+            if start:
+                e = e + np.int64(start >> 2)
             flat_elems = self.blk_base4 + e
             values = self._view("shared", None, t.dtype)[flat_elems]
             M.count_shared_words(self.counters, False, e, self.warp, self.full_warps)

@@ -36,6 +36,19 @@ def make_address(region: int, offset: int = 0) -> int:
     return (region << REGION_SHIFT) + BIAS + offset
 
 
+# Each static __shared__ array is its own allocation: its addresses carry tag k (the array's
+# index in KernelCode.shared, plus one) in bits 32..38 above its byte offset, which stays the
+# offset in the block's shared memory (banks, counters and the tracker see only the offset).
+# Tag 0 is extern (dynamic) shared memory, bounded by the whole of the block's shared memory.
+SHARED_TAG_SHIFT = 32
+SHARED_TAG_HALF = 1 << (SHARED_TAG_SHIFT - 1)
+
+
+def shared_address(tag: int, offset: int) -> int:
+    """The address of byte `offset` of the block's shared memory, in shared array `tag`."""
+    return make_address(SHARED_REGION, (tag << SHARED_TAG_SHIFT) + offset)
+
+
 @dataclass
 class LocalVar:
     """A local array of a kernel: name, C type, byte offset in each thread's local memory,

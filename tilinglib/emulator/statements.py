@@ -15,7 +15,7 @@ from pycparser import c_ast
 from . import ctypes_ as ct
 from . import values as V
 from .closures import SharedVar, X, _line, _Scope
-from .memory import LOCAL_REGION, SHARED_REGION, LocalVar, make_address
+from .memory import LOCAL_REGION, LocalVar, make_address, shared_address
 
 
 class StatementsMixin:
@@ -151,7 +151,7 @@ class StatementsMixin:
             offset = -(-self.static_shared_size() // align) * align
             var = SharedVar(node.name, t, offset, False, _line(node))
             self.shared.append(var)
-        address = np.int64(make_address(SHARED_REGION, var.offset))
+        address = np.int64(shared_address(self.shared.index(var) + 1, var.offset))
         if t.is_array:
             self.scope.names[node.name] = X(lambda ctx, a=address: a, t)
         else:
