@@ -724,6 +724,7 @@ class Launch:
         self.warned: set = set()          # KernelWarning sites already reported
         self.mismatches = block_mismatches(kernel, block)
         self.block_hint = None            # the BlockShapeWarning's text, once issued
+        self.shape_found: set = set()     # the mismatches that hazards showed to matter
 
     # ------------------------------------------------------------------ kernel warnings
     def _warn(self, key, message, category, line) -> None:
@@ -777,8 +778,10 @@ class Launch:
 
     def shape_evidence(self, kind, var, offset) -> None:
         """A hazard on shared array `var` at byte `offset` into it: if the block does not
-        match the array (self.mismatches) in a way that explains it, say so."""
-        if self.block_hint is not None or var is None or var.dynamic:
+        match the array (self.mismatches) in a way that explains it, keep that mismatch for
+        the BlockShapeWarning (`warn_block_shape`, issued when the launch ends)."""
+        if self.block_hint is not None or var is None or var.dynamic \
+                or len(self.shape_found) == len(self.mismatches):
             return
         t = var.ctype
         if not t.is_array:
@@ -793,16 +796,16 @@ class Launch:
         found = [m for m in self.mismatches if m.array == var.name and (
             m.threads > m.extent or kind == "uninitialized-read"
             and dims[m.position] >= m.threads)]
-        if found:
-            self.warn_block_shape(found)
+        self.shape_found.update(found)
 
-    def warn_block_shape(self, found) -> None:
+    def warn_block_shape(self, found=()) -> None:
         """Issue the BlockShapeWarning for this launch (once), describing the mismatches
-        like those `found` (same component and sizes, any array), and keep its text as a
-        hint for the hazard reports."""
-        if self.block_hint is not None or not found:
+        like those `found` and those `shape_evidence` kept (same component and sizes, any
+        array), and keep its text as a hint for the hazard reports."""
+        self.shape_found.update(found)
+        if self.block_hint is not None or not self.shape_found:
             return
-        keys = {(m.component, m.threads, m.extent) for m in found}
+        keys = {(m.component, m.threads, m.extent) for m in self.shape_found}
         chosen = [m for m in self.mismatches if (m.component, m.threads, m.extent) in keys]
         self.block_hint = describe_mismatches(self.kernel, self.block, chosen)
         first = next(v for v in self.kernel.shared if v.name == chosen[0].array)
@@ -815,6 +818,7 @@ class Launch:
         if old is None:
             self.hazards[key] = h
             if self.options.hazards == "raise" and h.kind != "barrier-after-exit":
+                self.warn_block_shape()
                 hint = f"\nThe block does not match the shared arrays: {self.block_hint}" \
                     if self.block_hint else ""
                 raise RaceError(f"{h.kernel}: {h}{self._advice(h)}{hint}", kernel=h.kernel,
@@ -885,6 +889,7 @@ class Launch:
                                            if m.threads > m.extent])
                     raise
                 self.counters.flops += ctx.flops
+        self.warn_block_shape()
 
     def _out_of_time(self, done: int, nblocks: int) -> None:
         raise StepBudgetExceeded(
@@ -927,10 +932,12 @@ def warn_hazards(report: LaunchReport, block_hint: str | None = None) -> None:
     when that explains the hazards."""
     races = [h for h in report.hazards]
     if races:
-        more = (f" (and {len(races) - 1} more: see <your {report.kernel} function>"
-                f".last_report.hazards)" if len(races) > 1 else "")
-        hint = f"\nThe block does not match the shared arrays: {block_hint}" if block_hint \
-            else ""
+        n = len(races) - 1
+        more = (f" ({n} more hazard{'s' if n > 1 else ''} in this launch: the kernel "
+                f"function's .last_report.hazards lists them all)" if n else "")
+        # The hint itself is the BlockShapeWarning just issued: point at it, not repeat it.
+        hint = ("\nThe block does not match the shared arrays: see the BlockShapeWarning "
+                "above." if block_hint else "")
         warnings.warn_explicit(f"{report.kernel}: {races[0]}{more}{hint}", RaceWarning,
                                "kernel.cu", races[0].line or 0)
 
