@@ -550,3 +550,31 @@ def test_options_nvcc_would_misread_are_refused(options, message):
 
     with pytest.raises(CompileError, match=message):
         SourceModule("__global__ void k(float* o) { o[0] = TILE; }", options=options)
+
+
+# The hint after a syntax error names the token that is plausibly missing: a ')' or ']'
+# when the interrupted statement leaves one open, a ';' only when the previous line could
+# end a statement, nothing otherwise.
+@pytest.mark.parametrize("src, hint", [
+    # Lesson 02's signature without its ')': the '{' is not after a missing ';'.
+    ("// naive\n\n__global__ void k(int N, float* A\n{\n    A[0] = 1.0f;\n}\n",
+     "kernel.cu:4:1: syntax error before '{' (is a ')' missing on line 3?)"),
+    ("__global__ void k(int N,\n                  float* A\n\n{\n    A[0] = 1.0f;\n}\n",
+     "kernel.cu:4:1: syntax error before '{' (is a ')' missing on line 2?)"),
+    ("__global__ void k(float* A)\n{\n    for (int i = 0; i < 4; ++i\n    {\n"
+     "        A[i] = 1.0f;\n    }\n}\n",
+     "kernel.cu:4:5: syntax error before '{' (is a ')' missing on line 3?)"),
+    ("__global__ void k(float* A)\n{\n    A[threadIdx.x = 1.0f;\n}\n",
+     "kernel.cu:3:25: syntax error before ';' (is a ']' missing on line 3?)"),
+    ("__global__ void k(float* A)\n{\n    float x = 1.0f\n    A[0] = x;\n}\n",
+     "kernel.cu:4:5: syntax error before 'A' (is a ';' missing at the end of line 3?)"),
+    # A '(' inside a string is no open parenthesis.
+    ('__global__ void k(float* A)\n{\n    printf("(%d", 1)\n    A[0] = 1.0f;\n}\n',
+     "kernel.cu:4:5: syntax error before 'A' (is a ';' missing at the end of line 3?)"),
+    ("__global__ void k(float* A)\n{\n    if (threadIdx.x < 4)\n    }\n}\n",
+     "kernel.cu:4:5: syntax error before '}'"),
+])
+def test_a_syntax_error_hints_only_at_the_plausible_missing_token(src, hint):
+    with pytest.raises(CompileError) as info:
+        SourceModule(src)
+    assert str(info.value).splitlines()[0] == hint

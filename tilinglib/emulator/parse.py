@@ -85,7 +85,7 @@ def parse(pre: Preprocessed) -> c_ast.FileAST:
         msg = m.group("msg")
         if msg.startswith("before:"):
             msg = f"syntax error before '{msg[len('before:'):].strip()}'"
-            hint = _missing_semicolon(pre, line)
+            hint = _missing_token(pre, line, col)
             if hint:
                 msg += hint
         raise CompileError(f"{SOURCE_NAME}:{line}:{col}: {msg}", line=line, column=col,
@@ -111,19 +111,53 @@ def check_nesting(pre: Preprocessed, ast, limit: int = MAX_NESTING) -> None:
         stack.extend((child, depth + 1) for _, child in node.children())
 
 
-def _missing_semicolon(pre: Preprocessed, line: int) -> str:
-    """A hint when the statement on the previous non-blank line does not end as C requires."""
-    for prev in range(line - 1, 0, -1):
-        text = (source_line(pre, prev) or "").split("//")[0].strip()
+_CLOSER = {"(": ")", "[": "]"}
+_LITERAL = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')
+
+
+def _code(pre: Preprocessed, line: int) -> str:
+    """Source line `line` without its // comment and string or character literals."""
+    return _LITERAL.sub('""', source_line(pre, line) or "").split("//")[0].strip()
+
+
+def _missing_token(pre: Preprocessed, line: int, col: int | None = None) -> str:
+    """The hint after "syntax error before '...'" at `line`: the token the student most
+    plausibly left out (one rule for every syntax error).
+
+    The statement the error interrupts runs from the last line ending in ';', '{' or '}'
+    (or a # directive) to the error. If it leaves a '(' or '[' open, a ')' or ']' is missing
+    at its end: " (is a ')' missing on line 5?)". Otherwise, if the previous line does not
+    end as a C statement may continue: " (is a ';' missing at the end of line 4?)". Else ''.
+    """
+    lines, prev = [], None
+    raw = source_line(pre, line) or ""
+    before = _LITERAL.sub('""', raw[:max(0, (col or 1) - 1)]).split("//")[0] if col else ""
+    for n in range(line - 1, 0, -1):
+        text = _code(pre, n)
         if not text:
             continue
-        if text.startswith("#") or text.endswith((";", "{", "}", ",", "(", ":", "\\")):
-            return ""
-        if text.endswith(")") and text.split("(")[0].strip().split(" ")[-1] in (
-                "if", "for", "while", "switch"):
-            return ""
-        return f" (is a ';' missing at the end of line {prev}?)"
-    return ""
+        if text.startswith("#") or text.endswith((";", "{", "}")):
+            break
+        prev = prev or n
+        lines.append(text)
+    opened = []
+    for ch in " ".join(reversed(lines)) + " " + before:
+        if ch in _CLOSER:
+            opened.append(ch)
+        elif ch in (")", "]") and opened and _CLOSER[opened[-1]] == ch:
+            opened.pop()
+    if opened:
+        where = line if before.strip() else prev
+        return f" (is a '{_CLOSER[opened[-1]]}' missing on line {where}?)"
+    if prev is None:
+        return ""
+    text = lines[0]                      # the line just before the error
+    if text.endswith((",", ":", "\\")):
+        return ""
+    if text.endswith(")") and text.split("(")[0].strip().split(" ")[-1] in (
+            "if", "for", "while", "switch"):
+        return ""
+    return f" (is a ';' missing at the end of line {prev}?)"
 
 
 def is_kernel(node: c_ast.FuncDef) -> bool:
