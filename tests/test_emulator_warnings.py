@@ -366,6 +366,23 @@ def test_local_array_elements_are_checked_one_by_one():
     assert [(c, ln) for c, _, ln in got] == [(UninitializedReadWarning, 5)]
     assert got[0][1].startswith("kernel k: 'r[3]' is read at line 5 before it is given a value")
     assert "'int r[4] = {0};' zeroes them all" in got[0][1] and "thread (3, 0, 0)" in got[0][1]
+    assert "__shared__" not in got[0][1]
+
+
+def test_a_tile_that_lost_its_shared_is_told_to_be_shared_not_zeroed():
+    # Lesson 03 with '__shared__' deleted from As: each thread stores As[ty][tx] into its own
+    # copy and reads As[ty][k]; zeroing the array would not fix the kernel.
+    src = TILED.replace("__shared__ float As[TILE][TILE + PAD];", "float As[TILE][TILE + PAD];")
+    got = kernel_warnings(lambda: tiled_launch((16, 16, 1), tile=16, n=32, source=src))
+    assert got == [(UninitializedReadWarning,
+                    "kernel sgemmTiled: 'As[0][0]' is read at line 33 before it is given a "
+                    "value: on a GPU it holds whatever its register or local memory held. A "
+                    "local array belongs to one thread: each thread has its own 'As' and stores "
+                    "only its own elements (As[threadIdx.y][threadIdx.x]), so the others never "
+                    "get a value. If the block's threads fill it together, declare it "
+                    "'__shared__ float As[TILE][TILE + PAD];' and put a __syncthreads() between "
+                    "the writes and the reads. (The first such read: thread (1, 0, 0) in block "
+                    "(0, 0, 0).)", 33)]
     got, out = unset_in("int r[4];\nfor (int i = 0; i < 4; ++i) r[i] = i;\n"
                         "out[threadIdx.x] = r[threadIdx.x % 4];")
     assert got == [] and out.tolist() == [i % 4 for i in range(32)]

@@ -47,7 +47,7 @@ class KernelCode:
     static_shared_bytes: int = 0
     local_bytes: int = 0
     line: int | None = None
-    # Launch-time checks (execute.py): shared array -> the threadIdx component that fills
+    # Launch-time checks (execute.py): shared (or local) array -> the threadIdx component that fills
     # each index position (thread_indexed_stores), each array's declaration as the student
     # wrote it ("As[TILE][TILE + PAD]"), the local arrays, and whether any of them is
     # declared without a value (then local memory is checked for reads before writes).
@@ -306,6 +306,9 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         body = self.stmt(node.body)
         ranks = {v.name: len(v.ctype.shape) for v in self.shared
                  if not v.dynamic and v.ctype.is_array}
+        # Local arrays too: one filled at threadIdx-built indices was meant to be shared.
+        ranks.update({v.name: len(v.ctype.shape) for v in self.local_vars
+                      if v.ctype.is_array and v.name not in ranks})
         code = KernelCode(node.decl.name, params, slots, self.fn.nslots, body,
                           list(self.shared), self.static_shared_size(), self.local_bytes,
                           _line(node),

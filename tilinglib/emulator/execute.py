@@ -769,11 +769,23 @@ class Launch:
         element = M.describe_element(var.name, var.ctype.shape, base.size, offset - var.offset)
         block, thread = ctx.coords(lane)
         zero = _ZERO_TEXT.get(base.kind, "0")
+        comps = self.kernel.thread_indexed.get(var.name) or ()
+        if any(comps):
+            # Stored at threadIdx-built indices, read at one this thread never stored: the
+            # block's threads were meant to fill it together.
+            idx = "][".join(f"threadIdx.{c}" if c else "..." for c in comps)
+            fix = (f"A local array belongs to one thread: each thread has its own '{var.name}' "
+                   f"and stores only its own elements ({var.name}[{idx}]), so the others "
+                   f"never get a value. If the block's threads fill it together, declare it "
+                   f"'__shared__ {base} {var.text};' and put a __syncthreads() between the "
+                   f"writes and the reads.")
+        else:
+            fix = (f"Give every element a value first: '{base} {var.text} = {{{zero}}};' "
+                   f"zeroes them all.")
         self._warn(("unset-local", var.name, line),
                    f"kernel {self.kernel.name}: '{element}' is read at line {line} before it is "
                    f"given a value: on a GPU it holds whatever its register or local memory "
-                   f"held. Give every element a value first: '{base} {var.text} = {{{zero}}};' "
-                   f"zeroes them all. (The first such read: thread {thread} in block {block}.)",
+                   f"held. {fix} (The first such read: thread {thread} in block {block}.)",
                    UninitializedReadWarning, line)
 
     def shape_evidence(self, kind, var, offset) -> None:
