@@ -203,6 +203,21 @@ def test_launch_error(shell):
     assert "block.x = 2048" in lines[0]
 
 
+@pytest.mark.parametrize("define, tile_sentence", [
+    ("", False), ("#define TILE 33\n", True), ("#ifndef TILE\n#define TILE 8\n#endif\n", True)])
+def test_a_block_over_1024_threads_speaks_of_tile_only_where_the_kernel_has_one(
+        shell, define, tile_sentence):
+    shell.user_ns["SRC"] = define + OOB
+    exc, lines = run(shell, "f = SourceModule(SRC).get_function('copy')\n"
+                            "f(In(a), Out(a), np.int32(64), block=(33, 33, 1), grid=(1, 1))")
+    check_short(exc, lines, errors.LaunchError, lines[-1])
+    generic = ("copy: block=(33, 33, 1) has 1,089 threads; a block holds at most 1,024 "
+               "threads, e.g. 32 x 32: use a smaller block.")
+    tile = (" For a TILE x TILE tile with one thread per element, TILE can be at most 32 "
+            "(32 x 32 = 1,024).")
+    assert str(exc) == generic + (tile if tile_sentence else "")
+
+
 def test_unknown_kernel(shell):
     exc, lines = run(shell, "SourceModule(OOB).get_function('cpy')")
     check_short(exc, lines, errors.KernelNotFoundError,

@@ -302,7 +302,8 @@ def _check_args(kernel: str, params: Sequence, args: Sequence) -> None:
 # Launch configuration checks
 # ---------------------------------------------------------------------------------------
 
-def _check_block(kernel: str, block, limits: DeviceLimits, max_threads: int | None) -> tuple:
+def _check_block(kernel: str, block, limits: DeviceLimits, max_threads: int | None,
+                 tile_macro: bool = False) -> tuple:
     if block is None:
         raise LaunchError(f"{kernel}: no block size: pass block=(x, y, z), e.g. block=(32, 32, 1).")
     dims = _as_dims(block, f"{kernel}: block")
@@ -321,10 +322,13 @@ def _check_block(kernel: str, block, limits: DeviceLimits, max_threads: int | No
                 f"{limits.max_block_dim[2]}): use a smaller block.")
     threads = dims[0] * dims[1] * dims[2]
     if threads > limits.max_threads_per_block:
+        most = limits.max_threads_per_block
+        side = int(most ** 0.5)
+        tile = (f" For a TILE x TILE tile with one thread per element, TILE can be at most "
+                f"{side} ({side} x {side} = {most:,})." if tile_macro else "")
         raise LaunchError(
             f"{kernel}: block={dims} has {threads:,} threads; a block holds at most "
-            f"{limits.max_threads_per_block:,}. For a TILE x TILE tile with one thread per "
-            f"element, TILE can be at most 32 (32 x 32 = 1,024).")
+            f"{most:,} threads, e.g. {side} x {side}: use a smaller block.{tile}")
     if max_threads is not None and threads > max_threads:
         raise LaunchError(
             f"{kernel}: block={dims} has {threads:,} threads, but this kernel can run at "
@@ -368,7 +372,7 @@ def _check_shared(kernel: str, shared, static_shared: int, limits: DeviceLimits)
 def check_launch(kernel_name: str, params: Sequence | None, args: Sequence, *, block,
                  grid=(1, 1), shared=0, static_shared: int = 0,
                  limits: DeviceLimits = DeviceLimits(),
-                 max_threads_per_block: int | None = None) -> None:
+                 max_threads_per_block: int | None = None, tile_macro: bool = False) -> None:
     """Refuse a launch that a GPU would refuse or misread, with a message saying what to change.
 
     Used by both backends before anything runs. Arguments:
@@ -385,7 +389,9 @@ def check_launch(kernel_name: str, params: Sequence | None, args: Sequence, *, b
       `static_shared` (the kernel's static ``__shared__`` bytes), as for PyCUDA's call;
     - `limits`: the device's `DeviceLimits` (compute capability 9.0 by default);
     - `max_threads_per_block`: the kernel's own limit, where known (PyCUDA's
-      ``Function.max_threads_per_block``; heavy register use lowers it below 1,024).
+      ``Function.max_threads_per_block``; heavy register use lowers it below 1,024);
+    - `tile_macro`: the kernel's source has a TILE macro (#define TILE or -DTILE): a block
+      over the limit then says how large TILE can be.
 
     Raises `KernelArgumentError` (a TypeError) for: a wrong number of arguments; a Python int
     or float for a scalar parameter (use ``np.int32(N)``, ``np.float32(x)``); a NumPy
@@ -397,7 +403,7 @@ def check_launch(kernel_name: str, params: Sequence | None, args: Sequence, *, b
     the limits (2^31-1, 65535, 65535); static plus dynamic shared memory over the per-block
     limit (48 KiB unless the kernel opted in to more).
     """
-    _check_block(kernel_name, block, limits, max_threads_per_block)
+    _check_block(kernel_name, block, limits, max_threads_per_block, tile_macro)
     _check_grid(kernel_name, grid, limits)
     _check_shared(kernel_name, shared, static_shared, limits)
     if params is not None:

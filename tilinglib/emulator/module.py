@@ -8,6 +8,7 @@ notebook cell runs unchanged on either backend. Compiled programs are cached on
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
@@ -156,6 +157,9 @@ def memcpy_dtoh(dest, src) -> None:
     flat[:] = np.frombuffer(data[:flat.shape[0]], dtype=np.uint8)
 
 
+_DEFINE_TILE = re.compile(r"\s*#\s*define\s+TILE\b")
+
+
 class Function:
     """A kernel of an emulated SourceModule. Call it like a PyCUDA Function:
     ``f(*args, block=(x, y, z), grid=(x, y[, z]), shared=bytes)``.
@@ -189,13 +193,19 @@ class Function:
         params = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
         return f"<emulated kernel {self.name}({params})>"
 
+    def _has_tile_macro(self) -> bool:
+        """Whether the source defines a TILE macro (#define TILE, or -DTILE=...)."""
+        pre = self._program.pre
+        return "TILE" in pre.defines or any(
+            _DEFINE_TILE.match(line) for line in pre.source_lines)
+
     def __call__(self, *args, block=None, grid=(1, 1), shared=0, stream=None, texrefs=None,
                  time_kernel=False, hazards="warn", max_steps=None, check_uninitialized=True,
                  batch_threads=None, trace=False, max_seconds=_DEFAULT):
         from ..launch import check_launch
 
         check_launch(self.name, self.params, args, block=block, grid=grid, shared=shared,
-                     static_shared=self.shared_size_bytes)
+                     static_shared=self.shared_size_bytes, tile_macro=self._has_tile_macro())
         block3 = tuple(int(b) for b in block) + (1,) * (3 - len(block))
         grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         if hazards not in ("warn", "raise", "ignore"):
