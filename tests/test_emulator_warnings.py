@@ -28,8 +28,8 @@ from tilinglib.emulator import In, InOut, Out, RaceWarning, SourceModule
 from tilinglib.emulator.parse import parse
 from tilinglib.emulator.preprocess import preprocess
 from tilinglib.errors import (BlockShapeWarning, InputWriteWarning, KernelWarning,
-                              MemoryAccessError, RaceError, TilingLibWarning,
-                              UninitializedReadWarning)
+                              MemoryAccessError, OutputNotWrittenWarning, RaceError,
+                              TilingLibWarning, UninitializedReadWarning)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,8 @@ def no_kernel_warnings(fn):
 
 
 def test_warning_classes_are_one_family():
-    for cls in (InputWriteWarning, BlockShapeWarning, UninitializedReadWarning, RaceWarning):
+    for cls in (InputWriteWarning, BlockShapeWarning, UninitializedReadWarning, RaceWarning,
+                OutputNotWrittenWarning):
         assert issubclass(cls, KernelWarning) and issubclass(cls, TilingLibWarning)
         assert issubclass(cls, UserWarning)
 
@@ -105,6 +106,55 @@ def test_every_site_that_writes_an_in_array_is_named_atomics_included():
     assert "writes to hist at line 3, but hist was passed as tl.In(...)" in got[0][1]
     assert "writes to out at line 4" in got[1][1]
     assert not hist.any() and not out.any()        # the writes really were lost
+
+
+# ----------------------------------------------------------------------------- unwritten Out
+
+def test_an_out_array_the_grid_does_not_cover_is_named_with_its_count():
+    # Lesson 02's naive kernel at N = 128 with grid= forgotten: one 32 x 32 block writes
+    # 1,024 of C's 128 x 128 elements; with grid (2, 2) 4,096 of them.
+    n = 128
+    A, B = sgemm.random_matrices(n, seed=0)
+    f = SourceModule(NAIVE).get_function("sgemmNaive")
+    line = store_line(NAIVE, "__global__ void sgemmNaive")
+    for grid, written, launched in (((1, 1), 1024, "1 block of 1,024 threads"),
+                                    ((2, 2), 4096, "4 blocks of 1,024 threads (4,096 threads)")):
+        C = np.zeros((n, n), np.float32)
+        got = kernel_warnings(lambda: f(np.int32(n), In(A), In(B), Out(C), block=(32, 32, 1),
+                                        grid=grid))
+        assert got == [(OutputNotWrittenWarning,
+                        f"kernel sgemmNaive: {n * n - written:,} of C's 16,384 elements were "
+                        f"never written by the kernel: on a GPU they hold garbage. Does the "
+                        f"grid cover the whole output? grid={grid + (1,)} launches "
+                        f"{launched}.", line)]
+        # The elements it did not write are the emulator's poison, not zeros.
+        assert np.count_nonzero(np.isnan(C)) == n * n - written
+
+
+def test_unwritten_elements_warn_once_per_array_and_never_for_in_or_inout():
+    src = """__global__ void k(float* a, float* b, float* c, float2* d)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    a[i] = 1.0f;
+    b[i / 2] = 2.0f;
+    c[i] = 3.0f;
+    if (i < 8) d[i] = make_float2(1.0f, 2.0f);
+}"""
+    f = SourceModule(src).get_function("k")
+    a, b, c = np.zeros(64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32)
+    # d: 32 floats seen as 16 float2; each float2 store writes two of its elements.
+    # 4 batches of 16 threads: still one warning per array; a covers all of a.
+    got = kernel_warnings(lambda: f(Out(a), Out(b), InOut(c), Out(np.zeros(32, np.float32)),
+                                    block=(16, 1, 1), grid=(4, 1), batch_threads=16))
+    assert [m.split(": ", 1)[1].split(" were")[0] for _, m, _ in got] == [
+        "32 of b's 64 elements", "16 of d's 32 elements"]
+    assert (b[:32] == 2).all() and np.isnan(b[32:]).all()
+    # In(...) arrays are not results; InOut(...) ones keep what they held.
+    assert kernel_warnings(lambda: f(Out(a), InOut(b), In(c), InOut(np.zeros(32, np.float32)),
+                                     block=(16, 1, 1), grid=(4, 1))) \
+        == [(InputWriteWarning, "kernel k writes to c at line 6, but c was passed as "
+             "tl.In(...): its writes are not copied back. Pass it as tl.Out(...) or "
+             "tl.InOut(...).", 6)]
 
 
 # ----------------------------------------------------------------------------- block shape

@@ -374,6 +374,12 @@ class UninitializedReadWarning(KernelWarning):
     GPU it holds whatever its register held; on the emulator it reads 0."""
 
 
+class OutputNotWrittenWarning(KernelWarning):
+    """A launch left elements of an array passed as `Out(...)` unwritten (a grid that does
+    not cover the output, `grid=` forgotten): on a GPU they hold whatever device memory
+    held. Issued once per launch per array; never for `In` or `InOut` arrays."""
+
+
 class GradingError(TilingLibError):
     """`python -m tilinglib.grading` cannot do what it was asked (a folder that is not
     nbgrader's submitted/ layout, an unknown assignment, a gradebook without the assignment);

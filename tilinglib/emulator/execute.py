@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import (BarrierError, BlockShapeWarning, InputWriteWarning, KernelArgumentError,
+                      OutputNotWrittenWarning,
                       KernelRuntimeError, KernelWarning, MemoryAccessError, TilingLibWarning,
                       UninitializedReadWarning,
                       RaceError, StepBudgetExceeded)
@@ -502,6 +503,8 @@ class Context:
                             line)
             if not key.copied_back:
                 self.launch.lost_write(key, line)
+            if key.written is not None:
+                key.mark_written(index, t.size)
         elif space == "local" and self.local_set is not None:
             self._mark_local_set(index, t.size)
         size = t.size
@@ -541,6 +544,8 @@ class Context:
             self.launch.lost_write(key, line)
         elif space == "local" and self.local_set is not None:
             self._mark_local_set(index, t.size)
+        if space == "global" and key.written is not None:
+            key.mark_written(index, t.size)
         for (_, ft, foff), v in zip(t.fields, value):
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             if isinstance(v, np.ndarray) and lanes is not None:
@@ -669,6 +674,8 @@ class Context:
             self._fault(lanes, 0, "Invalid atomic on __constant__ memory", line)
         if space == "global" and not key.copied_back:
             self.launch.lost_write(key, line)
+        if space == "global" and key.written is not None:
+            key.mark_written(index, t.size)
         view = self._view(space, key.buf if space == "global" else None, t.dtype)
         idx = _elements(index, t.size)
         vs = [np.broadcast_to(v, (self.T,))[lanes] if lanes is not None else
@@ -741,6 +748,25 @@ class Launch:
                    f"kernel {self.kernel.name} writes to {name} at line {line}, but {name} was "
                    f"passed as tl.In(...): its writes are not copied back. Pass it as "
                    f"tl.Out(...) or tl.InOut(...).", InputWriteWarning, line)
+
+    def warn_unwritten(self) -> None:
+        """After the launch: an OutputNotWrittenWarning for each Out(...) array with
+        elements no store wrote (on a GPU they hold whatever device memory held)."""
+        for alloc in self.gmem.allocations:
+            if alloc.written is None or alloc.written.all():
+                continue
+            total = alloc.written.shape[0]
+            missing = total - int(np.count_nonzero(alloc.written))
+            tpb = self.block[0] * self.block[1] * self.block[2]
+            nblocks = self.grid[0] * self.grid[1] * self.grid[2]
+            launched = (f"{nblocks:,} block{'s' if nblocks != 1 else ''} of {tpb:,} "
+                        f"thread{'s' if tpb != 1 else ''}"
+                        + (f" ({nblocks * tpb:,} threads)" if nblocks > 1 else ""))
+            self._warn(("unwritten", alloc.name),
+                       f"kernel {self.kernel.name}: {missing:,} of {alloc.name}'s {total:,} "
+                       f"elements were never written by the kernel: on a GPU they hold "
+                       f"garbage. Does the grid cover the whole output? grid={self.grid} "
+                       f"launches {launched}.", OutputNotWrittenWarning, self.kernel.line)
 
     def warn_unset(self, site, ctx, lane) -> None:
         """A local scalar read by thread `lane` of `ctx` before it was given a value."""

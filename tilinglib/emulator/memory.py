@@ -75,6 +75,16 @@ class Allocation:
     # False for an argument passed as In(...): PyCUDA does not copy it back, so a store
     # into it is lost when the launch ends (execute.Launch.lost_write warns).
     copied_back: bool = True
+    # For an Out(...) argument: which elements a store has written (one bool per element;
+    # a store of any width marks every element it touches), else None.
+    written: np.ndarray | None = None
+
+    def mark_written(self, off: np.ndarray, size: int) -> None:
+        """Record a store of `size` bytes at byte offsets `off` (Context.store)."""
+        e = off // self.elem_size
+        self.written[e] = True
+        for k in range(1, -(-size // self.elem_size)):
+            self.written[e + k] = True
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         v = self.views.get(dtype)
@@ -91,9 +101,11 @@ class GlobalMemory:
         self.allocations: list[Allocation] = []
 
     def allocate(self, name: str, nbytes: int, *, elem_size: int = 4, init: bytes | None = None,
-                 readonly: bool = False, copied_back: bool = True) -> int:
+                 readonly: bool = False, copied_back: bool = True,
+                 track_writes: bool = False) -> int:
         """Allocate `nbytes` (filled with `init`, else 0xFF poison) and return its address.
-        `copied_back=False` marks an In(...) argument, whose stores are lost."""
+        `copied_back=False` marks an In(...) argument, whose stores are lost;
+        `track_writes=True` (an Out(...) argument) records which elements stores write."""
         region = FIRST_GLOBAL_REGION + len(self.allocations)
         padded = max(16, -(-nbytes // 16) * 16)
         buf = np.full(padded, 0xFF, dtype=np.uint8)
@@ -101,6 +113,8 @@ class GlobalMemory:
             buf[:len(init)] = np.frombuffer(init, dtype=np.uint8)
         self.allocations.append(Allocation(name, region, nbytes, buf, elem_size, readonly,
                                            copied_back=copied_back))
+        if track_writes:
+            self.allocations[-1].written = np.zeros(nbytes // max(elem_size, 1), dtype=bool)
         return make_address(region)
 
     def lookup(self, region: int) -> Allocation | None:

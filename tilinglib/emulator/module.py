@@ -240,6 +240,7 @@ class Function:
         for array, alloc in copies:
             flat = array.reshape(-1).view(np.uint8)
             flat[:] = alloc.buf[:flat.shape[0]]
+        launch.warn_unwritten()
         report = launch.report()
         self.last_report = report
         self.last_trace = tuple(launch.tracer.records) if launch.tracer is not None else None
@@ -262,7 +263,8 @@ class Function:
                 init = array.tobytes() if getattr(a, "copy_in", True) else None
                 addr = launch.gmem.allocate(p.name, array.nbytes, elem_size=array.itemsize,
                                             init=init,
-                                            copied_back=getattr(a, "copy_out", True))
+                                            copied_back=getattr(a, "copy_out", True),
+                                            track_writes=init is None)
                 values.append(np.int64(addr))
                 if getattr(a, "copy_out", True):
                     copies.append((array, launch.gmem.allocations[-1]))
