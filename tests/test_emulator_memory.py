@@ -242,3 +242,20 @@ def test_shared_pointers_keep_their_array_and_the_layout():
     assert out.tolist() == want
     assert (gap == 13 + 100 * 11).all()
     assert f.shared_size_bytes == 128
+
+
+def test_a_misaligned_shared_access_names_the_element_of_its_own_array():
+    # s starts 16 bytes into shared memory (after a); &s[1] is 20: not a multiple of 16.
+    src = """
+    __global__ void k(float* out) {
+        __shared__ float a[4];
+        __shared__ float s[8];
+        s[threadIdx.x] = 1.0f;
+        a[threadIdx.x % 4] = 2.0f;
+        __syncthreads();
+        float4 v = *(float4*)&s[1];
+        out[threadIdx.x] = v.x + a[0];
+    }"""
+    with pytest.raises(MemoryAccessError, match=r"Misaligned shared read of size 16 bytes at "
+                                                r"s\[1\]: the address must be a multiple of 16"):
+        launch(src, "k", np.zeros(8, np.float32), block=(8, 1, 1))

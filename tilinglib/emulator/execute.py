@@ -221,13 +221,13 @@ class Context:
         align = t.align
         if r0 == M.SHARED_REGION:
             if span[1] >= M.SHARED_TAG_HALF:
-                off, span, var = self._untag(off)
+                off, span, var = self._untag(off, span)
             else:
                 var = None
             if var is not None:
                 # A static array is its own allocation: bounded by its own bytes.
-                self._check(off - var.offset, (span[0] - var.offset, span[1] - var.offset),
-                            size, align, var.ctype.size, lanes, line, what, "shared", var)
+                self._check(off, span, size, align, var.ctype.size, lanes, line, what,
+                            "shared", var, start=var.offset)
             else:
                 self._check(off, span, size, align, self.launch.shared_total, lanes, line,
                             what, "shared", None)
@@ -248,24 +248,30 @@ class Context:
         self._check(off, span, size, align, alloc.size, lanes, line, what, "global", alloc)
         return "global", off, off, alloc
 
-    def _untag(self, off):
-        """Shared offsets `off` (tagged, see memory.SHARED_TAG_SHIFT) without their tag:
-        (offsets, (min, max), the static SharedVar all of them point into, or None)."""
-        tags = (off + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
-        off = off - (tags << M.SHARED_TAG_SHIFT)
-        t0, t1 = int(tags.min()), int(tags.max())
+    def _untag(self, off, span):
+        """Shared offsets `off` (tagged, see memory.SHARED_TAG_SHIFT; `span` their min and
+        max) without their tag: (offsets, (min, max), the static SharedVar all of them point
+        into, or None)."""
+        lo, hi = span
+        t0 = (lo + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
+        t1 = (hi + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
         shared = self.launch.kernel.shared
-        var = shared[t0 - 1] if t0 == t1 and 0 < t0 <= len(shared) else None
-        return off, (int(off.min()), int(off.max())), var
+        if t0 == t1:                     # one array for all lanes: scalars only
+            base = t0 << M.SHARED_TAG_SHIFT
+            return off - base, (lo - base, hi - base), \
+                shared[t0 - 1] if 0 < t0 <= len(shared) else None
+        off = off - (((off + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT) << M.SHARED_TAG_SHIFT)
+        return off, (int(off.min()), int(off.max())), None
 
-    def _check(self, off, span, size, align, limit, lanes, line, what, space, alloc):
-        """Bounds and alignment of one access. `off` is relative to the start of `alloc`: an
-        Allocation (global), a static SharedVar (shared), or None (all of the block's shared
-        memory, the thread's local memory) with `limit` bytes."""
-        if span[0] < 0 or span[1] > limit - size:
-            bad = (off < 0) | (off > limit - size)
+    def _check(self, off, span, size, align, limit, lanes, line, what, space, alloc,
+               start=0):
+        """Bounds and alignment of one access: the `limit` bytes from offset `start` of
+        `alloc`, an Allocation (global), a static SharedVar (shared), or None (all of the
+        block's shared memory, the thread's local memory)."""
+        if span[0] < start or span[1] > start + limit - size:
+            bad = (off < start) | (off > start + limit - size)
             i = int(np.argmax(bad))
-            o = int(off[i])
+            o = int(off[i]) - start
             name = self._name_of(space, o, alloc)
             msg = M.out_of_bounds(f"__{space}__ {what}" if space != "local" else f"local {what}",
                                   name, size, o, limit)
@@ -282,7 +288,7 @@ class Context:
                 i = int(np.argmax(mis))
                 o = int(off[i])
                 self._fault(lanes, i, f"Misaligned {space} {what} of size {size} bytes at "
-                            f"{self._element_of(space, o, alloc)}: the address must be a "
+                            f"{self._element_of(space, o - start, alloc)}: the address must be a "
                             f"multiple of {align}", line)
 
     def _fault(self, lanes, i, message, line):
