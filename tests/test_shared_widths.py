@@ -423,3 +423,18 @@ def test_banks_wavefronts_bad_lanes_are_a_clear_error():
         banks.wavefronts([0, 1], lanes=[0])
     with pytest.raises(ValueError, match="ascending"):
         banks.wavefronts([0, 1], lanes=[3, 2])
+
+
+@pytest.mark.parametrize("size,kernel", [(8, "acc8"), (16, "acc16")])
+def test_bank_picture_of_a_wide_access_has_one_row_per_wavefront(size, kernel):
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        idx = rng.integers(0, 64, 32)
+        f = launch(kernel, idx, idx, 0xFFFFFFFF if trial % 2 else int(rng.integers(1, 2**32)),
+                   trace=True)
+        for kind in ("load", "store"):
+            access = banks.find(f.last_trace, "s", kind=kind)
+            layout = banks.bank_layout(access)
+            assert max(row for _, row in layout) + 1 == access.wavefronts
+            # every word of every lane is drawn once: lanes x words per lane cells entries
+            assert sum(len(v) for v in layout.values()) == len(access.lanes) * size // 4

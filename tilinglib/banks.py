@@ -73,16 +73,39 @@ def bank_layout(access) -> dict[tuple[int, int], tuple[int, ...]]:
 
     Each distinct word of a bank gets its own wavefront number (0, 1, ...), in the order of
     the lowest lane that asks for it; the value lists every lane that reads that word
-    (several lanes: a broadcast). The number of rows used is the access's wavefront count.
+    (several lanes: a broadcast). An 8- or 16-byte access (`access.size`, default 4) covers
+    2 or 4 words per lane and is served in phases (half or quarter warps, by the rule of
+    `wavefronts`): the wavefronts of a phase follow those of the phase before. The number
+    of rows used is the access's wavefront count.
     """
-    rows: dict[int, list[int]] = {}          # bank -> its distinct words, in order
+    import numpy as np
+
+    from .emulator.memory import shared_phases
+
+    size = int(getattr(access, "size", 4))
+    per_lane = max(1, -(-size // WORD_BYTES))
+    pairs = sorted(zip(access.lanes, access.words))
+    if not pairs:
+        return {}
+    lanes = np.array([int(l) for l, _ in pairs], dtype=np.int64)
+    first = np.array([int(w) for _, w in pairs], dtype=np.int64)
+    phase, _ = shared_phases(np.zeros(lanes.shape[0], dtype=np.int64), lanes,
+                             first * WORD_BYTES, size, getattr(access, "kind", "load") == "store",
+                             False)
     cells: dict[tuple[int, int], list[int]] = {}
-    for lane, word in sorted(zip(access.lanes, access.words)):
-        bank = int(word) % BANKS
-        words = rows.setdefault(bank, [])
-        if word not in words:
-            words.append(word)
-        cells.setdefault((bank, words.index(word)), []).append(int(lane))
+    base = 0
+    for p in sorted(set(int(x) for x in phase)):
+        rows: dict[int, list[int]] = {}          # bank -> its distinct words, in order
+        for lane, word0, ph in zip(lanes, first, phase):
+            if int(ph) != p:
+                continue
+            for word in range(int(word0), int(word0) + per_lane):
+                bank = word % BANKS
+                words = rows.setdefault(bank, [])
+                if word not in words:
+                    words.append(word)
+                cells.setdefault((bank, base + words.index(word)), []).append(int(lane))
+        base += max(len(w) for w in rows.values())
     return {key: tuple(v) for key, v in sorted(cells.items())}
 
 

@@ -255,14 +255,26 @@ def shared_wavefronts(warp: np.ndarray, lane: np.ndarray | None, offset: np.ndar
     n = offset.shape[0]
     if n == 0:
         return 0, 0
+    phase, lanes_per_row = shared_phases(warp, lane, offset, size, is_store, full_warps)
+    per_lane = -(-size // 4) if size > 4 else 1
+    rows = n // lanes_per_row if lanes_per_row else 0
     words = offset >> 2
+    if per_lane > 1:
+        words = (words[:, None] + np.arange(per_lane)).reshape(-1)
+        phase = np.repeat(phase, per_lane)
+    wavefronts = _wavefronts(phase, words, rows)
+    ideal = rows if rows else int(np.count_nonzero(phase[1:] != phase[:-1])) + 1
+    return wavefronts, ideal
+
+
+def shared_phases(warp: np.ndarray, lane: np.ndarray | None, offset: np.ndarray, size: int,
+                  is_store: bool, full_warps: bool) -> tuple[np.ndarray, int]:
+    """The phase of each active lane of one shared access (see `shared_wavefronts`, same
+    arguments): int64 ids, ascending, equal for lanes served together; and the lanes per
+    phase when every phase has the same number of lanes and `full_warps` (else 0)."""
+    n = offset.shape[0]
     if size <= 4:
-        if full_warps:
-            rows = n // WARP
-            return _wavefronts(warp, words, rows), rows
-        return (_wavefronts(warp, words, 0),
-                int(np.count_nonzero(warp[1:] != warp[:-1])) + 1)
-    per_lane = -(-size // 4)
+        return warp, (WARP if full_warps else 0)
     if size in (8, 16) and not is_store:
         span = WARP if size == 8 else WARP // 2       # lanes one phase may serve
         if full_warps:
@@ -274,24 +286,14 @@ def shared_wavefronts(warp: np.ndarray, lane: np.ndarray | None, offset: np.ndar
             differ = both & (offset[1:] != offset[:-1])
             unit = key // span
             split = np.isin(unit, unit[1:][differ])
-        # Phase: (warp, span) unit, halved when split.
+        # A (warp, span) unit is one phase, or its two halves when split.
         phase = (warp * WARP + lane) // span * 2 + (split & ((lane // (span // 2)) % 2 == 1))
-        per_phase = np.where(split, span // 2, span)
-        uniform = full_warps and (split.all() or not split.any())
-    else:
-        per = max(1, WARP // per_lane)
-        phase = warp * (-(-WARP // per)) + lane // per
-        per_phase = None
-        uniform = full_warps and WARP % per == 0
-    if uniform:
-        lanes_per_row = per if per_phase is None else int(per_phase[0])
-        rows = n // lanes_per_row
-    else:
-        rows = 0
-    all_words = (words[:, None] + np.arange(per_lane)).reshape(-1)
-    wavefronts = _wavefronts(np.repeat(phase, per_lane), all_words, rows)
-    ideal = rows if rows else int(np.count_nonzero(phase[1:] != phase[:-1])) + 1
-    return wavefronts, ideal
+        if full_warps and (split.all() or not split.any()):
+            return phase, (span // 2 if split[0] else span)
+        return phase, 0
+    per = max(1, WARP // -(-size // 4))
+    phase = warp * (-(-WARP // per)) + lane // per
+    return phase, (per if full_warps and WARP % per == 0 and n % per == 0 else 0)
 
 
 def count_global_keys(counters: Counters, sectors_key: np.ndarray, warp: np.ndarray,
