@@ -257,7 +257,9 @@ def table(readings: dict, before: dict, after: dict) -> str:
     head = (f"Shared-memory counters by access width, {readings['meta']['device']} "
             f"({readings['meta']['date']}, {readings['meta']['nvcc']}, ncu "
             f"{readings['meta']['ncu']}), against the emulator before and after the wavefront "
-            f"rule of `memory.shared_wavefronts`: after = ncu in {equal} of {total}.\n\n")
+            f"rule of `memory.shared_wavefronts`: after = ncu in {equal} of {total}. Before: "
+            f"`--emulate` with the tilinglib of main at 2dc1885 (conflicts = wavefronts - "
+            f"instructions); width (SASS): the kernel's shared instructions of that kind.\n\n")
     return head + "\n".join(rows) + "\n"
 
 
