@@ -18,7 +18,14 @@ element indices per lane (a stride of s elements is s * width / 4 words): stride
 broadcast, phase-structured patterns, partial masks and random permutations/draws (seeded).
 `issue_*` are the issue's kernel (256 threads, 8 warps, a conflict-free float4 and float2
 store, then loads of the same elements) with every component used and with only some used.
-The tests (tests/test_shared_widths.py) rebuild the same patterns from the JSON.
+The tests (tests/test_shared_widths.py) rebuild the same patterns with `cases()` and keep
+the readings. Without a GPU (tilinglib importable):
+
+    python bench/gpu_shared_widths.py --emulate bench/results/shared_widths_h200.json --out E.json
+    python bench/gpu_shared_widths.py --table READINGS.json BEFORE.json AFTER.json --out T.md
+
+run the emulator on every case and write the table of ncu against two emulator versions
+(bench/results/shared_widths_h200.md, ran on the H200 on 2026-12-01 in 13 s).
 """
 
 from __future__ import annotations
