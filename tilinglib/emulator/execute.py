@@ -857,8 +857,6 @@ class Launch:
         c = self.counters
         tpb = self.block[0] * self.block[1] * self.block[2]
         nblocks = self.grid[0] * self.grid[1] * self.grid[2]
-        shared_ld_conf = c.shared_load_wavefronts - c.shared_load_requests
-        shared_st_conf = c.shared_store_wavefronts - c.shared_store_requests
         return LaunchReport(
             kernel=self.kernel.name, grid=self.grid, block=self.block,
             shared_bytes=self.shared_total, threads=tpb * nblocks,
@@ -872,7 +870,9 @@ class Launch:
             shared_load_wavefronts=c.shared_load_wavefronts,
             shared_store_requests=c.shared_store_requests,
             shared_store_wavefronts=c.shared_store_wavefronts,
-            shared_bank_conflicts=shared_ld_conf + shared_st_conf,
+            shared_bank_conflicts=c.shared_load_bank_conflicts + c.shared_store_bank_conflicts,
+            shared_load_bank_conflicts=c.shared_load_bank_conflicts,
+            shared_store_bank_conflicts=c.shared_store_bank_conflicts,
             barriers=c.barriers,
             global_atomic_requests=c.global_atomic_requests,
             shared_atomic_requests=c.shared_atomic_requests,
