@@ -15,6 +15,7 @@ from pycparser import c_ast
 
 from . import ctypes_ as ct
 from . import values as V
+from .preprocess import FloatMode
 from .closures import (BUILTIN_VECTORS, LiteralError, X, _line, char_constant, constant,
                        parse_int)
 
@@ -25,6 +26,12 @@ _BUILTIN_ATTRS = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim", "gr
 class ExpressionsMixin:
     """`expr_<Node>` methods; needs the helpers of `compiler.Compiler` (convert, rvalue,
     memory_lvalue, assigner, error, unsupported, resolve, device_function)."""
+
+    @property
+    def float_mode(self):
+        """nvcc's floating-point options for this module (`preprocess.FloatMode`)."""
+        mode = getattr(self.pre, "float_mode", None)
+        return mode if mode is not None else FloatMode()
 
     # ------------------------------------------------------------------ expressions
     def expr(self, node) -> X:
@@ -273,6 +280,10 @@ class ExpressionsMixin:
         op = node.op
         if op in ("&&", "||"):
             return self.logical(node)
+        if op in ("+", "-") and self.float_mode.fmad:
+            fused = self.contracted(node)
+            if fused is not None:
+                return fused
         a = self.rvalue(self.expr(node.left))
         b = self.rvalue(self.expr(node.right))
         ta, tb = a.ctype, b.ctype
@@ -286,14 +297,26 @@ class ExpressionsMixin:
             fa, fb = self.convert(a, t, node), self.convert(b, t, node)
         else:
             fa, fb = self.convert(a, t, node), self.convert(b, t, node)
+        ftz = t == ct.FLOAT and self.float_mode.ftz
         if op in V.COMPARE:
             cmp = V.COMPARE[op]
             if a.const is not None and b.const is not None:
                 return constant(bool(cmp(t.dtype.type(a.const), t.dtype.type(b.const))), ct.BOOL)
+            if ftz:     # setp.ftz.f32: denormal operands compare as zero
+                return X(lambda ctx: cmp(V.flush32(fa(ctx)), V.flush32(fb(ctx))), ct.BOOL)
             return X(lambda ctx: cmp(fa(ctx), fb(ctx)), ct.BOOL)
         fop = V.arith_op(op, t)
         if fop is None:
             raise self.error(node, f"operator {op} cannot be used on {t} (use fmodf for floats)")
+        if op == "/" and t == ct.FLOAT:
+            exact = fop
+            if not self.float_mode.prec_div:
+                fop = lambda x, y: V.canonical_nan(V.approx_div32(x, y))  # noqa: E731
+            else:
+                fop = lambda x, y: V.canonical_nan(exact(x, y))  # noqa: E731
+        if ftz and op in "+-*/":
+            plain = fop
+            fop = lambda x, y: V.flush32(plain(V.flush32(x), V.flush32(y)))  # noqa: E731
         if a.const is not None and b.const is not None:
             with np.errstate(all="ignore"):
                 return constant(fop(t.dtype.type(a.const), t.dtype.type(b.const)), t)
@@ -303,6 +326,63 @@ class ExpressionsMixin:
                 return fop(fa(ctx), fb(ctx))
             return X(flop, t)
         return X(lambda ctx: fop(fa(ctx), fb(ctx)), t)
+
+    @staticmethod
+    def _product(node):
+        """(left, right, negated) when `node` is `x * y` or `-(x * y)`, else None."""
+        neg = False
+        if isinstance(node, c_ast.UnaryOp) and node.op == "-":
+            node, neg = node.expr, True
+        if isinstance(node, c_ast.BinaryOp) and node.op == "*":
+            return node.left, node.right, neg
+        return None
+
+    def contracted(self, node) -> X | None:
+        """`x * y + z`, `z + x * y`, `x * y - z`, `z - x * y` (and `-(x * y) + z`) as one
+        fused multiply-add, as nvcc compiles them under -fmad=true (its default): NVVM
+        emits fma.rn for a product that feeds an add or subtract, and ptxas fuses the
+        remaining mul.f32/add.f32 pairs. When both sides are products, the left one is
+        fused (LLVM's DAG combiner tries the left operand first). None when `node` is not
+        such a float or double expression. Counts 2 FLOPs per lane, as `x * y + z` does
+        unfused and as Nsight Compute counts an FFMA."""
+        op = node.op
+        for side in ("left", "right"):
+            prod = self._product(getattr(node, side))
+            if prod is not None:
+                break
+        else:
+            return None
+        pl, pr, neg = prod
+        other_node = node.right if side == "left" else node.left
+        x = self.rvalue(self.expr(pl))
+        y = self.rvalue(self.expr(pr))
+        if not (x.ctype.is_arithmetic and y.ctype.is_arithmetic):
+            return None
+        t = ct.usual_arithmetic_conversion(x.ctype, y.ctype)
+        if not t.is_floating:
+            return None
+        z = self.rvalue(self.expr(other_node))
+        if not z.ctype.is_arithmetic or ct.usual_arithmetic_conversion(t, z.ctype) != t:
+            return None
+        if x.const is not None and y.const is not None and z.const is not None:
+            return None     # folded by the front end in one rounding each (as nvcc does)
+        # product sign: negated by -(x*y), or by `z - x * y`; the addend by `x * y - z`.
+        neg_p = neg ^ (op == "-" and side == "right")
+        neg_z = op == "-" and side == "left"
+        fx, fy, fz = (self.convert(v, t, node) for v in (x, y, z))
+        dtype = t.dtype
+        ftz = t == ct.FLOAT and self.float_mode.ftz
+        flush = V.flush32 if ftz else (lambda v: v)
+
+        def ffma(ctx):
+            ctx.flops += 2 * ctx.nactive
+            a, c = fx(ctx), fz(ctx)
+            if neg_p:
+                a = np.negative(a)
+            if neg_z:
+                c = np.negative(c)
+            return flush(V.fma(flush(a), flush(fy(ctx)), flush(c), dtype))
+        return X(ffma, t)
 
     def pointer_op(self, node, op, a, b) -> X:
         ta, tb = a.ctype, b.ctype
