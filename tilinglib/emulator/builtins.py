@@ -87,17 +87,28 @@ _LOG2E = np.float32(1.4426950408889634)
 _LN2 = np.float32(0.6931471805599453)
 
 
-def _sin_approx(x):
-    """__sinf (sin.approx.f32): sin(2 pi t) for t = x * (1/2pi) rounded to float32."""
+def _turns(x):
+    """x * (1/2pi) as the GPU reduces the argument of sin.approx/cos.approx: a float32
+    multiply rounded toward zero (FMUL.RZ; with it the H200's __sinf over [-20, 20] is
+    within 2.9e-7 of sin(2 pi t), under the Math API's 2^-21.41, against 1.5e-6 with
+    round-to-nearest)."""
     with np.errstate(all="ignore"):
-        t = np.asarray(x, np.float32) * _INV_2PI
-        return np.sin(2 * np.pi * t.astype(np.float64))
+        exact = np.asarray(x, np.float64) * np.float64(_INV_2PI)
+        t = exact.astype(np.float32)
+        over = np.abs(t.astype(np.float64)) > np.abs(exact)
+        return np.where(over, np.nextafter(t, np.float32(0)), t).astype(np.float64)
+
+
+def _sin_approx(x):
+    """__sinf (sin.approx.f32): sin(2 pi t) for the reduced argument t (`_turns`)."""
+    with np.errstate(all="ignore"):
+        return np.sin(2 * np.pi * _turns(x))
 
 
 def _cos_approx(x):
+    """__cosf (cos.approx.f32): cos(2 pi t) for the reduced argument t (`_turns`)."""
     with np.errstate(all="ignore"):
-        t = np.asarray(x, np.float32) * _INV_2PI
-        return np.cos(2 * np.pi * t.astype(np.float64))
+        return np.cos(2 * np.pi * _turns(x))
 
 
 def _exp_approx(x):
@@ -337,7 +348,8 @@ def _fma_call(comp, node, name, args):
 
     def fma(ctx):
         ctx.flops += 2 * ctx.nactive
-        return flush(_fma(flush(fa(ctx)), flush(fb(ctx)), flush(fc(ctx)), dtype))
+        return _values.canonical_nan(flush(_fma(flush(fa(ctx)), flush(fb(ctx)), flush(fc(ctx)),
+                                                dtype)))
     return X(fma, t)
 
 

@@ -314,6 +314,9 @@ class ExpressionsMixin:
                 fop = lambda x, y: V.canonical_nan(V.approx_div32(x, y))  # noqa: E731
             else:
                 fop = lambda x, y: V.canonical_nan(exact(x, y))  # noqa: E731
+        if t == ct.FLOAT and op in "+-*":
+            ieee = fop
+            fop = lambda x, y: V.canonical_nan(ieee(x, y))  # noqa: E731
         if ftz and op in "+-*/":
             plain = fop
             fop = lambda x, y: V.flush32(plain(V.flush32(x), V.flush32(y)))  # noqa: E731
@@ -381,7 +384,7 @@ class ExpressionsMixin:
                 a = np.negative(a)
             if neg_z:
                 c = np.negative(c)
-            return flush(V.fma(flush(a), flush(fy(ctx)), flush(c), dtype))
+            return V.canonical_nan(flush(V.fma(flush(a), flush(fy(ctx)), flush(c), dtype)))
         return X(ffma, t)
 
     def pointer_op(self, node, op, a, b) -> X:
