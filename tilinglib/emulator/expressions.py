@@ -233,6 +233,9 @@ class ExpressionsMixin:
         if op == "-":
             if x.const is not None:
                 return constant(-rt.dtype.type(x.const), rt)
+            entry = self._products().get(id(node.expr)) if rt.is_floating else None
+            if entry is not None and entry[2] == rt:
+                self._products()[id(node)] = entry[:3] + (not entry[3],)
             return X(lambda ctx: np.negative(f(ctx)), rt)
         if op == "~":
             if not rt.is_integer:
@@ -280,10 +283,6 @@ class ExpressionsMixin:
         op = node.op
         if op in ("&&", "||"):
             return self.logical(node)
-        if op in ("+", "-") and self.float_mode.fmad:
-            fused = self.contracted(node)
-            if fused is not None:
-                return fused
         a = self.rvalue(self.expr(node.left))
         b = self.rvalue(self.expr(node.right))
         ta, tb = a.ctype, b.ctype
@@ -323,6 +322,12 @@ class ExpressionsMixin:
         if a.const is not None and b.const is not None:
             with np.errstate(all="ignore"):
                 return constant(fop(t.dtype.type(a.const), t.dtype.type(b.const)), t)
+        if t.is_floating and op == "*":
+            self._products()[id(node)] = (fa, fb, t, False)
+        if t.is_floating and op in "+-" and self.float_mode.fmad:
+            fused = self.contracted(node, t, fa, fb)
+            if fused is not None:
+                return fused
         if t.is_floating and op in "+-*/":
             def flop(ctx):
                 ctx.flops += ctx.nactive
@@ -330,49 +335,36 @@ class ExpressionsMixin:
             return X(flop, t)
         return X(lambda ctx: fop(fa(ctx), fb(ctx)), t)
 
-    @staticmethod
-    def _product(node):
-        """(left, right, negated) when `node` is `x * y` or `-(x * y)`, else None."""
-        neg = False
-        if isinstance(node, c_ast.UnaryOp) and node.op == "-":
-            node, neg = node.expr, True
-        if isinstance(node, c_ast.BinaryOp) and node.op == "*":
-            return node.left, node.right, neg
-        return None
+    def _products(self) -> dict:
+        """id(node) -> (x fn, y fn, type, negated) for each compiled float `x * y` and
+        `-(x * y)`: the operands an enclosing add or subtract fuses with (`contracted`)."""
+        table = getattr(self, "_product_table", None)
+        if table is None:
+            table = self._product_table = {}
+        return table
 
-    def contracted(self, node) -> X | None:
-        """`x * y + z`, `z + x * y`, `x * y - z`, `z - x * y` (and `-(x * y) + z`) as one
-        fused multiply-add, as nvcc compiles them under -fmad=true (its default): NVVM
-        emits fma.rn for a product that feeds an add or subtract, and ptxas fuses the
-        remaining mul.f32/add.f32 pairs. When both sides are products, the left one is
-        fused (LLVM's DAG combiner tries the left operand first). None when `node` is not
-        such a float or double expression. Counts 2 FLOPs per lane, as `x * y + z` does
-        unfused and as Nsight Compute counts an FFMA."""
+    def contracted(self, node, t, fa, fb) -> X | None:
+        """`x * y + z`, `z + x * y`, `x * y - z`, `z - x * y` (and `-(x * y) + z`) of type
+        `t` as one fused multiply-add, as nvcc compiles them under -fmad=true (its
+        default): NVVM emits fma.rn for a product that feeds an add or subtract, and ptxas
+        fuses the remaining mul.f32/add.f32 pairs. When both sides are products, the left
+        one is fused (LLVM's DAG combiner tries the left operand first). `fa`, `fb`: the
+        compiled operands, converted to `t`. None when neither operand is such a product
+        of type `t`. Counts 2 FLOPs per lane, as `x * y + z` does unfused and as Nsight
+        Compute counts an FFMA."""
+        products = self._products()
         op = node.op
-        for side in ("left", "right"):
-            prod = self._product(getattr(node, side))
-            if prod is not None:
+        for side, other in (("left", fb), ("right", fa)):
+            entry = products.get(id(getattr(node, side)))
+            if entry is not None and entry[2] == t:
                 break
         else:
             return None
-        pl, pr, neg = prod
-        other_node = node.right if side == "left" else node.left
-        x = self.rvalue(self.expr(pl))
-        y = self.rvalue(self.expr(pr))
-        if not (x.ctype.is_arithmetic and y.ctype.is_arithmetic):
-            return None
-        t = ct.usual_arithmetic_conversion(x.ctype, y.ctype)
-        if not t.is_floating:
-            return None
-        z = self.rvalue(self.expr(other_node))
-        if not z.ctype.is_arithmetic or ct.usual_arithmetic_conversion(t, z.ctype) != t:
-            return None
-        if x.const is not None and y.const is not None and z.const is not None:
-            return None     # folded by the front end in one rounding each (as nvcc does)
-        # product sign: negated by -(x*y), or by `z - x * y`; the addend by `x * y - z`.
+        fx, fy, _, neg = entry
+        # the product's sign: negated by -(x*y) or by `z - x * y`; the addend's by `x*y - z`
         neg_p = neg ^ (op == "-" and side == "right")
         neg_z = op == "-" and side == "left"
-        fx, fy, fz = (self.convert(v, t, node) for v in (x, y, z))
+        fz = other
         dtype = t.dtype
         ftz = t == ct.FLOAT and self.float_mode.ftz
         flush = V.flush32 if ftz else (lambda v: v)

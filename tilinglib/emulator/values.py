@@ -48,7 +48,8 @@ def converter(frm: ct.CType, to: ct.CType):
 # Float -> integer conversion (PTX ISA 9.7.9.21 cvt: "cvt.rzi.s32.f32" etc. saturate to the
 # destination's range). The value a NaN becomes was read on the H200 (bench/results/
 # arith_h200.json): 0 from float to a 32-bit integer, the sign bit alone (INT_MIN) from
-# double to int and from float to long long.
+# double to int and from float to long long (double to long long: assumed the same; to an
+# unsigned type: 0, measured from float to unsigned int).
 _F2I_NAN = {(4, 4): 0, (8, 4): 1 << 31, (4, 8): 1 << 63, (8, 8): 1 << 63}
 
 
@@ -72,7 +73,7 @@ def float_to_int(v, frm: np.dtype, to: np.dtype, rounding):
         below = np.nextafter(hi, 0.0)
         out = np.clip(np.where(nan, 0.0, r), lo, below).astype(wide)
         out = np.where(r >= hi, wide.type(top), out)
-    if nan.any():
+    if nan.any() and wide.kind == "i":     # unsigned targets: 0 (measured for float)
         key = (frm.itemsize, 8 if wide.itemsize == 8 else 4)
         out = np.where(nan, np.array(_F2I_NAN[key], dtype=np.uint64).astype(wide), out)
     out = out.astype(to)
@@ -93,6 +94,13 @@ def _div(a, b, signed: bool):
     every bit set (PTX div.s32/div.u32: the H200 gives -1 and 0xFFFFFFFF), except a 64-bit
     dividend that fits in 32 bits, which nvcc divides with 32-bit instructions and so gets
     0x00000000FFFFFFFF (read on the H200); INT_MIN / -1 is INT_MIN."""
+    if not isinstance(b, np.ndarray) and b != 0 and not (signed and b == -1):
+        # the common case (a uniform divisor such as N): no special values to patch
+        if not signed:
+            return np.floor_divide(a, b)
+        q = np.floor_divide(a, b)
+        fix = (a - q * b != 0) & ((a < 0) != (b < 0))
+        return q + fix.astype(q.dtype) if isinstance(fix, np.ndarray) else (q + 1 if fix else q)
     x, y = _lanes(a, b)
     dtype = np.result_type(x, y)
     zero = y == 0
