@@ -153,10 +153,17 @@ def slots():
     return out, n32, n64
 
 
-def probe_source() -> str:
-    """The CUDA C of the probe kernel `probe(o32, o64, <INPUTS...>)`."""
-    params = ", ".join(f"{t} {name}" for name, (t, _) in INPUTS.items())
+def probe_source(lanes: bool = False) -> str:
+    """The CUDA C of the probe kernel `probe(o32, o64, <INPUTS...>)` (what ran on the GPU).
+    `lanes=True`: each input is an array instead, read at threadIdx.x (the emulator's
+    per-thread path; every thread computes the same values and stores them alike)."""
+    if lanes:
+        params = ", ".join(f"const {t}* p_{name}" for name, (t, _) in INPUTS.items())
+    else:
+        params = ", ".join(f"{t} {name}" for name, (t, _) in INPUTS.items())
     lines = [f"__global__ void probe(unsigned int* o32, unsigned long long* o64, {params})", "{"]
+    if lanes:
+        lines += [f"    {t} {name} = p_{name}[threadIdx.x];" for name, (t, _) in INPUTS.items()]
     for (rtype, text), (_, k) in zip(EXPRESSIONS, slots()[0]):
         store = _C_STORE[rtype]
         if "RES" in text:

@@ -69,6 +69,38 @@ def emulated():
     return out
 
 
+@pytest.mark.parametrize("label", ["default", "fmad_false", "ftz", "fast_math"])
+def test_per_thread_values_give_the_same_bits(emulated, label):
+    """The same expressions with every input an array read at threadIdx.x (4 threads), so
+    that shifts, divisions and conversions take the per-lane path, not the uniform one."""
+    where, n32, n64 = probe.slots()
+    mod = SourceModule(probe.probe_source(lanes=True), options=probe.FLAG_SETS[label])
+    o32, o64 = np.zeros(n32, np.uint32), np.zeros(n64, np.uint64)
+    arrays = [In(np.full(4, v)) for v in probe.input_args()]
+    mod.get_function("probe")(Out(o32), Out(o64), *arrays, block=(4, 1, 1), grid=(1, 1))
+    lanes = [f"{int(o32[k]):08x}" if kind == 32 else f"{int(o64[k]):016x}" for kind, k in where]
+    assert lanes == emulated[label]
+
+
+def test_mixed_lanes():
+    """Per-lane special cases next to ordinary ones in one warp."""
+    src = """__global__ void k(int* q, int* r, int* s, int* c, const int* a, const int* b,
+                           const float* f) {
+        int i = threadIdx.x;
+        q[i] = a[i] / b[i];  r[i] = a[i] % b[i];  s[i] = a[i] >> b[i];  c[i] = (int)f[i];
+    }"""
+    a = np.array([7, -8, -2**31, 100, -7, 1], np.int32)
+    b = np.array([0, 3, -1, 40, 2, -3], np.int32)
+    f = np.array([3e9, np.nan, -2.5, 1e-3, -3e9, 7.9], np.float32)
+    q, r, s, c = (np.zeros(6, np.int32) for _ in range(4))
+    SourceModule(src).get_function("k")(Out(q), Out(r), Out(s), Out(c), In(a), In(b), In(f),
+                                        block=(6, 1, 1), grid=(1, 1))
+    assert q.tolist() == [-1, -2, -2**31, 2, -3, 0]
+    assert r.tolist() == [7, -2, 0, 20, -1, 1]
+    assert s.tolist() == [7, -1, -1, 0, -2, 0]       # counts 40, -1 and -3 clamp to 32
+    assert c.tolist() == [2**31 - 1, 0, -2, 0, -2**31, 7]
+
+
 def test_the_recorded_run_is_this_probe():
     assert H200["read_on"] == "NVIDIA H200, 2026-12-01"
     assert [tuple(e) for e in H200["expressions"]] == list(probe.EXPRESSIONS)

@@ -44,6 +44,25 @@ def _round_half_away(x):
         return r + np.copysign(up.astype(r.dtype), x)
 
 
+def _fmin(x, y):
+    """fminf/fmin: a NaN operand gives the other; -0 is below +0 (fminf(0, -0) is -0 on the
+    H200, NumPy's fmin on arrays gives its first operand)."""
+    r = np.fmin(x, y)
+    zeros = (x == 0) & (y == 0)
+    if np.any(zeros):
+        r = np.where(zeros, np.where(np.signbit(x) | np.signbit(y), -np.abs(r), np.abs(r)), r)
+    return r
+
+
+def _fmax(x, y):
+    """fmaxf/fmax: a NaN operand gives the other; +0 is above -0."""
+    r = np.fmax(x, y)
+    zeros = (x == 0) & (y == 0)
+    if np.any(zeros):
+        r = np.where(zeros, np.where(np.signbit(x) & np.signbit(y), -np.abs(r), np.abs(r)), r)
+    return r
+
+
 def _saturate(x):
     """__saturatef: clamp to [0, 1]; NaN gives 0 (CUDA Math API)."""
     return np.where(x > 0, np.minimum(x, np.float32(1)), np.float32(0))
@@ -154,13 +173,13 @@ _MATH = {
     "tanhf": (_f64(np.tanh), (F,), F),
     "floorf": (np.floor, (F,), F), "ceilf": (np.ceil, (F,), F), "truncf": (np.trunc, (F,), F),
     "roundf": (_round_half_away, (F,), F),
-    "fminf": (np.fmin, (F, F), F), "fmaxf": (np.fmax, (F, F), F),
+    "fminf": (_fmin, (F, F), F), "fmaxf": (_fmax, (F, F), F),
     "powf": (_f64(np.power), (F, F), F), "__powf": (_pow_approx, (F, F), F),
     "fmodf": (np.fmod, (F, F), F), "remainderf": (_remainder, (F, F), F),
     "__fdividef": (lambda x, y: _values.fast_divide32(x, y), (F, F), F),
     "sqrt": (np.sqrt, (D,), D), "exp": (np.exp, (D,), D), "log": (np.log, (D,), D),
     "fabs": (np.abs, (D,), D), "floor": (np.floor, (D,), D), "ceil": (np.ceil, (D,), D),
-    "fmin": (np.fmin, (D, D), D), "fmax": (np.fmax, (D, D), D), "pow": (np.power, (D, D), D),
+    "fmin": (_fmin, (D, D), D), "fmax": (_fmax, (D, D), D), "pow": (np.power, (D, D), D),
     "fmod": (np.fmod, (D, D), D), "tanh": (np.tanh, (D,), D),
     "remainder": (_remainder, (D, D), D),
     "__float2int_rz": (_f2i(np.trunc, np.int32), (F,), I),
@@ -593,7 +612,7 @@ def _minmax(comp, node, name, args):
     fa, fb = comp.convert(a, t, node), comp.convert(b, t, node)
     func = np.minimum if "min" in name else np.maximum
     if t.is_floating:
-        func = np.fmin if "min" in name else np.fmax
+        func = _fmin if "min" in name else _fmax
     return X(lambda ctx: func(fa(ctx), fb(ctx)), t)
 
 
