@@ -183,6 +183,32 @@ def test_contraction_follows_fmad():
         assert f.last_report.flops == 2 + 2 + 2 + 2 + 1
 
 
+def test_contraction_forms():
+    """Which product is fused, negated forms, double, and a Horner polynomial (products
+    nested in sums, each level fused once)."""
+    src = """__global__ void k(float* out, double* dout, float x, float w, double d) {
+        out[0] = -(x * x) + w;          // fma(-x, x, w)
+        out[1] = x * x - w * x;         // fma(x, x, -(w * x)): the left product
+        out[2] = w * x - x * x;         // fma(w, x, -(x * x))
+        out[3] = ((x * x + w) * x + w) * x + w;
+        dout[0] = d * d - 1.0;
+    }"""
+    x, w = np.float32(1 + 2.0 ** -12), np.float32(-1)
+    out, dout = np.zeros(4, np.float32), np.zeros(1, np.float64)
+    f = SourceModule(src).get_function("k")
+    f(Out(out), Out(dout), x, w, np.float64(1 + 2.0 ** -30), block=(1, 1, 1), grid=(1, 1))
+    xx = float(x) * float(x)                                    # exact in double
+    f32 = np.float32
+    assert out[0] == f32(-xx - 1)
+    assert out[1] == f32(xx - float(f32(-float(x))))            # w*x = -x exactly
+    assert out[2] == f32(-float(x) - xx)
+    h = f32(xx - 1)
+    h = f32(float(h) * float(x) - 1)
+    assert out[3] == f32(float(h) * float(x) - 1)
+    assert dout[0] == 2.0 ** -29 + 2.0 ** -60                   # fused: exact
+    assert f.last_report.flops == 2 * 4 + 2 * 3 + 2
+
+
 def test_bad_fmad_value_is_a_compile_error():
     from tilinglib.errors import CompileError
     with pytest.raises(CompileError, match="-fmad=true or -fmad=false"):
