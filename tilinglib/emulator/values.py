@@ -277,44 +277,53 @@ def canonical_nan(r):
 
 
 def fma(a, b, c, dtype):
-    """a * b + c with one rounding, as PTX fma.rn (float32 exactly: the product of two
-    float32s is exact in float64, and the float64 sum is rounded to odd before the one
-    rounding to float32, which makes that rounding correct; float64 with Dekker's
-    error-free product and sum, correct except for rare double-rounding cases)."""
+    """a * b + c with one rounding, as PTX fma.rn. float32 exactly: the product of two
+    float32s is exact in float64, and where the float64 sum could round the float32 result
+    wrongly (it lands on a float32 midpoint, or the result is tiny) it is rounded to odd
+    first, which makes the last rounding correct. float64 with Dekker's error-free product
+    and sum (correct except for rare double-rounding cases)."""
+    if dtype == np.float32:
+        return _fma32(a, b, c)
     vec = any(isinstance(v, np.ndarray) for v in (a, b, c))
     with np.errstate(all="ignore"):
         x, y, z = (np.asarray(v, np.float64) for v in (a, b, c))
-        if dtype == np.float32:
+        p = x * y
+        split = 134217729.0          # 2^27 + 1: Veltkamp's split of a double
+        xa = split * x
+        xh = xa - (xa - x)
+        xl = x - xh
+        ya = split * y
+        yh = ya - (ya - y)
+        yl = y - yh
+        e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+        s = p + z
+        bb = s - p
+        t = (p - (s - bb)) + (z - bb)
+        out = s + (t + e)
+        out = np.where(np.isfinite(out) & np.isfinite(e + t), out, p + z)
+    return out if vec else out[()]
+
+
+def _fma32(a, b, c):
+    vec = isinstance(a, np.ndarray) or isinstance(b, np.ndarray) or isinstance(c, np.ndarray)
+    with np.errstate(all="ignore"):
+        s = np.multiply(a, b, dtype=np.float64)
+        s = np.add(s, c, out=s if isinstance(s, np.ndarray) else None, dtype=np.float64)
+        s = np.asarray(s)
+        out = s.astype(np.float32)
+        # float32 midpoints have low 29 bits 1000...0 in float64; tiny results (and NaN)
+        # take the careful path too
+        low = s.reshape(-1).view(np.int64) & 0x1FFFFFFF
+        if (low == 0x10000000).any() or not (np.abs(out) > _FLT_MIN).all():
+            x, y, z = (np.asarray(v, np.float64) for v in (a, b, c))
             p = x * y
-            s = p + z
-            # The float64 sum can round the float32 result wrongly only where it lands on a
-            # float32 midpoint (low 29 bits 1000...0) or in the denormal range: there, round
-            # the float64 sum to odd (TwoSum gives its error) before the last rounding.
-            low = s.view(np.int64) & 0x1FFFFFFF if s.ndim else \
-                np.asarray([s]).view(np.int64)[0] & 0x1FFFFFFF
-            risky = (low == 0x10000000) | (np.abs(s) < 2.0 ** -125)
-            if np.any(risky):
-                bb = s - p
-                err = (p - (s - bb)) + (z - bb)
-                odd = (s.view(np.int64) if s.ndim else np.asarray([s]).view(np.int64)[0]) & 1
-                fix = risky & np.isfinite(err) & (err != 0) & (odd == 0)
-                s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-            out = np.asarray(s).astype(np.float32)
-        else:
-            p = x * y
-            split = 134217729.0          # 2^27 + 1: Veltkamp's split of a double
-            xa = split * x
-            xh = xa - (xa - x)
-            xl = x - xh
-            ya = split * y
-            yh = ya - (ya - y)
-            yl = y - yh
-            e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
             s = p + z
             bb = s - p
-            t = (p - (s - bb)) + (z - bb)
-            out = s + (t + e)
-            out = np.where(np.isfinite(out) & np.isfinite(e + t), out, p + z)
+            err = (p - (s - bb)) + (z - bb)
+            odd = np.asarray(s).reshape(-1).view(np.int64).reshape(np.shape(s)) & 1
+            fix = np.isfinite(err) & (err != 0) & (odd == 0)
+            s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+            out = np.asarray(s).astype(np.float32)
     return out if vec else out[()]
 
 
