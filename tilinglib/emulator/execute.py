@@ -13,6 +13,8 @@ built-in indices, memory, counters and the hazard tracker.
 
 from __future__ import annotations
 
+import ctypes
+import platform
 import time
 import warnings
 from dataclasses import dataclass
@@ -46,6 +48,44 @@ def _elements(byte_index: np.ndarray, size: int) -> np.ndarray:
     """Element indices of a view of `size`-byte elements (a shift, not a division)."""
     shift = _SHIFTS.get(size)
     return byte_index >> shift if shift is not None else byte_index // size
+
+
+# glibc's mallopt() parameters (malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+KEEP_FREED_BYTES = 256 << 20         # freed heap memory glibc may keep (M_TRIM_THRESHOLD)
+MMAP_THRESHOLD_BYTES = 32 << 20      # requests below this come from the heap (glibc's maximum)
+_malloc_tuned: bool | None = None    # keep_temporaries_in_process's answer, once asked
+
+
+def keep_temporaries_in_process() -> bool:
+    """Ask glibc's malloc to keep freed lane arrays for reuse instead of returning them.
+
+    Every operation of an emulated launch makes temporaries of 256-512 KB (one 4- or 8-byte
+    value per thread of a batch of 65,536). By default glibc serves each from a fresh
+    `mmap` and gives it back on `free`, so the next one page-faults its memory in again
+    (about 100,000 page faults for one tiled SGEMM at N=256, 13% of its time). Raising
+    M_MMAP_THRESHOLD to 32 MiB and M_TRIM_THRESHOLD to 256 MiB keeps them in the heap. This
+    changes the allocator of the whole process, once, at the first launch; it affects only
+    speed and how much freed memory the process holds (at most 256 MiB), never a value.
+    Returns whether it was applied (False on a C library other than glibc, or if mallopt
+    refused)."""
+    global _malloc_tuned
+    if _malloc_tuned is None:        # one attempt per process
+        _malloc_tuned = _mallopt()
+    return _malloc_tuned
+
+
+def _mallopt() -> bool:
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+                and mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES))
 
 
 class RaceWarning(KernelWarning):
@@ -660,6 +700,7 @@ class Launch:
     """One launch: argument memory, counters, hazards, and the batches that run it."""
 
     def __init__(self, kernel, block, grid, dynamic_bytes, options: LaunchOptions):
+        keep_temporaries_in_process()
         self.kernel = kernel
         self.block = block
         self.grid = grid
