@@ -143,6 +143,8 @@ class Context:
         self.warp = blk * warps_per_block + tib // M.WARP
         self.lane = tib % M.WARP
         self.full_warps = tpb % M.WARP == 0
+        self.whole = tpb - tpb % M.WARP                 # lanes of a block in full warps
+        self.warp_rows = self.split_warps(self.warp)
         self.counters = launch.counters
         self.flops = 0
         self.env = None
@@ -177,6 +179,45 @@ class Context:
             if track or opts.check_uninitialized:
                 self.races = RaceTracker(nb, self.shared_bytes, check_races=track,
                                          check_uninitialized=opts.check_uninitialized)
+
+    def split_warps(self, v: np.ndarray) -> tuple:
+        """`v` (one entry per thread of the batch) as 2-D arrays whose rows are warps: the
+        full warps of every block, then (when the block is not a whole number of warps) the
+        last, partial, warp of every block. Counts summed over warps need no other order."""
+        if self.full_warps:
+            return (v.reshape(-1, M.WARP),)
+        m = v.reshape(self.nblocks, self.tpb)
+        if not self.whole:
+            return (m,)
+        return (m[:, :self.whole].reshape(-1, M.WARP), m[:, self.whole:])
+
+    def count_shared_words(self, is_store: bool, words: np.ndarray) -> None:
+        """Count a 4-byte shared access of every lane of the batch, given as word indices
+        (the wavefronts of each warp by `memory._wavefronts`, warp rows of equal length)."""
+        if self.full_warps:
+            M.count_shared_words(self.counters, is_store, words, self.warp, True)
+            return
+        requests = wavefronts = 0
+        for w, g in zip(self.split_warps(words), self.warp_rows):
+            wavefronts += M._wavefronts(g.reshape(-1), w.reshape(-1), w.shape[0])
+            requests += w.shape[0]
+        c = self.counters
+        if is_store:
+            c.shared_store_requests += requests
+            c.shared_store_wavefronts += wavefronts
+            c.shared_store_bytes += words.shape[0] * 4
+        else:
+            c.shared_load_requests += requests
+            c.shared_load_wavefronts += wavefronts
+            c.shared_load_bytes += words.shape[0] * 4
+
+    def distinct_per_warp(self, key: np.ndarray) -> tuple[int, int]:
+        """(warps, distinct (warp, key) pairs) of an access of every lane of the batch."""
+        requests = distinct = 0
+        for rows in self.split_warps(key):
+            r, d = M.distinct_per_row(rows)
+            requests, distinct = requests + r, distinct + d
+        return requests, distinct
 
     # ------------------------------------------------------------------ masks
     def set_mask(self, m: np.ndarray) -> None:
@@ -369,10 +410,14 @@ class Context:
         full = lanes is None and self.full_warps
         warp = self.warp if lanes is None else self.warp[lanes]
         if space == "global":
-            M.count_global(self.counters, is_store, warp, a, size, full)
+            M.count_global(self.counters, is_store, warp, a, size, full,
+                           self.split_warps if lanes is None and not full else None)
         elif space == "shared":
-            lane = self.lane if lanes is None else self.lane[lanes]
-            M.count_shared(self.counters, is_store, warp, lane, off, size, full)
+            if lanes is None and size == 4 and not full:
+                self.count_shared_words(is_store, off >> 2)
+            else:
+                lane = self.lane if lanes is None else self.lane[lanes]
+                M.count_shared(self.counters, is_store, warp, lane, off, size, full)
             if self.races is not None:
                 tib = self.tib if lanes is None else self.tib[lanes]
                 track = self.races.on_write if is_store else self.races.on_read
@@ -449,7 +494,7 @@ class Context:
                 return None
             flat_elems = self.blk_base4 + e
             values = self._view("shared", None, t.dtype)[flat_elems]
-            M.count_shared_words(self.counters, False, e, self.warp, self.full_warps)
+            self.count_shared_words(False, e)
             if self.races is not None:
                 found = self.races.on_read(flat_elems << 2, self.tib, line or 0, 4)
                 if found:
@@ -481,13 +526,13 @@ class Context:
                 self.site_cache[site] = (e, requests, sectors, one_address)
                 return
             self.site_cache[site] = None       # this site does not repeat: stop trying
-        requests, sectors = M._distinct_per_warp(self.warp, e >> (5 - shift), self.full_warps)
+        requests, sectors = self.distinct_per_warp(e >> (5 - shift))
         c.global_load_requests += requests
         c.global_load_sectors += sectors
         c.global_load_bytes += e.shape[0] * size
-        if prev is False and self.full_warps:
-            k = e.reshape(-1, M.WARP)
-            self.site_cache[site] = (e, requests, sectors, bool((k == k[:, :1]).all()))
+        if prev is False:
+            one = all(bool((k == k[:, :1]).all()) for k in self.split_warps(e))
+            self.site_cache[site] = (e, requests, sectors, one)
 
     def store(self, addr, t, value, line):
         """Store `value` (of C type `t`) at `addr` in every active lane."""
