@@ -139,7 +139,7 @@ class Context:
                     (b // (gx * gy)).astype(np.uint32))
         self.bdim = tuple(np.uint32(d) for d in launch.block)
         self.gdim = tuple(np.uint32(d) for d in launch.grid)
-        warps_per_block = -(-tpb // M.WARP)
+        self.warps_per_block = warps_per_block = -(-tpb // M.WARP)
         self.warp = blk * warps_per_block + tib // M.WARP
         self.lane = tib % M.WARP
         self.full_warps = tpb % M.WARP == 0
@@ -164,6 +164,7 @@ class Context:
         self.blk_base = self.blk * self.shared_bytes
         self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
         self.site_cache: dict = {}                   # fast loads' sector counts, per site
+        self.shared_site_cache: dict = {}            # fast shared loads' wavefronts, per site
         self.shared_views = {}
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
@@ -191,16 +192,28 @@ class Context:
             return (m,)
         return (m[:, :self.whole].reshape(-1, M.WARP), m[:, self.whole:])
 
-    def count_shared_words(self, is_store: bool, words: np.ndarray) -> None:
+    def count_shared_words(self, is_store: bool, words: np.ndarray, site=None) -> None:
         """Count a 4-byte shared access of every lane of the batch, given as word indices
-        (the wavefronts of each warp by `memory._wavefronts`, warp rows of equal length)."""
-        if self.full_warps:
-            M.count_shared_words(self.counters, is_store, words, self.warp, True)
-            return
-        requests = wavefronts = 0
-        for w, g in zip(self.split_warps(words), self.warp_rows):
-            wavefronts += M._wavefronts(g.reshape(-1), w.reshape(-1), w.shape[0])
-            requests += w.shape[0]
+        (the wavefronts of each warp by `memory._wavefronts`, warp rows of equal length).
+
+        With a `site` (a load expression): when this site's previous access in the batch
+        touched the same words shifted by one amount in every lane, its wavefronts are
+        reused. A uniform shift maps banks onto banks one to one and keeps distinct words
+        distinct, so every warp needs the same wavefronts as then (`As[ty][k]` in a loop
+        over k shifts this way)."""
+        requests = self.nblocks * self.warps_per_block
+        wavefronts = None
+        prev = self.shared_site_cache.get(site) if site is not None else None
+        if prev is not None:
+            delta = words - prev[0]
+            if int(delta.min()) == int(delta.max()):
+                wavefronts = prev[1]
+        if wavefronts is None:
+            wavefronts = 0
+            for w, g in zip(self.split_warps(words), self.warp_rows):
+                wavefronts += M._wavefronts(g.reshape(-1), w.reshape(-1), w.shape[0])
+        if site is not None:
+            self.shared_site_cache[site] = (words, wavefronts)
         c = self.counters
         if is_store:
             c.shared_store_requests += requests
@@ -493,10 +506,10 @@ class Context:
             if size != 4 or (hi + 1) * 4 > self.launch.shared_total:
                 return None
             flat_elems = self.blk_base4 + e
-            values = self._view("shared", None, t.dtype)[flat_elems]
-            self.count_shared_words(False, e)
+            values = np.take(self._view("shared", None, t.dtype), flat_elems)
+            self.count_shared_words(False, e, site)
             if self.races is not None:
-                found = self.races.on_read(flat_elems << 2, self.tib, line or 0, 4)
+                found = self.races.on_read_words(flat_elems, self.tib, line or 0)
                 if found:
                     self._hazards(found, None, line)
             return values
