@@ -163,8 +163,7 @@ class Context:
         self.shared = np.zeros(nb * self.shared_bytes, dtype=np.uint8)
         self.blk_base = self.blk * self.shared_bytes
         self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
-        self.site_cache: dict = {}                   # fast loads' sector counts, per site
-        self.shared_site_cache: dict = {}            # fast shared loads' wavefronts, per site
+        self.site_cache: dict = {}                   # fast loads: the last one per site
         self.shared_views = {}
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
@@ -192,28 +191,20 @@ class Context:
             return (m,)
         return (m[:, :self.whole].reshape(-1, M.WARP), m[:, self.whole:])
 
-    def count_shared_words(self, is_store: bool, words: np.ndarray, site=None) -> None:
+    def count_shared_words(self, is_store: bool, words: np.ndarray, reuse=None) -> int:
         """Count a 4-byte shared access of every lane of the batch, given as word indices
-        (the wavefronts of each warp by `memory._wavefronts`, warp rows of equal length).
+        (the wavefronts of each warp by `memory._wavefronts`, warp rows of equal length);
+        returns the wavefronts.
 
-        With a `site` (a load expression): when this site's previous access in the batch
-        touched the same words shifted by one amount in every lane, its wavefronts are
-        reused. A uniform shift maps banks onto banks one to one and keeps distinct words
-        distinct, so every warp needs the same wavefronts as then (`As[ty][k]` in a loop
-        over k shifts this way)."""
+        `reuse`: the wavefronts of an access whose words were these shifted by one amount
+        in every lane. A uniform shift maps banks onto banks one to one and keeps distinct
+        words distinct, so every warp needs the same wavefronts as then."""
         requests = self.nblocks * self.warps_per_block
-        wavefronts = None
-        prev = self.shared_site_cache.get(site) if site is not None else None
-        if prev is not None:
-            delta = words - prev[0]
-            if int(delta.min()) == int(delta.max()):
-                wavefronts = prev[1]
+        wavefronts = reuse
         if wavefronts is None:
             wavefronts = 0
             for w, g in zip(self.split_warps(words), self.warp_rows):
                 wavefronts += M._wavefronts(g.reshape(-1), w.reshape(-1), w.shape[0])
-        if site is not None:
-            self.shared_site_cache[site] = (words, wavefronts)
         c = self.counters
         if is_store:
             c.shared_store_requests += requests
@@ -223,6 +214,7 @@ class Context:
             c.shared_load_requests += requests
             c.shared_load_wavefronts += wavefronts
             c.shared_load_bytes += words.shape[0] * 4
+        return wavefronts
 
     def distinct_per_warp(self, key: np.ndarray) -> tuple[int, int]:
         """(warps, distinct (warp, key) pairs) of an access of every lane of the batch."""
@@ -488,7 +480,12 @@ class Context:
         """`base[index]` for every thread of the batch, `base` one pointer for all: element
         indices instead of addresses, no lane selection. Returns None whenever the general
         `load` must run instead (a fault to report, a trace to record, local or constant
-        memory, a misaligned base, a shared access other than 4 bytes)."""
+        memory, a misaligned base, a shared access other than 4 bytes).
+
+        Per `site` (the load expression) the batch keeps its previous fast load: when the
+        element indices are the previous ones shifted by one amount `d` in every lane
+        (`A[row * N + k]` in a loop over k), their bounds are the previous bounds plus `d`
+        and the counters may be reused (see `count_shared_words`, `_count_global_fast`)."""
         if self.launch.tracer is not None:
             return None
         b = int(base)
@@ -498,54 +495,70 @@ class Context:
         shift = _SHIFTS.get(size)
         if shift is None or off0 % size:
             return None
+        if region == M.SHARED_REGION:
+            if size != 4:
+                return None
+            limit, alloc = self.launch.shared_total, None
+        else:
+            alloc = self.gmem.lookup(region) if region >= M.FIRST_GLOBAL_REGION else None
+            if alloc is None or alloc.readonly or size > M.SECTOR_BYTES:
+                return None
+            limit = alloc.size
         # (A bool index must become a number: NumPy would read it as a mask.)
         e = index + np.int64(off0 >> shift) if off0 or index.dtype.kind == "b" else index
-        # One reduction bounds both ends: a negative index is huge as unsigned.
-        hi = int(e.view(_UNSIGNED[e.dtype.itemsize]).max())
-        if region == M.SHARED_REGION:
-            if size != 4 or (hi + 1) * 4 > self.launch.shared_total:
+        rec = self.site_cache.get(site, False) if site is not None else None
+        d = None
+        if rec and rec[0] == region and rec[1].dtype == e.dtype:
+            delta = e - rec[1]
+            d = int(delta.min())
+            # Equal bounds after the shift also rule out wrap-around in `delta`: then every
+            # e = previous + d is a valid index.
+            if d != int(delta.max()) or rec[2] + d < 0 or (rec[3] + d + 1) * size > limit:
+                d = None
+        if d is None:
+            # One reduction bounds both ends: a negative index is huge as unsigned.
+            hi = int(e.view(_UNSIGNED[e.dtype.itemsize]).max())
+            if (hi + 1) * size > limit:
                 return None
+        if region == M.SHARED_REGION:
             flat_elems = self.blk_base4 + e
             values = np.take(self._view("shared", None, t.dtype), flat_elems)
-            self.count_shared_words(False, e, site)
-            if self.races is not None:
-                found = self.races.on_read_words(flat_elems, self.tib, line or 0)
-                if found:
-                    self._hazards(found, None, line)
-            return values
-        alloc = self.gmem.lookup(region) if region >= M.FIRST_GLOBAL_REGION else None
-        if alloc is None or alloc.readonly or (hi + 1) * size > alloc.size \
-                or size > M.SECTOR_BYTES:
-            return None
-        values = alloc.view(t.dtype)[e]
-        self._count_global_fast(e, shift, size, site)
+            wavefronts = self.count_shared_words(False, e, rec[4][0] if d is not None else None)
+            counts = (wavefronts,)
+        else:
+            values = alloc.view(t.dtype)[e]
+            counts = self._count_global_fast(e, size, shift, d, rec[4] if d is not None
+                                             else None)
+        if site is not None:
+            if d is not None:
+                self.site_cache[site] = (region, e, rec[2] + d, rec[3] + d, counts)
+            elif rec is False:
+                self.site_cache[site] = (region, e, int(e.min()), hi, counts)
+            else:
+                self.site_cache[site] = None        # this site does not repeat: stop trying
+        if region == M.SHARED_REGION and self.races is not None:
+            found = self.races.on_read_words(flat_elems, self.tib, line or 0)
+            if found:
+                self._hazards(found, None, line)
         return values
 
-    def _count_global_fast(self, e, shift, size, site) -> None:
-        """Count a fast global load. If this load site last read the same lanes shifted by
-        one amount, and the shift is whole sectors (or each warp read a single address), the
-        per-warp sector counts are the same as then and are reused (loop bodies such as
-        `A[row * N + k]` repeat this way); otherwise they are counted afresh."""
+    def _count_global_fast(self, e, size, shift, d, prev) -> tuple:
+        """Count a fast global load of element indices `e`; returns (requests, sectors,
+        whether each warp read one address). `prev`: those of this site's previous load,
+        whose indices were these minus `d` in every lane; when the shift is whole sectors
+        (or each warp read a single address) the per-warp sector counts are the same as
+        then and are reused; otherwise they are counted afresh."""
         c = self.counters
-        prev = self.site_cache.get(site, False) if site is not None else None
-        if prev:
-            pe, requests, sectors, one_address = prev
-            delta = e - pe
-            lo = int(delta.min())
-            if lo == int(delta.max()) and (one_address or (lo * size) % M.SECTOR_BYTES == 0):
-                c.global_load_requests += requests
-                c.global_load_sectors += sectors
-                c.global_load_bytes += e.shape[0] * size
-                self.site_cache[site] = (e, requests, sectors, one_address)
-                return
-            self.site_cache[site] = None       # this site does not repeat: stop trying
-        requests, sectors = self.distinct_per_warp(e >> (5 - shift))
+        if prev is not None and (prev[2] or (d * size) % M.SECTOR_BYTES == 0):
+            requests, sectors, one = prev
+        else:
+            requests, sectors = self.distinct_per_warp(e >> (5 - shift))
+            one = prev[2] if prev is not None else \
+                all(bool((k == k[:, :1]).all()) for k in self.split_warps(e))
         c.global_load_requests += requests
         c.global_load_sectors += sectors
         c.global_load_bytes += e.shape[0] * size
-        if prev is False:
-            one = all(bool((k == k[:, :1]).all()) for k in self.split_warps(e))
-            self.site_cache[site] = (e, requests, sectors, one)
+        return requests, sectors, one
 
     def store(self, addr, t, value, line):
         """Store `value` (of C type `t`) at `addr` in every active lane."""
