@@ -510,10 +510,10 @@ class Context:
         d = None
         if rec and rec[0] == region and rec[1].dtype == e.dtype:
             delta = e - rec[1]
-            d = int(delta.min())
-            # Equal bounds after the shift also rule out wrap-around in `delta`: then every
-            # e = previous + d is a valid index.
-            if d != int(delta.max()) or rec[2] + d < 0 or (rec[3] + d + 1) * size > limit:
+            d = int(delta[0])
+            # Bounds in range after the shift also rule out wrap-around in `delta`: then
+            # every e = previous + d is a valid index.
+            if rec[2] + d < 0 or (rec[3] + d + 1) * size > limit or np.count_nonzero(delta != d):
                 d = None
         if d is None:
             # One reduction bounds both ends: a negative index is huge as unsigned.
@@ -526,7 +526,7 @@ class Context:
             wavefronts = self.count_shared_words(False, e, rec[4][0] if d is not None else None)
             counts = (wavefronts,)
         else:
-            values = alloc.view(t.dtype)[e]
+            values = np.take(alloc.view(t.dtype), e)
             counts = self._count_global_fast(e, size, shift, d, rec[4] if d is not None
                                              else None)
         if site is not None:
