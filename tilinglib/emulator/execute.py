@@ -164,6 +164,7 @@ class Context:
         self.blk_base = self.blk * self.shared_bytes
         self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
         self.site_cache: dict = {}                   # fast loads: the last one per site
+        self.shared_bases: dict = {}                 # blk_base4 + an element offset
         self.shared_views = {}
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
@@ -191,13 +192,13 @@ class Context:
             return (m,)
         return (m[:, :self.whole].reshape(-1, M.WARP), m[:, self.whole:])
 
-    def count_shared_words(self, is_store: bool, words: np.ndarray, reuse=None) -> int:
+    def count_shared_words(self, is_store: bool, words, reuse=None) -> int:
         """Count a 4-byte shared access of every lane of the batch, given as word indices
         (the wavefronts of each warp by `memory._wavefronts`, warp rows of equal length);
         returns the wavefronts.
 
         `reuse`: the wavefronts of an access whose words were these shifted by one amount
-        in every lane. A uniform shift maps banks onto banks one to one and keeps distinct
+        in every lane (`words` may then be None). A uniform shift maps banks onto banks one to one and keeps distinct
         words distinct, so every warp needs the same wavefronts as then."""
         requests = self.nblocks * self.warps_per_block
         wavefronts = reuse
@@ -209,11 +210,11 @@ class Context:
         if is_store:
             c.shared_store_requests += requests
             c.shared_store_wavefronts += wavefronts
-            c.shared_store_bytes += words.shape[0] * 4
+            c.shared_store_bytes += self.T * 4
         else:
             c.shared_load_requests += requests
             c.shared_load_wavefronts += wavefronts
-            c.shared_load_bytes += words.shape[0] * 4
+            c.shared_load_bytes += self.T * 4
         return wavefronts
 
     def distinct_per_warp(self, key: np.ndarray) -> tuple[int, int]:
@@ -504,36 +505,42 @@ class Context:
             if alloc is None or alloc.readonly or size > M.SECTOR_BYTES:
                 return None
             limit = alloc.size
-        # (A bool index must become a number: NumPy would read it as a mask.)
-        e = index + np.int64(off0 >> shift) if off0 or index.dtype.kind == "b" else index
+        if index.dtype.kind == "b":         # NumPy would read a bool index as a mask
+            index = index.astype(np.int64)
+        first = off0 >> shift                # element index of the base in its space
         rec = self.site_cache.get(site, False) if site is not None else None
-        d = None
-        if rec and rec[0] == region and rec[1].dtype == e.dtype:
-            delta = e - rec[1]
+        d = e = None
+        if rec and rec[0] == region and rec[1] == first and rec[2].dtype == index.dtype:
+            delta = index - rec[2]
             d = int(delta[0])
             # Bounds in range after the shift also rule out wrap-around in `delta`: then
-            # every e = previous + d is a valid index.
-            if rec[2] + d < 0 or (rec[3] + d + 1) * size > limit or np.count_nonzero(delta != d):
+            # every index = previous + d.
+            if rec[3] + d < 0 or (rec[4] + d + 1) * size > limit or np.count_nonzero(delta != d):
                 d = None
         if d is None:
+            e = index + np.int64(first) if first else index
             # One reduction bounds both ends: a negative index is huge as unsigned.
             hi = int(e.view(_UNSIGNED[e.dtype.itemsize]).max())
             if (hi + 1) * size > limit:
                 return None
         if region == M.SHARED_REGION:
-            flat_elems = self.blk_base4 + e
+            base = self.shared_bases.get(first)
+            if base is None:
+                base = self.shared_bases[first] = self.blk_base4 + np.int64(first)
+            flat_elems = base + index
             values = np.take(self._view("shared", None, t.dtype), flat_elems)
-            wavefronts = self.count_shared_words(False, e, rec[4][0] if d is not None else None)
-            counts = (wavefronts,)
+            counts = (self.count_shared_words(False, e, rec[5][0] if d is not None else None),)
         else:
+            if e is None:
+                e = index + np.int64(first) if first else index
             values = np.take(alloc.view(t.dtype), e)
-            counts = self._count_global_fast(e, size, shift, d, rec[4] if d is not None
+            counts = self._count_global_fast(e, size, shift, d, rec[5] if d is not None
                                              else None)
         if site is not None:
             if d is not None:
-                self.site_cache[site] = (region, e, rec[2] + d, rec[3] + d, counts)
+                self.site_cache[site] = (region, first, index, rec[3] + d, rec[4] + d, counts)
             elif rec is False:
-                self.site_cache[site] = (region, e, int(e.min()), hi, counts)
+                self.site_cache[site] = (region, first, index, int(e.min()), hi, counts)
             else:
                 self.site_cache[site] = None        # this site does not repeat: stop trying
         if region == M.SHARED_REGION and self.races is not None:
