@@ -167,8 +167,9 @@ def worker(what: str) -> dict:
     import warnings
     warnings.simplefilter("ignore")
     if what == "naive":
-        emulator_time("naive", 64, 32)
-        return {"naive N=64 32x32 (first)": emulator_time.first}
+        best, _ = emulator_time("naive", 64, 32, repeat=5)
+        return {"naive N=64 32x32 (first)": emulator_time.first,
+                "naive N=64 32x32 (best of 5)": best}
     if what == "tiled":
         t, _ = emulator_time("tiled", 256, 32)
         return {"tiled N=256 TILE=32": t}
@@ -234,10 +235,11 @@ def compare(ref: str, repeat: int, lessons: bool, skip_numba: bool) -> None:
             before = best["before"][k]
             print(f"{k:<{width}}  {before:9.3f}  {after:9.3f}  {before / after:11.2f}x")
         if sim:
-            k = "naive N=64 32x32 (first)"
-            print(f"\nNumba's CUDA simulator, naive N=64 32x32: {sim['naive']:.2f} s; the "
-                  f"emulator is {sim['naive'] / best['before'][k]:.0f}x faster before, "
-                  f"{sim['naive'] / best['after'][k]:.0f}x after (target >= 600x)")
+            print(f"\nNumba's CUDA simulator, naive N=64 32x32: {sim['naive']:.2f} s "
+                  f"(target: the emulator >= 600x faster)")
+            for k in ("naive N=64 32x32 (first)", "naive N=64 32x32 (best of 5)"):
+                print(f"  emulator {k[17:]}: {sim['naive'] / best['before'][k]:.0f}x before, "
+                      f"{sim['naive'] / best['after'][k]:.0f}x after")
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)])
         shutil.rmtree(tmp, ignore_errors=True)
