@@ -266,6 +266,56 @@ def test_golden_covers_every_case():
     assert sorted(_golden()) == sorted(CASE_NAMES)
 
 
+# ----------------------------------------------------------------------------- the shortcuts
+# The speed-ups rest on two facts about the counters, checked here on random patterns
+# against memory.py's general (sorting) path.
+
+def _generic_wavefronts(warp, words):
+    from tilinglib.emulator import memory as M
+    return M._wavefronts(warp, words, 0)
+
+
+def test_wavefronts_do_not_change_under_a_uniform_shift():
+    # Shifting every lane's word by d maps banks onto banks one to one: the same wavefronts
+    # (Context.count_shared_words reuses them for a load site whose index shifted so).
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        nwarps = int(rng.integers(1, 6))
+        width = int(rng.integers(1, 33))
+        warp = np.repeat(np.arange(nwarps), width)
+        span = int(rng.choice([4, 40, 300, 5000]))
+        words = rng.integers(0, span, warp.shape[0]).astype(np.int64) + 1000
+        d = int(rng.integers(-1000, 1000))
+        assert _generic_wavefronts(warp, words) == _generic_wavefronts(warp, words + d)
+
+
+@pytest.mark.parametrize("block", [(1, 1, 1), (2, 2, 1), (7, 5, 1), (32, 1, 1), (24, 5, 1),
+                                   (33, 1, 1), (16, 16, 1), (100, 3, 1)])
+def test_warp_rows_count_as_the_general_path(block):
+    # Context.split_warps + memory._wavefronts / distinct_per_row against the sorting path
+    # over (warp, key) pairs, for random keys and blocks that are not whole warps.
+    from tilinglib.emulator import memory as M
+    from tilinglib.emulator.execute import Context, Launch, LaunchOptions
+    from tilinglib.emulator.module import SourceModule
+
+    kernel = SourceModule("__global__ void k(float* p) { p[threadIdx.x] = 0.0f; }") \
+        .get_function("k")._code
+    launch = Launch(kernel, block, (5, 1, 1), 0, LaunchOptions())
+    ctx = Context(launch, np.arange(5, dtype=np.int64))
+    rng = np.random.default_rng(sum(block))
+    for span in (3, 50, 4000):
+        key = rng.integers(0, span, ctx.T).astype(np.int64)
+        assert ctx.distinct_per_warp(key) == M._distinct_per_warp(ctx.warp, key, False)
+        c = M.Counters()
+        M.count_shared(c, False, ctx.warp, ctx.lane, key * 4, 4, False)
+        ctx.counters = M.Counters()
+        ctx.count_shared_words(False, key)
+        assert (ctx.counters.shared_load_requests, ctx.counters.shared_load_wavefronts,
+                ctx.counters.shared_load_bytes) == (c.shared_load_requests,
+                                                    c.shared_load_wavefronts,
+                                                    c.shared_load_bytes)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] != ["--record"]:
         sys.exit("usage: python tests/test_emulator_golden.py --record")
