@@ -5,8 +5,9 @@
     python bench/emulator_speed.py --compare-ref main --repeat 5   # before/after table
 
 1. The seed's naive and tiled SGEMM at N=64 with 16x16 and 32x32 blocks, one run each, on
-   the emulator (counters and race check on) and under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``; the kernels
-   are ported to Python below, as that simulator needs). Target: the emulator >= 600x faster
+   the emulator (counters and race check on) and under Numba's CUDA simulator
+   (``NUMBA_ENABLE_CUDASIM=1``; the kernels are ported to Python below, as that simulator
+   needs). Target: the emulator >= 600x faster
    (naive, 32x32). Numba is in the ``bench`` extra: ``pip install -e ".[bench]"``.
 2. Tiled TILE=32, N=256, counters and race check on. Target: <= 1 s.
 3. N=1024 naive and tiled TILE=32 complete (blocks run in batches, so memory stays bounded);

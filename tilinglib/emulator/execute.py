@@ -198,8 +198,8 @@ class Context:
         returns the wavefronts.
 
         `reuse`: the wavefronts of an access whose words were these shifted by one amount
-        in every lane (`words` may then be None). A uniform shift maps banks onto banks one to one and keeps distinct
-        words distinct, so every warp needs the same wavefronts as then."""
+        in every lane (`words` may then be None). A uniform shift maps banks onto banks one
+        to one and keeps distinct words distinct, so every warp needs the same wavefronts."""
         requests = self.nblocks * self.warps_per_block
         wavefronts = reuse
         if wavefronts is None:
