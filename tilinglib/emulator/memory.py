@@ -133,17 +133,26 @@ def _distinct_per_warp(warp: np.ndarray, key: np.ndarray, full_warps: bool) -> t
     if n == 0:
         return 0, 0
     if full_warps:
-        k = key.reshape(-1, WARP)
-        d = k[:, 1:] - k[:, :-1]         # ascending rows: distinct = rows + non-zero steps
-        if d.min() < 0:
-            k = np.sort(k, axis=1)
-            d = k[:, 1:] - k[:, :-1]
-        return k.shape[0], int(np.count_nonzero(d)) + k.shape[0]
+        return distinct_per_row(key.reshape(-1, WARP))
     order = np.lexsort((key, warp))
     w, k = warp[order], key[order]
     new_warp = w[1:] != w[:-1]
     new_pair = new_warp | (k[1:] != k[:-1])
     return int(np.count_nonzero(new_warp)) + 1, int(np.count_nonzero(new_pair)) + 1
+
+
+def distinct_per_row(k: np.ndarray) -> tuple[int, int]:
+    """(rows, distinct (row, value) pairs) of a 2-D array whose rows are the active lanes of
+    one warp each (all rows of one length)."""
+    if k.shape[0] == 0:
+        return 0, 0
+    if k.shape[1] <= 1:
+        return k.shape[0], k.shape[0]
+    d = k[:, 1:] - k[:, :-1]             # ascending rows: distinct = rows + non-zero steps
+    if d.min() < 0:
+        k = np.sort(k, axis=1)
+        d = k[:, 1:] - k[:, :-1]
+    return k.shape[0], int(np.count_nonzero(d)) + k.shape[0]
 
 
 def _wavefronts(group: np.ndarray, words: np.ndarray, full_rows: int) -> int:
@@ -181,13 +190,20 @@ def _wavefronts(group: np.ndarray, words: np.ndarray, full_rows: int) -> int:
 
 
 def count_global(counters: Counters, is_store: bool, warp: np.ndarray, addr: np.ndarray,
-                 size: int, full_warps: bool) -> None:
+                 size: int, full_warps: bool, split=None) -> None:
     """Add one global access to the counters (l1tex__t_requests/sectors_pipe_lsu_mem_global_op_*).
 
     Sectors: distinct 32-byte segments per warp; an access of 16 bytes that is aligned never
-    straddles two sectors.
+    straddles two sectors. `split`, when given, maps a per-lane array to 2-D arrays whose
+    rows are the warps (every lane active; execute.Context.split_warps).
     """
-    requests, sectors = _distinct_per_warp(warp, addr >> 5, full_warps)
+    if split is not None:
+        requests = sectors = 0
+        for rows in split(addr >> 5):
+            r, s = distinct_per_row(rows)
+            requests, sectors = requests + r, sectors + s
+    else:
+        requests, sectors = _distinct_per_warp(warp, addr >> 5, full_warps)
     nbytes = addr.shape[0] * size
     if is_store:
         counters.global_store_requests += requests
