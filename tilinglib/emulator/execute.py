@@ -206,15 +206,10 @@ class Context:
             wavefronts = 0
             for w, g in zip(self.split_warps(words), self.warp_rows):
                 wavefronts += M._wavefronts(g.reshape(-1), w.reshape(-1), w.shape[0])
-        c = self.counters
-        if is_store:
-            c.shared_store_requests += requests
-            c.shared_store_wavefronts += wavefronts
-            c.shared_store_bytes += self.T * 4
-        else:
-            c.shared_load_requests += requests
-            c.shared_load_wavefronts += wavefronts
-            c.shared_load_bytes += self.T * 4
+        # Every lane of the batch is active and a 4-byte access serves a warp in one phase
+        # (memory.shared_wavefronts), so the ideal is one wavefront per warp: the requests.
+        M._add_shared(self.counters, is_store, requests, wavefronts, wavefronts - requests,
+                      self.T * 4)
         return wavefronts
 
     def distinct_per_warp(self, key: np.ndarray) -> tuple[int, int]:
