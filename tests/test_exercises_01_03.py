@@ -284,3 +284,43 @@ def test_correct_messages_carry_the_emulators_counts():
     fb = run_cell(CELLS["03.1"].reference)
     assert f"{r.global_load_bytes / (r.flops / 2):g} bytes requested per FMA" in fb.message
     assert r.global_load_bytes / (r.flops / 2) == 8 / 4
+
+
+@pytest.fixture
+def ipython():
+    """An IPython shell for this test only (so `check` sees IPython, as in Jupyter)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_cell("import tilinglib as tl", store_history=True)
+    yield shell
+    InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("code,printed", [
+    ('tl.exercises.check("02.5", 6384)', ""),                      # the lessons' convention
+    ('tl.exercises.check("02.5", 6384);', ""),                     # ; after it
+    ('tl.exercises.check("02.5", 6384)\nprint("done")', "done\n"),  # a statement after it
+    ('fb = tl.exercises.check("02.5", 6384)', ""),
+])
+def test_check_displays_its_feedback_once_whatever_follows_it(ipython, code, printed):
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        ipython.run_cell(code, store_history=True)
+    assert len(cap.outputs) == 1, cap.outputs                       # shown once, not twice
+    data = cap.outputs[0].data
+    assert data["text/plain"].startswith("✔ Exercise 02.5, correct: 16,384 threads launched")
+    assert "✔ Exercise 02.5, correct" in data["text/html"]
+    # The cell's value, when check is last, adds nothing (the shell's "Out[n]: " prompt aside).
+    assert cap.stdout.replace(f"Out[{ipython.execution_count - 1}]: ", "") == printed
+
+
+def test_a_feedback_shown_again_from_another_cell_appears(ipython):
+    from IPython.utils.capture import capture_output
+
+    ipython.run_cell('fb = tl.exercises.check("02.5", 28)', store_history=True)
+    with capture_output() as cap:
+        ipython.run_cell("fb", store_history=True)
+    assert len(cap.outputs) == 1
+    assert cap.outputs[0].data["text/plain"].startswith("✘ Exercise 02.5, not yet right")
