@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import Wrong, exercise
-from .common import (as_tuple, at_each_size, emulate, first_wrong, launch_dims, one_line, only_at_one_size,
-                     require_number, require_whole, substitute)
+from .common import (as_tuple, at_each_size, emulate, first_wrong, launch_dims, one_line,
+                     only_at_one_size, require_number, require_whole, substitute)
 
 NAIVE_LOOP_LINE = "sum += A[row * N + k] * B[k * N + col];"
 #: The sizes 02.1 runs the student's indices at (the message quotes the first).
