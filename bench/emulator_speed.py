@@ -1,31 +1,46 @@
 """How fast is tilinglib's CPU emulator? Figures for docs/emulator.md (not a timed test).
 
-    python bench/emulator_speed.py            # all three measurements
+    python bench/emulator_speed.py            # all measurements
     python bench/emulator_speed.py --skip-big # without the N=1024 runs
+    python bench/emulator_speed.py --compare-ref main --repeat 5   # before/after table
 
 1. The seed's naive and tiled SGEMM at N=64 with 16x16 and 32x32 blocks, one run each, on
-   the emulator (counters and race check on) and under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``; the kernels
-   are ported to Python below, as that simulator needs). Target: the emulator >= 300x faster.
-   Numba is in the ``bench`` extra: ``pip install -e ".[bench]"``.
+   the emulator (counters and race check on) and under Numba's CUDA simulator
+   (``NUMBA_ENABLE_CUDASIM=1``; the kernels are ported to Python below, as that simulator
+   needs). Target: the emulator >= 600x faster
+   (naive, 32x32). Numba is in the ``bench`` extra: ``pip install -e ".[bench]"``.
 2. Tiled TILE=32, N=256, counters and race check on. Target: <= 1 s.
 3. N=1024 naive and tiled TILE=32 complete (blocks run in batches, so memory stays bounded);
    wall time and peak resident memory are printed.
+
+``--compare-ref GITREV`` instead measures this tree against GITREV (checked out in a
+temporary ``git worktree``) in one run: each figure is taken in fresh processes that
+alternate between the two trees, ``--repeat`` times, and the best of each is kept, so a
+noisy machine slows both alike. Figures: the naive kernel at N=64 (first launch after
+compiling, 32x32 blocks) and its speed-up over Numba's simulator, the tiled kernel at N=256
+TILE=32, lesson 03's slider (``tilinglib.sgemm.measure_tiled`` at N=128, compile and launch,
+for every TILE it offers; target < 0.5 s each), and with ``--lessons`` the six lessons under
+nbval (``pytest --nbval``, one run per tree and repeat).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# A --worker process measures the tree named by TILINGLIB_BENCH_TREE (--compare-ref).
+sys.path.insert(0, os.environ.get("TILINGLIB_BENCH_TREE", str(ROOT)))
 
 
 NUMBA_PORT = r'''
@@ -143,11 +158,111 @@ def compare_with_numba(tile: int, skip_numba: bool) -> None:
         print(line)
 
 
+# ----------------------------------------------------------------------------- --compare-ref
+
+SLIDER_N = 128
+
+
+def worker(what: str) -> dict:
+    """One measurement in this process (of the tree on sys.path[0]); seconds by name."""
+    import warnings
+    warnings.simplefilter("ignore")
+    if what == "naive":
+        best, _ = emulator_time("naive", 64, 32, repeat=5)
+        return {"naive N=64 32x32 (first)": emulator_time.first,
+                "naive N=64 32x32 (best of 5)": best}
+    if what == "tiled":
+        t, _ = emulator_time("tiled", 256, 32)
+        return {"tiled N=256 TILE=32": t}
+    if what == "slider":
+        os.environ["TILINGLIB_BACKEND"] = "emulator"
+        from tilinglib import sgemm
+        out = {}
+        sgemm.measure_tiled(SLIDER_N, 16)          # imports and first compile outside
+        for tile in sgemm.valid_tiles(SLIDER_N):
+            t = time.perf_counter()
+            sgemm.measure_tiled(SLIDER_N, tile)
+            out[f"slider N={SLIDER_N} TILE={tile}"] = time.perf_counter() - t
+        return out
+    raise SystemExit(f"unknown measurement {what!r}")
+
+
+def _run_worker(tree: Path, what: str) -> dict:
+    env = dict(os.environ, TILINGLIB_BENCH_TREE=str(tree), PYTHONPATH=str(tree))
+    proc = subprocess.run([sys.executable, __file__, "--worker", what], capture_output=True,
+                          text=True, env=env, cwd=tree)
+    if proc.returncode != 0:
+        raise SystemExit(f"measurement {what} failed in {tree}:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def _run_lessons(tree: Path) -> dict:
+    """Seconds for the six lessons under nbval, on the emulator, with `tree`'s tilinglib
+    (PYTHONPATH reaches the notebook kernels) and `tree`'s notebooks."""
+    env = dict(os.environ, PYTHONPATH=str(tree), TILINGLIB_BACKEND="emulator")
+    nbs = sorted(str(p) for p in (tree / "notebooks").glob("0*.ipynb"))
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--nbval", *nbs], capture_output=True, text=True, env=env, cwd=tree)
+    dt = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"nbval failed in {tree}:\n{proc.stdout[-3000:]}")
+    return {"six lessons under nbval": dt}
+
+
+def compare(ref: str, repeat: int, lessons: bool, skip_numba: bool) -> None:
+    """Print before (GITREV) / after (this tree) / ratio for the figures of --compare-ref."""
+    tmp = Path(tempfile.mkdtemp(prefix="tilinglib-ref-"))
+    base = tmp / "ref"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), ref],
+                   check=True)
+    try:
+        rev = subprocess.run(["git", "-C", str(base), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+        print(f"before: {ref} ({rev}) in {base}; after: {ROOT}; best of {repeat}, alternating")
+        best = {"before": {}, "after": {}}
+        jobs = ["naive", "tiled", "slider"] + (["lessons"] if lessons else [])
+        for i in range(repeat):
+            for which, tree in ((("before", base), ("after", ROOT)) if i % 2 == 0
+                                else (("after", ROOT), ("before", base))):
+                for job in jobs:
+                    got = _run_lessons(tree) if job == "lessons" else _run_worker(tree, job)
+                    for k, v in got.items():
+                        best[which][k] = min(v, best[which].get(k, float("inf")))
+        sim = None if skip_numba else numba_times(64, 32)
+        width = max(len(k) for k in best["after"])
+        print(f"\n{'figure':<{width}}  {'before s':>9}  {'after s':>9}  {'before/after':>12}")
+        for k, after in best["after"].items():
+            before = best["before"][k]
+            print(f"{k:<{width}}  {before:9.3f}  {after:9.3f}  {before / after:11.2f}x")
+        if sim:
+            print(f"\nNumba's CUDA simulator, naive N=64 32x32: {sim['naive']:.2f} s "
+                  f"(target: the emulator >= 600x faster)")
+            for k in ("naive N=64 32x32 (first)", "naive N=64 32x32 (best of 5)"):
+                print(f"  emulator {k[17:]}: {sim['naive'] / best['before'][k]:.0f}x before, "
+                      f"{sim['naive'] / best['after'][k]:.0f}x after")
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)])
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--skip-big", action="store_true", help="skip the N=1024 runs")
     p.add_argument("--skip-numba", action="store_true")
+    p.add_argument("--compare-ref", metavar="GITREV",
+                   help="measure this tree against GITREV (before/after table)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per tree with --compare-ref")
+    p.add_argument("--lessons", action="store_true",
+                   help="with --compare-ref: also time the six lessons under nbval")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker)))
+        return 0
+    if args.compare_ref:
+        compare(args.compare_ref, args.repeat, args.lessons, args.skip_numba)
+        return 0
     print(f"CPU: {os.cpu_count()} cores; numpy {np.__version__}")
 
     for tile in (16, 32):

@@ -2,7 +2,8 @@
 
 A lesson's exercise cell (cell tag ``exercise``) is self-contained: it needs only
 ``import numpy as np`` and ``import tilinglib as tl`` (the lesson's first cell) and ends with
-an expression, ``tl.exercises.check(...)``, whose value is a `Feedback`. The markdown cell
+an expression, ``tl.exercises.check(...)``, whose value is a `Feedback`. (In Jupyter, `check`
+displays that Feedback itself, once; here, outside IPython, it only returns it.) The markdown cell
 after it (cell tag ``answer``) holds the reference answer as a fenced ```python block inside
 ``<details>``: the whole cell, as the student would write it.
 

@@ -112,13 +112,19 @@ def _matrices(N, seed=0):
             rng.standard_normal((N, N)).astype(np.float32))
 
 
-def _k_order_reference(A, B):
-    """C[i, j] = (((0 + A[i,0]B[0,j]) + A[i,1]B[1,j]) + ...) in float32, no FMA: what the
-    seed's `sum += As[ty][k] * Bs[k][tx]` computes on the emulator."""
+def _k_order_reference(A, B, fused=True):
+    """C[i, j] = fma(A[i,k], B[k,j], ...fma(A[i,0], B[0,j], 0)) in float32, k in order: what
+    the seed's `sum += As[ty][k] * Bs[k][tx]` computes on a GPU (and on the emulator) under
+    nvcc's default -fmad=true, one FFMA per k. The float32 product is exact in float64, so
+    one rounding of the float64 sum is the FFMA (up to double-rounding ties, none in these
+    matrices). `fused=False`: a float32 multiply and a float32 add (-fmad=false)."""
     N = A.shape[0]
     C = np.zeros((N, N), np.float32)
     for k in range(N):
-        C = C + np.multiply(A[:, k:k + 1], B[k:k + 1, :], dtype=np.float32)
+        if fused:
+            C = (A[:, k:k + 1].astype(np.float64) * B[k:k + 1, :] + C).astype(np.float32)
+        else:
+            C = C + np.multiply(A[:, k:k + 1], B[k:k + 1, :], dtype=np.float32)
     return C
 
 
@@ -154,6 +160,10 @@ def test_seed_naive_bit_exact(block):
     C, report = _launch("sgemm_naive", N, A, B, block=block)
     assert np.array_equal(C, _k_order_reference(A, B))
     assert report.flops == 2 * N**3
+    C2, report2 = _launch("sgemm_naive", N, A, B, options=["-fmad=false"], block=block)
+    assert np.array_equal(C2, _k_order_reference(A, B, fused=False))
+    assert not np.array_equal(C2, C)        # the two roundings differ somewhere
+    assert report2.flops == report.flops and report2 == report
 
 
 @pytest.mark.parametrize("N", [32, 64])

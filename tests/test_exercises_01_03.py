@@ -62,6 +62,13 @@ WRONG = {
         ('tl.exercises.check("02.1", ("row * N + k)", "k * N + col"))', "does not compile"),
         ('tl.exercises.check("02.1", ("A[row * N + k]", "B[k * N + col]"))',
          "give only what goes inside the brackets"),
+        # N written as a number: right at N = 20, the first size the check runs, only.
+        ('tl.exercises.check("02.1", ("row * N + k", "k * 20 + col"))',
+         "your index works for N = 20 only (at N = 24 C is wrong): write it with N, not "
+         "numbers"),
+        ('tl.exercises.check("02.1", ("row * 24 + k", "k * N + col"))',
+         "your index works for N = 24 only"),
+        ('tl.exercises.check("02.1", ["row * N + k"])', "give two index expressions"),
     ],
     "02.2": [
         ('tl.exercises.check("02.2", (100 // 32, 100 // 8), N=100, block=(32, 8, 1))',
@@ -70,24 +77,44 @@ WRONG = {
         ('tl.exercises.check("02.2", (100, 100), N=100, block=(32, 8, 1))',
          "round N / block up, not further"),
         ('tl.exercises.check("02.2", (100 / 32, 100 / 8), N=100, block=(32, 8, 1))',
-         "holds floats"),
+         "holds fractions"),
+        # np.ceil's floats hold the right values: the advice is to make them ints, not //.
+        ('tl.exercises.check("02.2", (np.ceil(100 / 32), np.ceil(100 / 8)), N=100, '
+         'block=(32, 8, 1))',
+         "the grid (4.0, 13.0) holds floats, with the right values; a launch takes ints: "
+         "convert to int (int(np.ceil(...))) or use (N + b - 1) // b"),
     ],
     "02.3": [
         ('tl.exercises.check("02.3", 4096**3 / 22.782e-3 / 1e9, N=4096, median_ms=22.782)',
          "count 2 FLOPs per multiply-add"),
         ('tl.exercises.check("02.3", 2 * 4096**3 / 22.782 / 1e9, N=4096, median_ms=22.782)',
          "1,000 times too small"),
+        # TFLOP/s: the same number as a time left in ms; the message names both.
+        ('tl.exercises.check("02.3", 2 * 4096**3 / 22.782e-3 * 1e-12, N=4096, median_ms=22.782)',
+         "1,000 times too small: that is TFLOP/s (× 1e-12)"),
+        ('tl.exercises.check("02.3", 2 * 4096**3 / 22.782e-3 * 1e-12, N=4096, median_ms=22.782)',
+         "GFLOP/s is FLOPs / (median_ms × 1e-3 s) × 1e-9"),
+        # FLOP/s: no × 1e-9.
         ('tl.exercises.check("02.3", 2 * 4096**3 / 22.782e-3, N=4096, median_ms=22.782)',
-         "not it"),
+         "1e9 times too big: that is FLOP/s"),
+        ('tl.exercises.check("02.3", 2 * 4096**3 / 22.782e-3 / 1e9 * 1.1, N=4096, '
+         'median_ms=22.782)', "not it"),
+        ('tl.exercises.check("02.3", "6033")', "gflops (GFLOP/s) should be a number, not str"),
     ],
     "02.4": [
         ('tl.exercises.check("02.4", (16384, 40960))', "that is the 32 × 32 count"),
         ('tl.exercises.check("02.4", (16384, 49152))', "both half warps read the same 16"),
         ('tl.exercises.check("02.4", (8192, 32768))', "requests: not 8,192"),
+        ('tl.exercises.check("02.4", (32768, 16384))',
+         "the two numbers are swapped: 16,384 is the requests and 32,768 the sectors"),
+        ('tl.exercises.check("02.4", (16384, 32768.5))', "32768.5 has a fraction"),
     ],
     "02.5": [
         ('tl.exercises.check("02.5", 28)', "overhang of one row"),
         ('tl.exercises.check("02.5", 0)', "count the threads launched"),
+        ('tl.exercises.check("02.5", 6384.5)', "idle_threads is a whole number, and 6384.5 "
+                                                "has a fraction"),
+        ('tl.exercises.check("02.5", "6384")', "should be a number, not str"),
     ],
     "03.1": [
         (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * N + (t * TILE + ty)];", "{B_LOAD}"))',
@@ -103,12 +130,25 @@ WRONG = {
          "is a ';' missing at the end of line 27?"),
         (f'tl.exercises.check("03.1", ("A[row * N + (t * TILE + tx)]", "{B_LOAD}"))',
          "keep the left-hand sides"),
+        # N and TILE written as numbers: right at N = 16, TILE = 4 only.
+        (f'tl.exercises.check("03.1", ("As[ty][tx] = A[row * 16 + (t * 4 + tx)];", "{B_LOAD}"))',
+         "your index works for N = 16, TILE = 4 only (at N = 32, TILE = 8 C is wrong): "
+         "write it with N and TILE, not numbers"),
+        (f'tl.exercises.check("03.1", ("{A_LOAD}", "Bs[ty][tx] = B[(t * 8 + ty) * N + col];"))',
+         "your index works for N = 32, TILE = 8 only"),
     ],
     "03.2": [
         ('tl.exercises.check("03.2", "sum += A[row * N + t * TILE + k] * B[(t * TILE + k) * N + col];")',
          "your kernel still requests 10 bytes per FMA (2 with the tiles, at TILE = 4)"),
+        # A hint in words; the line itself is left to the answer cell.
         ('tl.exercises.check("03.2", "sum += As[k][ty] * Bs[tx][k];")',
-         "As[ty][k] is row ty of the A tile"),
+         "As[i][j] is row i, column j of the A tile"),
+        ('tl.exercises.check("03.2", "sum += As[k][ty] * Bs[tx][k];")',
+         "which row of the A tile does it need, which column of the B tile"),
+        # A loop that never ends: stopped at the check's limits, with the loop's line.
+        ('tl.exercises.check("03.2", "sum += As[ty][k] * Bs[k][tx]; k--;")',
+         "a loop that never ends? (look at the loop at kernel.cu:32: "
+         "for (int k = 0; k < TILE; ++k) {)"),
         ('tl.exercises.check("03.2", "sum += As[ty][k] * Bs[k][tx]")',
          "is a ';' missing at the end of line 33?"),
         ('tl.exercises.check("03.2", "sum = As[ty][k] * Bs[k][tx];")', "keep the form sum +="),
@@ -122,24 +162,52 @@ WRONG = {
          "a block may hold 1,024"),
         ('tl.exercises.check("03.3", ((16, 16, 1), (2, 2)), N=64, TILE=16)',
          "so N / TILE = 4 blocks each way"),
+        ('tl.exercises.check("03.3", ((16, 16, 1), (64 / 16, 64 / 16)), N=64, TILE=16)',
+         "the grid (4.0, 4.0) holds floats, with the right values"),
+        ('tl.exercises.check("03.3", [(16, 16, 1)])', "give (block, grid); got 1 items"),
     ],
     "03.4": [
         ('tl.exercises.check("03.4", (29,))', "Race (write-after-read) on As[0][0]"),
         ('tl.exercises.check("03.4", (29,))', "kernel.cu:27: As[ty][tx] = A[row * N + (t * TILE + tx)];"),
         ('tl.exercises.check("03.4", (35,))', "Race (read-after-write) on As[0][0]"),
         ('tl.exercises.check("03.4", (29, 37))', "before the next loads"),
-        ('tl.exercises.check("03.4", (29, 33))', "a barrier inside the k loop runs TILE times"),
+        ('tl.exercises.check("03.4", (29, 33))',
+         "the barrier after line 33 is inside the k loop (lines 32–34), so it runs TILE = 8 "
+         "times per step"),
+        ('tl.exercises.check("03.4", (29, 32, 35))',
+         "the barrier after line 32 is inside the k loop"),
+        # One barrier too many, none in the k loop.
+        ('tl.exercises.check("03.4", (25, 29, 35))',
+         "one barrier more than needed. Keep the one between the loads and the multiply"),
+        ('tl.exercises.check("03.4", (29, 35.5))', "a line number is a whole number"),
         ('tl.exercises.check("03.4", (29, 40))', "outside the kernel's work"),
     ],
     "03.5": [
         ('tl.exercises.check("03.5", 2 * 64**3 // (32 * 4))', "assumes full warps of 32"),
         ('tl.exercises.check("03.5", 16384)', "a block never shares one"),
+        ('tl.exercises.check("03.5", 8192.5)', "requests is a whole number, and 8192.5 has"),
     ],
     "03.6": [
         ('tl.exercises.check("03.6", (64, 16))', "TILE is how many FMAs each loaded value"),
         ('tl.exercises.check("03.6", (1, 4))', "reads the whole row of A"),
         ('tl.exercises.check("03.6", (64, 1))', "Which blocks load"),
+        ('tl.exercises.check("03.6", (4, 64))', "the two numbers are swapped: give (naive, tiled)"),
     ],
+}
+
+# Right answers in the other forms the one rule of tilinglib.exercises.common accepts: a list
+# for a tuple, a whole-valued float (what / and np.ceil give) for a whole number.
+RIGHT = {
+    "01.3": 'tl.exercises.check("01.3", [0.125, 64.0])',
+    "01.4": 'tl.exercises.check("01.4", 84.0)',
+    "02.1": 'tl.exercises.check("02.1", ["row * N + k", "k * N + col"])',
+    "02.4": 'tl.exercises.check("02.4", [2 * 64**3 / 32, 4 * 64**3 / 32])',
+    "02.5": 'tl.exercises.check("02.5", 4 * 4 * 1024 - 100.0 * 100)',
+    "03.1": f'tl.exercises.check("03.1", ["{A_LOAD}", "{B_LOAD}"])',
+    "03.3": 'tl.exercises.check("03.3", [[16, 16, 1], [64 // 16, 64 // 16]], N=64, TILE=16)',
+    "03.4": 'tl.exercises.check("03.4", [29, 35.0])',
+    "03.5": 'tl.exercises.check("03.5", 2 * (64 / 4) ** 3)',
+    "03.6": 'tl.exercises.check("03.6", [64.0, 64 / 16])',
 }
 
 
@@ -198,6 +266,13 @@ def test_wrong_answer_is_explained(ex_id, code, phrase):
     assert "Traceback" not in fb.message
 
 
+@pytest.mark.parametrize("ex_id", sorted(RIGHT))
+def test_right_answer_in_another_form_is_accepted(ex_id):
+    fb = run_cell(RIGHT[ex_id])
+    assert (fb.exercise, fb.status) == (ex_id, "correct"), fb
+    assert ".0 " not in fb.message, fb.message          # quoted back as whole numbers
+
+
 def test_correct_messages_carry_the_emulators_counts():
     # The counts quoted back to the student are the emulator's, not restated formulas.
     from tilinglib.sgemm import count_naive, count_tiled
@@ -209,3 +284,43 @@ def test_correct_messages_carry_the_emulators_counts():
     fb = run_cell(CELLS["03.1"].reference)
     assert f"{r.global_load_bytes / (r.flops / 2):g} bytes requested per FMA" in fb.message
     assert r.global_load_bytes / (r.flops / 2) == 8 / 4
+
+
+@pytest.fixture
+def ipython():
+    """An IPython shell for this test only (so `check` sees IPython, as in Jupyter)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_cell("import tilinglib as tl", store_history=True)
+    yield shell
+    InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("code,printed", [
+    ('tl.exercises.check("02.5", 6384)', ""),                      # the lessons' convention
+    ('tl.exercises.check("02.5", 6384);', ""),                     # ; after it
+    ('tl.exercises.check("02.5", 6384)\nprint("done")', "done\n"),  # a statement after it
+    ('fb = tl.exercises.check("02.5", 6384)', ""),
+])
+def test_check_displays_its_feedback_once_whatever_follows_it(ipython, code, printed):
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        ipython.run_cell(code, store_history=True)
+    assert len(cap.outputs) == 1, cap.outputs                       # shown once, not twice
+    data = cap.outputs[0].data
+    assert data["text/plain"].startswith("✔ Exercise 02.5, correct: 16,384 threads launched")
+    assert "✔ Exercise 02.5, correct" in data["text/html"]
+    # The cell's value, when check is last, adds nothing (the shell's "Out[n]: " prompt aside).
+    assert cap.stdout.replace(f"Out[{ipython.execution_count - 1}]: ", "") == printed
+
+
+def test_a_feedback_shown_again_from_another_cell_appears(ipython):
+    from IPython.utils.capture import capture_output
+
+    ipython.run_cell('fb = tl.exercises.check("02.5", 28)', store_history=True)
+    with capture_output() as cap:
+        ipython.run_cell("fb", store_history=True)
+    assert len(cap.outputs) == 1
+    assert cap.outputs[0].data["text/plain"].startswith("✘ Exercise 02.5, not yet right")

@@ -44,6 +44,10 @@ WRONG = {
         ("tl.exercises.check('04.2', (32, (1024, 1, 1)))", "the launch with block=(1024, 1, 1) fails"),
         ("tl.exercises.check('04.2', (32, (..., ..., 1)))", "fill in the block too"),
         ("tl.exercises.check('04.2', (32, (16, 64, 1)))", "the block is (TILE, TILE, 1)"),
+        # The one rule of tilinglib.exercises.common: a launch takes ints, even whole floats.
+        ("tl.exercises.check('04.2', (32, (32.0, 32.0, 1)))",
+         "the block (32.0, 32.0, 1.0) holds floats, with the right values"),
+        ("tl.exercises.check('04.2', (32.5, (32, 32, 1)))", "largest_tile is a whole number"),
     ],
     "04.3": [
         ("lim = tl.launch.DeviceLimits()\n"
@@ -125,6 +129,8 @@ WRONG = {
     "05.6": [
         ("pad = 1\ntl.exercises.check('05.6', pad)", "2 wavefronts per store"),
         ("pad = 16\ntl.exercises.check('05.6', pad)", "rows of 32 words"),
+        ("pad = 0.5\ntl.exercises.check('05.6', pad)", "pad is a whole number, and 0.5 has a "
+                                                       "fraction"),
     ],
     "05.7": [
         ("read_column = 'threadIdx.y'\ntl.exercises.check('05.7', read_column)",
@@ -184,6 +190,21 @@ WRONG = {
         ("tl.exercises.check('06.7', (8192, 32768, 8192 / 4.8e12))", "all 264 resident blocks"),
     ],
 }
+
+# Right answers in the other forms the one rule accepts: a list for a tuple, a whole-valued
+# float for a whole number.
+RIGHT = {
+    "04.2": "tl.exercises.check('04.2', [32.0, [32, 32, 1]])",
+    "04.6": "tl.exercises.check('04.6', [2 * 2 * 32 * 32 * 4, 233472 // (16384 + 1024)])",
+    "05.6": "tl.exercises.check('05.6', 0.0)",
+    "06.1": "tl.exercises.check('06.1', [2, 12])",
+}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(RIGHT))
+def test_right_answer_in_another_form_is_accepted(exercise_id):
+    fb = run_cell(RIGHT[exercise_id])
+    assert (fb.exercise, fb.status) == (exercise_id, "correct"), fb
 
 
 def _ids(lesson):

@@ -8,9 +8,10 @@ to all of them at once (a *broadcast*). So the access needs as many wavefronts a
 largest number of **distinct** words that any one bank holds among the lanes' addresses:
 1 is conflict-free, 32 is the worst (every lane wants a different word of one bank).
 
-Nsight Compute counts the same thing (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``
-and ``..._bank_conflicts_...`` = wavefronts - instructions), and so does the emulator's
-`LaunchReport`. The pictures here draw one `WarpAccess` from the emulator's trace
+Nsight Compute counts the same thing (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``,
+and ``..._bank_conflicts_...`` = wavefronts beyond the ideal), and so does the emulator's
+`LaunchReport`: one rule, ``tilinglib.emulator.memory.shared_wavefronts``, which also
+serves 8- and 16-byte accesses (float2, float4) in half and quarter warps. The pictures here draw one `WarpAccess` from the emulator's trace
 (``f(..., trace=True)``; ``f.last_trace``) or any object with the same fields (`lanes`,
 `words`, `banks`, `wavefronts`, `line`, `kind`, `array`)::
 
@@ -36,15 +37,35 @@ def bank_of(byte_address: int) -> int:
     return (int(byte_address) // WORD_BYTES) % BANKS
 
 
-def wavefronts(words: Iterable[int]) -> int:
-    """Wavefronts one warp needs to read or write these 4-byte `words` (one per lane).
+def wavefronts(words: Iterable[int], *, size: int = 4, lanes: Iterable[int] | None = None,
+               store: bool = False) -> int:
+    """Wavefronts one warp needs to read (or, with `store=True`, write) these `words`.
 
-    The largest number of distinct words in any one bank: lanes asking for the same word
-    share it (broadcast), different words in one bank take turns. 0 for no lanes."""
-    per_bank: dict[int, set] = {}
-    for w in words:
-        per_bank.setdefault(int(w) % BANKS, set()).add(int(w))
-    return max((len(s) for s in per_bank.values()), default=0)
+    `words`: the first 4-byte word of each active lane's access (as in a trace's `words`);
+    `size`: bytes per lane (4, 8 for a float2, 16 for a float4); `lanes`: the lane id (0-31)
+    of each word, default 0, 1, 2, ... For 4 bytes: the largest number of distinct words in
+    any one bank (lanes asking for the same word share it, a broadcast; different words in
+    one bank take turns). Wider accesses are served in phases of the warp (half or quarter
+    warps), each costing that much. The rule is the emulator's, `memory.shared_wavefronts`,
+    so this equals the `LaunchReport` and the trace. 0 for no lanes. Raises ValueError for
+    a lane outside 0-31, lanes not ascending, or a count of lanes unlike that of words."""
+    import numpy as np
+
+    from .emulator.memory import shared_wavefronts
+
+    w = np.fromiter((int(x) for x in words), dtype=np.int64)
+    ln = (np.arange(w.shape[0], dtype=np.int64) if lanes is None
+          else np.fromiter((int(x) for x in lanes), dtype=np.int64))
+    if ln.shape != w.shape:
+        raise ValueError(f"banks.wavefronts: {ln.shape[0]} lanes for {w.shape[0]} words; give "
+                         f"one lane id per word")
+    if w.shape[0] and (ln.min() < 0 or ln.max() >= BANKS or (np.diff(ln) <= 0).any()):
+        raise ValueError("banks.wavefronts: lanes must be distinct lane ids 0-31 in ascending "
+                         "order (one warp)")
+    if w.shape[0] > BANKS:
+        raise ValueError(f"banks.wavefronts: {w.shape[0]} words, but one warp has 32 lanes")
+    return shared_wavefronts(np.zeros(w.shape[0], dtype=np.int64), ln, w * WORD_BYTES,
+                             int(size), bool(store), False)[0]
 
 
 def bank_layout(access) -> dict[tuple[int, int], tuple[int, ...]]:
@@ -52,16 +73,39 @@ def bank_layout(access) -> dict[tuple[int, int], tuple[int, ...]]:
 
     Each distinct word of a bank gets its own wavefront number (0, 1, ...), in the order of
     the lowest lane that asks for it; the value lists every lane that reads that word
-    (several lanes: a broadcast). The number of rows used is the access's wavefront count.
+    (several lanes: a broadcast). An 8- or 16-byte access (`access.size`, default 4) covers
+    2 or 4 words per lane and is served in phases (half or quarter warps, by the rule of
+    `wavefronts`): the wavefronts of a phase follow those of the phase before. The number
+    of rows used is the access's wavefront count.
     """
-    rows: dict[int, list[int]] = {}          # bank -> its distinct words, in order
+    import numpy as np
+
+    from .emulator.memory import shared_phases
+
+    size = int(getattr(access, "size", 4))
+    per_lane = max(1, -(-size // WORD_BYTES))
+    pairs = sorted(zip(access.lanes, access.words))
+    if not pairs:
+        return {}
+    lanes = np.array([int(l) for l, _ in pairs], dtype=np.int64)
+    first = np.array([int(w) for _, w in pairs], dtype=np.int64)
+    phase, _ = shared_phases(np.zeros(lanes.shape[0], dtype=np.int64), lanes,
+                             first * WORD_BYTES, size, getattr(access, "kind", "load") == "store",
+                             False)
     cells: dict[tuple[int, int], list[int]] = {}
-    for lane, word in sorted(zip(access.lanes, access.words)):
-        bank = int(word) % BANKS
-        words = rows.setdefault(bank, [])
-        if word not in words:
-            words.append(word)
-        cells.setdefault((bank, words.index(word)), []).append(int(lane))
+    base = 0
+    for p in sorted(set(int(x) for x in phase)):
+        rows: dict[int, list[int]] = {}          # bank -> its distinct words, in order
+        for lane, word0, ph in zip(lanes, first, phase):
+            if int(ph) != p:
+                continue
+            for word in range(int(word0), int(word0) + per_lane):
+                bank = word % BANKS
+                words = rows.setdefault(bank, [])
+                if word not in words:
+                    words.append(word)
+                cells.setdefault((bank, base + words.index(word)), []).append(int(lane))
+        base += max(len(w) for w in rows.values())
     return {key: tuple(v) for key, v in sorted(cells.items())}
 
 
@@ -88,10 +132,11 @@ def describe(access) -> str:
     banks = len(set(access.banks))
     lanes = len(access.lanes)
     ways = access.wavefronts
-    if ways <= 1:
+    ideal = getattr(access, "ideal_wavefronts", 1)
+    if ways <= max(1, ideal):
         verdict = "conflict-free"
     else:
-        verdict = f"a {ways}-way bank conflict"
+        verdict = f"a {-(-ways // max(1, ideal))}-way bank conflict"
     share = (" (one word broadcast to every lane)" if distinct == 1 and lanes > 1 else
              f" ({lanes - distinct} lanes share a word with another lane)" if distinct < lanes
              else "")

@@ -16,33 +16,182 @@ import numpy as np
 
 from ..errors import KernelRuntimeError
 from . import ctypes_ as ct
+from . import values as _values
 from .closures import LiteralError, string_bytes
 from .compiler import X, _line
 from .execute import PRINTF_BUFFER_BYTES
 
+ct_float_to_int = _values.float_to_int
 F, D, I, U = ct.FLOAT, ct.DOUBLE, ct.INT, ct.UINT
 
-# name -> (NumPy function, argument types, return type)
+
+def _f64(func):
+    """A float function computed in float64 and rounded once to the argument's float type:
+    correctly rounded for nearly every input (the GPU's are within the Math API's ulp
+    bounds of the exact value, see docs/emulator.md)."""
+    def run(*args):
+        with np.errstate(all="ignore"):
+            return func(*(np.asarray(a, np.float64) for a in args))
+    return run
+
+
+def _round_half_away(x):
+    """roundf/round: to nearest, halves away from zero, exactly (0.49999997f gives 0:
+    adding 0.5 first would round up)."""
+    with np.errstate(invalid="ignore"):
+        r = np.trunc(x)
+        up = np.abs(x - r) >= 0.5
+        return r + np.copysign(up.astype(r.dtype), x)
+
+
+def _fmin(x, y):
+    """fminf/fmin: a NaN operand gives the other; -0 is below +0 (fminf(0, -0) is -0 on the
+    H200, NumPy's fmin on arrays gives its first operand)."""
+    r = np.fmin(x, y)
+    zeros = (x == 0) & (y == 0)
+    if np.any(zeros):
+        r = np.where(zeros, np.where(np.signbit(x) | np.signbit(y), -np.abs(r), np.abs(r)), r)
+    return r
+
+
+def _fmax(x, y):
+    """fmaxf/fmax: a NaN operand gives the other; +0 is above -0."""
+    r = np.fmax(x, y)
+    zeros = (x == 0) & (y == 0)
+    if np.any(zeros):
+        r = np.where(zeros, np.where(np.signbit(x) & np.signbit(y), -np.abs(r), np.abs(r)), r)
+    return r
+
+
+def _saturate(x):
+    """__saturatef: clamp to [0, 1]; NaN gives 0 (CUDA Math API)."""
+    return np.where(x > 0, np.minimum(x, np.float32(1)), np.float32(0))
+
+
+def _mul24(x, y):
+    """__mul24: the low 32 bits of the product of the low 24 bits of x and y, each
+    sign-extended (PTX mul24.lo.s32)."""
+    x24 = (np.asarray(x, np.int32) << 8) >> 8
+    y24 = (np.asarray(y, np.int32) << 8) >> 8
+    return (x24.astype(np.int64) * y24).astype(np.int32)
+
+
+def _umul24(x, y):
+    """__umul24: the low 32 bits of the product of the low 24 bits (PTX mul24.lo.u32)."""
+    m = np.uint64(0xFFFFFF)
+    return ((np.asarray(x, np.uint64) & m) * (np.asarray(y, np.uint64) & m)).astype(np.uint32)
+
+
+def _f2i(rounding, to):
+    return lambda x: ct_float_to_int(x, np.asarray(x).dtype, np.dtype(to), rounding)
+
+
+def _remainder(x, y):
+    """remainderf: x - n*y with n = x/y rounded to nearest even (IEEE remainder), exact."""
+    with np.errstate(all="ignore"):
+        x64, y64 = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        r = np.fmod(x64, y64)                       # exact, |r| < |y|, sign of x
+        ay = np.abs(y64)
+        twice = np.abs(r) * 2
+        n_odd = np.fmod((x64 - r) / y64, 2.0) != 0     # x - r is an exact multiple of y
+        adjust = (twice > ay) | ((twice == ay) & n_odd)
+        return np.where(adjust, r - np.copysign(ay, r), r)
+
+
+# --- the fast intrinsics, built as the GPU builds them (SFU approximations after a float
+# multiply; the emulator computes the SFU step in float64, so its error is the rounding of
+# the steps around it). Bounds: CUDA Math API, "Intrinsic functions".
+_INV_2PI = np.float32(0.15915494309189535)
+_LOG2E = np.float32(1.4426950408889634)
+_LN2 = np.float32(0.6931471805599453)
+
+
+def _turns(x):
+    """x * (1/2pi) as the GPU reduces the argument of sin.approx/cos.approx: a float32
+    multiply rounded toward zero (FMUL.RZ; with it the H200's __sinf over [-20, 20] is
+    within 2.9e-7 of sin(2 pi t), under the Math API's 2^-21.41, against 1.5e-6 with
+    round-to-nearest)."""
+    with np.errstate(all="ignore"):
+        exact = np.asarray(x, np.float64) * np.float64(_INV_2PI)
+        t = exact.astype(np.float32)
+        over = np.abs(t.astype(np.float64)) > np.abs(exact)
+        return np.where(over, np.nextafter(t, np.float32(0)), t).astype(np.float64)
+
+
+def _sin_approx(x):
+    """__sinf (sin.approx.f32): sin(2 pi t) for the reduced argument t (`_turns`)."""
+    with np.errstate(all="ignore"):
+        return np.sin(2 * np.pi * _turns(x))
+
+
+def _cos_approx(x):
+    """__cosf (cos.approx.f32): cos(2 pi t) for the reduced argument t (`_turns`)."""
+    with np.errstate(all="ignore"):
+        return np.cos(2 * np.pi * _turns(x))
+
+
+def _exp_approx(x):
+    """__expf: ex2.approx.f32 of x * log2(e) rounded to float32."""
+    with np.errstate(all="ignore"):
+        return np.exp2((np.asarray(x, np.float32) * _LOG2E).astype(np.float64))
+
+
+def _log_approx(x):
+    """__logf: lg2.approx.f32 of x, rounded, times ln 2 rounded to float32."""
+    with np.errstate(all="ignore"):
+        return np.log2(np.asarray(x, np.float64)).astype(np.float32) * _LN2
+
+
+def _pow_approx(x, y):
+    """__powf: ex2.approx(y * lg2.approx(x))."""
+    with np.errstate(all="ignore"):
+        lg = np.log2(np.asarray(x, np.float64)).astype(np.float32)
+        return np.exp2((np.asarray(y, np.float32) * lg).astype(np.float64))
+
+
+def _tan_approx(x):
+    with np.errstate(all="ignore"):
+        return (_sin_approx(x).astype(np.float32) / _cos_approx(x).astype(np.float32))
+
+
+# Functions --use_fast_math replaces by their intrinsic (nvcc documentation, "--use_fast_math").
+_FAST_MATH_NAMES = {"sinf": "__sinf", "cosf": "__cosf", "tanf": "__tanf", "expf": "__expf",
+                    "exp10f": "__exp10f", "logf": "__logf", "log2f": "__log2f",
+                    "log10f": "__log10f", "powf": "__powf"}
+
+# name -> (function, argument types, return type)
 _MATH = {
-    "sqrtf": (np.sqrt, (F,), F), "rsqrtf": (lambda x: np.float32(1) / np.sqrt(x), (F,), F),
-    "expf": (np.exp, (F,), F), "__expf": (np.exp, (F,), F), "exp2f": (np.exp2, (F,), F),
-    "logf": (np.log, (F,), F), "__logf": (np.log, (F,), F), "log2f": (np.log2, (F,), F),
-    "log10f": (np.log10, (F,), F), "fabsf": (np.abs, (F,), F),
-    "sinf": (np.sin, (F,), F), "cosf": (np.cos, (F,), F), "tanf": (np.tan, (F,), F),
-    "__sinf": (np.sin, (F,), F), "__cosf": (np.cos, (F,), F), "tanhf": (np.tanh, (F,), F),
+    "sqrtf": (np.sqrt, (F,), F), "rsqrtf": (_f64(lambda x: 1.0 / np.sqrt(x)), (F,), F),
+    "expf": (_f64(np.exp), (F,), F), "__expf": (_exp_approx, (F,), F),
+    "exp2f": (_f64(np.exp2), (F,), F), "logf": (_f64(np.log), (F,), F),
+    "__logf": (_log_approx, (F,), F), "log2f": (_f64(np.log2), (F,), F),
+    "__log2f": (_f64(np.log2), (F,), F), "log10f": (_f64(np.log10), (F,), F),
+    "__log10f": (_f64(np.log10), (F,), F), "fabsf": (np.abs, (F,), F),
+    "sinf": (_f64(np.sin), (F,), F), "cosf": (_f64(np.cos), (F,), F),
+    "tanf": (_f64(np.tan), (F,), F), "__sinf": (_sin_approx, (F,), F),
+    "__cosf": (_cos_approx, (F,), F), "__tanf": (_tan_approx, (F,), F),
+    "tanhf": (_f64(np.tanh), (F,), F),
     "floorf": (np.floor, (F,), F), "ceilf": (np.ceil, (F,), F), "truncf": (np.trunc, (F,), F),
-    "roundf": (lambda x: np.sign(x) * np.floor(np.abs(x) + np.float32(0.5)), (F,), F),
-    "fminf": (np.fmin, (F, F), F), "fmaxf": (np.fmax, (F, F), F),
-    "powf": (np.power, (F, F), F), "__powf": (np.power, (F, F), F),
-    "fmodf": (np.fmod, (F, F), F), "__fdividef": (np.true_divide, (F, F), F),
+    "roundf": (_round_half_away, (F,), F),
+    "fminf": (_fmin, (F, F), F), "fmaxf": (_fmax, (F, F), F),
+    "powf": (_f64(np.power), (F, F), F), "__powf": (_pow_approx, (F, F), F),
+    "fmodf": (np.fmod, (F, F), F), "remainderf": (_remainder, (F, F), F),
+    "__fdividef": (lambda x, y: _values.fast_divide32(x, y), (F, F), F),
     "sqrt": (np.sqrt, (D,), D), "exp": (np.exp, (D,), D), "log": (np.log, (D,), D),
     "fabs": (np.abs, (D,), D), "floor": (np.floor, (D,), D), "ceil": (np.ceil, (D,), D),
-    "fmin": (np.fmin, (D, D), D), "fmax": (np.fmax, (D, D), D), "pow": (np.power, (D, D), D),
+    "fmin": (_fmin, (D, D), D), "fmax": (_fmax, (D, D), D), "pow": (np.power, (D, D), D),
     "fmod": (np.fmod, (D, D), D), "tanh": (np.tanh, (D,), D),
-    "__float2int_rz": (lambda x: np.trunc(x), (F,), I),
+    "remainder": (_remainder, (D, D), D),
+    "__float2int_rz": (_f2i(np.trunc, np.int32), (F,), I),
+    "__float2uint_rz": (_f2i(np.trunc, np.uint32), (F,), U),
+    "__float2uint_rn": (_f2i(np.rint, np.uint32), (F,), U),
+    "__float2ll_rz": (_f2i(np.trunc, np.int64), (F,), ct.LLONG),
+    "__float2ll_rn": (_f2i(np.rint, np.int64), (F,), ct.LLONG),
+    "__float2ull_rz": (_f2i(np.trunc, np.uint64), (F,), ct.ULLONG),
+    "__double2int_rz": (_f2i(np.trunc, np.int32), (D,), I),
+    "__double2int_rn": (_f2i(np.rint, np.int32), (D,), I),
     "__int2float_rn": (lambda x: x, (F,), F),
 }
-
 
 
 def _popc(x):
@@ -93,22 +242,28 @@ _BITS = {
     "__int_as_float": (_bits(np.float32), (I,), F), "__float_as_int": (_bits(np.int32), (F,), I),
     "__uint_as_float": (_bits(np.float32), (U,), F),
     "__float_as_uint": (_bits(np.uint32), (F,), U),
-    "__mul24": (np.multiply, (I, I), I), "__umul24": (np.multiply, (U, U), U),
-    "__float2int_rn": (np.rint, (F,), I), "__float2int_rd": (np.floor, (F,), I),
-    "__float2int_ru": (np.ceil, (F,), I), "__saturatef": (lambda x: np.clip(x, 0, 1), (F,), F),
+    "__mul24": (_mul24, (I, I), I), "__umul24": (_umul24, (U, U), U),
+    "__float2int_rn": (_f2i(np.rint, np.int32), (F,), I),
+    "__float2int_rd": (_f2i(np.floor, np.int32), (F,), I),
+    "__float2int_ru": (_f2i(np.ceil, np.int32), (F,), I), "__saturatef": (_saturate, (F,), F),
+    "__double_as_longlong": (_bits(np.int64), (D,), ct.LLONG),
+    "__longlong_as_double": (_bits(np.float64), (ct.LLONG,), D),
+    "signbit": (lambda x: np.signbit(x).astype(np.int32), (D,), I),
     "__fadd_rn": (np.add, (F, F), F), "__fmul_rn": (np.multiply, (F, F), F),
     "__fsub_rn": (np.subtract, (F, F), F), "__fdiv_rn": (np.true_divide, (F, F), F),
     "__frcp_rn": (lambda x: np.float32(1) / x, (F,), F), "__fsqrt_rn": (np.sqrt, (F,), F),
     "copysignf": (np.copysign, (F, F), F), "hypotf": (np.hypot, (F, F), F),
-    "atan2f": (np.arctan2, (F, F), F), "atanf": (np.arctan, (F,), F),
-    "asinf": (np.arcsin, (F,), F), "acosf": (np.arccos, (F,), F),
-    "sinhf": (np.sinh, (F,), F), "coshf": (np.cosh, (F,), F),
-    "log1pf": (np.log1p, (F,), F), "expm1f": (np.expm1, (F,), F),
-    "exp10f": (lambda x: np.power(np.float32(10), x), (F,), F), "cbrtf": (np.cbrt, (F,), F),
+    "atan2f": (_f64(np.arctan2), (F, F), F), "atanf": (_f64(np.arctan), (F,), F),
+    "asinf": (_f64(np.arcsin), (F,), F), "acosf": (_f64(np.arccos), (F,), F),
+    "sinhf": (_f64(np.sinh), (F,), F), "coshf": (_f64(np.cosh), (F,), F),
+    "log1pf": (_f64(np.log1p), (F,), F), "expm1f": (_f64(np.expm1), (F,), F),
+    "exp10f": (_f64(lambda x: np.power(10.0, x)), (F,), F),
+    "__exp10f": (lambda x: _exp_approx(np.asarray(x, np.float32) * np.float32(2.302585)), (F,), F),
+    "cbrtf": (_f64(np.cbrt), (F,), F),
     "rintf": (np.rint, (F,), F), "nearbyintf": (np.rint, (F,), F),
     "sin": (np.sin, (D,), D), "cos": (np.cos, (D,), D), "log2": (np.log2, (D,), D),
     "exp2": (np.exp2, (D,), D), "log10": (np.log10, (D,), D), "trunc": (np.trunc, (D,), D),
-    "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), (D,), D),
+    "round": (_round_half_away, (D,), D),
     "rsqrt": (lambda x: 1.0 / np.sqrt(x), (D,), D), "cbrt": (np.cbrt, (D,), D),
 }
 _MATH.update(_BITS)
@@ -117,11 +272,8 @@ _NO_OPS = {"__threadfence", "__threadfence_block", "__threadfence_system"}
 
 
 def _fma(a, b, c, dtype):
-    # The product of two float32s is exact in float64, so one rounding of the sum remains:
-    # equal to a hardware FMA except in rare double-rounding ties.
-    return (np.asarray(a, np.float64) * b + c).astype(dtype) if isinstance(a, np.ndarray) or \
-        isinstance(b, np.ndarray) or isinstance(c, np.ndarray) else dtype.type(
-            np.float64(a) * np.float64(b) + np.float64(c))
+    """fmaf / fma: one rounding (`values.fma`)."""
+    return _values.fma(a, b, c, dtype)
 
 
 def compile_builtin_call(comp, node, name, args):
@@ -180,10 +332,24 @@ def _assert(comp, node, name, args):
 
 
 def _math(comp, node, name, args):
+    mode = comp.float_mode
+    if mode.fast_math and name in _FAST_MATH_NAMES:
+        name_used = _FAST_MATH_NAMES[name]
+    else:
+        name_used = name
     func, argtypes, rtype = _MATH[name]
+    func = _MATH[name_used][0]
     _want(comp, node, name, args, len(argtypes))
     fargs = [comp.convert(comp.rvalue(comp.expr(a)), t, a) for a, t in zip(args, argtypes)]
     dtype = rtype.dtype
+    floats = rtype == F and all(t == F for t in argtypes)
+    if floats and mode.ftz:         # the .ftz forms: denormal inputs and results are zeros
+        inner = func
+        func = lambda *v: _values.flush32(_cast(inner(*(_values.flush32(a) for a in v)),  # noqa
+                                                dtype))
+    if floats and name not in ("fminf", "fmaxf"):
+        raw = func
+        func = lambda *v: _values.canonical_nan(_cast(raw(*v), dtype))  # noqa: E731
     if len(fargs) == 1:
         f0 = fargs[0]
         return X(lambda ctx: _cast(func(f0(ctx)), dtype), rtype)
@@ -197,9 +363,12 @@ def _fma_call(comp, node, name, args):
     fa, fb, fc = (comp.convert(comp.rvalue(comp.expr(a)), t, a) for a in args)
     dtype = t.dtype
 
+    flush = _values.flush32 if t == F and comp.float_mode.ftz else (lambda v: v)
+
     def fma(ctx):
         ctx.flops += 2 * ctx.nactive
-        return _fma(fa(ctx), fb(ctx), fc(ctx), dtype)
+        return _values.canonical_nan(flush(_fma(flush(fa(ctx)), flush(fb(ctx)), flush(fc(ctx)),
+                                                dtype)))
     return X(fma, t)
 
 
@@ -443,7 +612,7 @@ def _minmax(comp, node, name, args):
     fa, fb = comp.convert(a, t, node), comp.convert(b, t, node)
     func = np.minimum if "min" in name else np.maximum
     if t.is_floating:
-        func = np.fmin if "min" in name else np.fmax
+        func = _fmin if "min" in name else _fmax
     return X(lambda ctx: func(fa(ctx), fb(ctx)), t)
 
 

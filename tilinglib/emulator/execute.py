@@ -13,6 +13,8 @@ built-in indices, memory, counters and the hazard tracker.
 
 from __future__ import annotations
 
+import ctypes
+import platform
 import time
 import warnings
 from dataclasses import dataclass
@@ -48,6 +50,44 @@ def _elements(byte_index: np.ndarray, size: int) -> np.ndarray:
     """Element indices of a view of `size`-byte elements (a shift, not a division)."""
     shift = _SHIFTS.get(size)
     return byte_index >> shift if shift is not None else byte_index // size
+
+
+# glibc's mallopt() parameters (malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+KEEP_FREED_BYTES = 256 << 20         # freed heap memory glibc may keep (M_TRIM_THRESHOLD)
+MMAP_THRESHOLD_BYTES = 32 << 20      # requests below this come from the heap (glibc's maximum)
+_malloc_tuned: bool | None = None    # keep_temporaries_in_process's answer, once asked
+
+
+def keep_temporaries_in_process() -> bool:
+    """Ask glibc's malloc to keep freed lane arrays for reuse instead of returning them.
+
+    Every operation of an emulated launch makes temporaries of 256-512 KB (one 4- or 8-byte
+    value per thread of a batch of 65,536). By default glibc serves each from a fresh
+    `mmap` and gives it back on `free`, so the next one page-faults its memory in again
+    (about 100,000 page faults for one tiled SGEMM at N=256, 13% of its time). Raising
+    M_MMAP_THRESHOLD to 32 MiB and M_TRIM_THRESHOLD to 256 MiB keeps them in the heap. This
+    changes the allocator of the whole process, once, at the first launch; it affects only
+    speed and how much freed memory the process holds (at most 256 MiB), never a value.
+    Returns whether it was applied (False on a C library other than glibc, or if mallopt
+    refused)."""
+    global _malloc_tuned
+    if _malloc_tuned is None:        # one attempt per process
+        _malloc_tuned = _mallopt()
+    return _malloc_tuned
+
+
+def _mallopt() -> bool:
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+                and mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES))
 
 
 class RaceWarning(KernelWarning):
@@ -101,10 +141,12 @@ class Context:
                     (b // (gx * gy)).astype(np.uint32))
         self.bdim = tuple(np.uint32(d) for d in launch.block)
         self.gdim = tuple(np.uint32(d) for d in launch.grid)
-        warps_per_block = -(-tpb // M.WARP)
+        self.warps_per_block = warps_per_block = -(-tpb // M.WARP)
         self.warp = blk * warps_per_block + tib // M.WARP
         self.lane = tib % M.WARP
         self.full_warps = tpb % M.WARP == 0
+        self.whole = tpb - tpb % M.WARP                 # lanes of a block in full warps
+        self.warp_rows = self.split_warps(self.warp)
         self.counters = launch.counters
         self.flops = 0
         self.env = None
@@ -123,7 +165,8 @@ class Context:
         self.shared = np.zeros(nb * self.shared_bytes, dtype=np.uint8)
         self.blk_base = self.blk * self.shared_bytes
         self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
-        self.site_cache: dict = {}                   # fast loads' sector counts, per site
+        self.site_cache: dict = {}                   # fast loads: the last one per site
+        self.shared_bases: dict = {}                 # blk_base4 + an element offset
         self.shared_views = {}
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
@@ -139,6 +182,45 @@ class Context:
             if track or opts.check_uninitialized:
                 self.races = RaceTracker(nb, self.shared_bytes, check_races=track,
                                          check_uninitialized=opts.check_uninitialized)
+
+    def split_warps(self, v: np.ndarray) -> tuple:
+        """`v` (one entry per thread of the batch) as 2-D arrays whose rows are warps: the
+        full warps of every block, then (when the block is not a whole number of warps) the
+        last, partial, warp of every block. Counts summed over warps need no other order."""
+        if self.full_warps:
+            return (v.reshape(-1, M.WARP),)
+        m = v.reshape(self.nblocks, self.tpb)
+        if not self.whole:
+            return (m,)
+        return (m[:, :self.whole].reshape(-1, M.WARP), m[:, self.whole:])
+
+    def count_shared_words(self, is_store: bool, words, reuse=None) -> int:
+        """Count a 4-byte shared access of every lane of the batch, given as word indices
+        (the wavefronts of each warp by `memory._wavefronts`, warp rows of equal length);
+        returns the wavefronts.
+
+        `reuse`: the wavefronts of an access whose words were these shifted by one amount
+        in every lane (`words` may then be None). A uniform shift maps banks onto banks one
+        to one and keeps distinct words distinct, so every warp needs the same wavefronts."""
+        requests = self.nblocks * self.warps_per_block
+        wavefronts = reuse
+        if wavefronts is None:
+            wavefronts = 0
+            for w, g in zip(self.split_warps(words), self.warp_rows):
+                wavefronts += M._wavefronts(g.reshape(-1), w.reshape(-1), w.shape[0])
+        # Every lane of the batch is active and a 4-byte access serves a warp in one phase
+        # (memory.shared_wavefronts), so the ideal is one wavefront per warp: the requests.
+        M._add_shared(self.counters, is_store, requests, wavefronts, wavefronts - requests,
+                      self.T * 4)
+        return wavefronts
+
+    def distinct_per_warp(self, key: np.ndarray) -> tuple[int, int]:
+        """(warps, distinct (warp, key) pairs) of an access of every lane of the batch."""
+        requests = distinct = 0
+        for rows in self.split_warps(key):
+            r, d = M.distinct_per_row(rows)
+            requests, distinct = requests + r, distinct + d
+        return requests, distinct
 
     # ------------------------------------------------------------------ masks
     def set_mask(self, m: np.ndarray) -> None:
@@ -366,10 +448,14 @@ class Context:
         full = lanes is None and self.full_warps
         warp = self.warp if lanes is None else self.warp[lanes]
         if space == "global":
-            M.count_global(self.counters, is_store, warp, a, size, full)
+            M.count_global(self.counters, is_store, warp, a, size, full,
+                           self.split_warps if lanes is None and not full else None)
         elif space == "shared":
-            lane = self.lane if lanes is None else self.lane[lanes]
-            M.count_shared(self.counters, is_store, warp, lane, off, size, full)
+            if lanes is None and size == 4 and not full:
+                self.count_shared_words(is_store, off >> 2)
+            else:
+                lane = self.lane if lanes is None else self.lane[lanes]
+                M.count_shared(self.counters, is_store, warp, lane, off, size, full)
             if self.races is not None:
                 tib = self.tib if lanes is None else self.tib[lanes]
                 track = self.races.on_write if is_store else self.races.on_read
@@ -427,75 +513,104 @@ class Context:
         """`base[index]` for every thread of the batch, `base` one pointer for all: element
         indices instead of addresses, no lane selection. Returns None whenever the general
         `load` must run instead (a fault to report, a trace to record, local or constant
-        memory, a misaligned base, a shared access other than 4 bytes)."""
+        memory, a misaligned base, a shared access other than 4 bytes).
+
+        Per `site` (the load expression) the batch keeps its previous fast load: when the
+        element indices are the previous ones shifted by one amount `d` in every lane
+        (`A[row * N + k]` in a loop over k), their bounds are the previous bounds plus `d`
+        and the counters may be reused (see `count_shared_words`, `_count_global_fast`)."""
         if self.launch.tracer is not None:
             return None
         b = int(base)
         region = b >> M.REGION_SHIFT
         size = t.size
         off0 = b - ((region << M.REGION_SHIFT) + M.BIAS)
-        start, limit = 0, self.launch.shared_total
+        low, tagged = 0, None                # lowest element index in bounds; its array
         if region == M.SHARED_REGION and off0 >= M.SHARED_TAG_HALF:
-            # A static shared array: indices relative to its start, bounded by its size.
+            # A static shared array (memory.SHARED_TAG_SHIFT): bounded by its own bytes.
             tag = (off0 + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
             if tag > len(self.launch.kernel.shared):
                 return None
             var = self.launch.kernel.shared[tag - 1]
-            start, limit = var.offset, var.ctype.size
-            off0 -= (tag << M.SHARED_TAG_SHIFT) + start
-        shift = _SHIFTS.get(size)
-        if shift is None or off0 % size or start % size:
-            return None
-        # (A bool index must become a number: NumPy would read it as a mask.)
-        e = index + np.int64(off0 >> shift) if off0 or index.dtype.kind == "b" else index
-        # One reduction bounds both ends: a negative index is huge as unsigned.
-        hi = int(e.view(_UNSIGNED[e.dtype.itemsize]).max())
-        if region == M.SHARED_REGION:
-            if size != 4 or (hi + 1) * 4 > limit:
+            off0 -= tag << M.SHARED_TAG_SHIFT
+            if var.offset % size:
                 return None
-            if start:
-                e = e + np.int64(start >> 2)
-            flat_elems = self.blk_base4 + e
-            values = self._view("shared", None, t.dtype)[flat_elems]
-            M.count_shared_words(self.counters, False, e, self.warp, self.full_warps)
-            if self.races is not None:
-                found = self.races.on_read(flat_elems << 2, self.tib, line or 0, 4)
-                if found:
-                    self._hazards(found, None, line)
-            return values
-        alloc = self.gmem.lookup(region) if region >= M.FIRST_GLOBAL_REGION else None
-        if alloc is None or alloc.readonly or (hi + 1) * size > alloc.size \
-                or size > M.SECTOR_BYTES:
+            low, tagged = var.offset // size, var
+        shift = _SHIFTS.get(size)
+        if shift is None or off0 % size:
             return None
-        values = alloc.view(t.dtype)[e]
-        self._count_global_fast(e, shift, size, site)
+        if region == M.SHARED_REGION:
+            if size != 4:
+                return None
+            limit = self.launch.shared_total if tagged is None else \
+                tagged.offset + tagged.ctype.size
+            alloc = None
+        else:
+            alloc = self.gmem.lookup(region) if region >= M.FIRST_GLOBAL_REGION else None
+            if alloc is None or alloc.readonly or size > M.SECTOR_BYTES:
+                return None
+            limit = alloc.size
+        if index.dtype.kind == "b":         # NumPy would read a bool index as a mask
+            index = index.astype(np.int64)
+        first = off0 >> shift                # element index of the base in its space
+        rec = self.site_cache.get(site, False) if site is not None else None
+        d = e = None
+        if rec and rec[0] == region and rec[1] == first and rec[2].dtype == index.dtype:
+            delta = index - rec[2]
+            d = int(delta[0])
+            # Bounds in range after the shift also rule out wrap-around in `delta`: then
+            # every index = previous + d.
+            if rec[3] + d < low or (rec[4] + d + 1) * size > limit or np.count_nonzero(delta != d):
+                d = None
+        if d is None:
+            e = index + np.int64(first) if first else index
+            # One reduction bounds both ends: a negative index is huge as unsigned.
+            hi = int(e.view(_UNSIGNED[e.dtype.itemsize]).max())
+            if (hi + 1) * size > limit or low and int(e.min()) < low:
+                return None
+        if region == M.SHARED_REGION:
+            base = self.shared_bases.get(first)
+            if base is None:
+                base = self.shared_bases[first] = self.blk_base4 + np.int64(first)
+            flat_elems = base + index
+            values = np.take(self._view("shared", None, t.dtype), flat_elems)
+            counts = (self.count_shared_words(False, e, rec[5][0] if d is not None else None),)
+        else:
+            if e is None:
+                e = index + np.int64(first) if first else index
+            values = np.take(alloc.view(t.dtype), e)
+            counts = self._count_global_fast(e, size, shift, d, rec[5] if d is not None
+                                             else None)
+        if site is not None:
+            if d is not None:
+                self.site_cache[site] = (region, first, index, rec[3] + d, rec[4] + d, counts)
+            elif rec is False:
+                self.site_cache[site] = (region, first, index, int(e.min()), hi, counts)
+            else:
+                self.site_cache[site] = None        # this site does not repeat: stop trying
+        if region == M.SHARED_REGION and self.races is not None:
+            found = self.races.on_read_words(flat_elems, self.tib, line or 0)
+            if found:
+                self._hazards(found, None, line)
         return values
 
-    def _count_global_fast(self, e, shift, size, site) -> None:
-        """Count a fast global load. If this load site last read the same lanes shifted by
-        one amount, and the shift is whole sectors (or each warp read a single address), the
-        per-warp sector counts are the same as then and are reused (loop bodies such as
-        `A[row * N + k]` repeat this way); otherwise they are counted afresh."""
+    def _count_global_fast(self, e, size, shift, d, prev) -> tuple:
+        """Count a fast global load of element indices `e`; returns (requests, sectors,
+        whether each warp read one address). `prev`: those of this site's previous load,
+        whose indices were these minus `d` in every lane; when the shift is whole sectors
+        (or each warp read a single address) the per-warp sector counts are the same as
+        then and are reused; otherwise they are counted afresh."""
         c = self.counters
-        prev = self.site_cache.get(site, False) if site is not None else None
-        if prev:
-            pe, requests, sectors, one_address = prev
-            delta = e - pe
-            lo = int(delta.min())
-            if lo == int(delta.max()) and (one_address or (lo * size) % M.SECTOR_BYTES == 0):
-                c.global_load_requests += requests
-                c.global_load_sectors += sectors
-                c.global_load_bytes += e.shape[0] * size
-                self.site_cache[site] = (e, requests, sectors, one_address)
-                return
-            self.site_cache[site] = None       # this site does not repeat: stop trying
-        requests, sectors = M._distinct_per_warp(self.warp, e >> (5 - shift), self.full_warps)
+        if prev is not None and (prev[2] or (d * size) % M.SECTOR_BYTES == 0):
+            requests, sectors, one = prev
+        else:
+            requests, sectors = self.distinct_per_warp(e >> (5 - shift))
+            one = prev[2] if prev is not None else \
+                all(bool((k == k[:, :1]).all()) for k in self.split_warps(e))
         c.global_load_requests += requests
         c.global_load_sectors += sectors
         c.global_load_bytes += e.shape[0] * size
-        if prev is False and self.full_warps:
-            k = e.reshape(-1, M.WARP)
-            self.site_cache[site] = (e, requests, sectors, bool((k == k[:, :1]).all()))
+        return requests, sectors, one
 
     def store(self, addr, t, value, line):
         """Store `value` (of C type `t`) at `addr` in every active lane."""
@@ -714,6 +829,7 @@ class Launch:
     """One launch: argument memory, counters, hazards, and the batches that run it."""
 
     def __init__(self, kernel, block, grid, dynamic_bytes, options: LaunchOptions):
+        keep_temporaries_in_process()
         self.kernel = kernel
         self.block = block
         self.grid = grid
@@ -947,8 +1063,6 @@ class Launch:
         c = self.counters
         tpb = self.block[0] * self.block[1] * self.block[2]
         nblocks = self.grid[0] * self.grid[1] * self.grid[2]
-        shared_ld_conf = c.shared_load_wavefronts - c.shared_load_requests
-        shared_st_conf = c.shared_store_wavefronts - c.shared_store_requests
         return LaunchReport(
             kernel=self.kernel.name, grid=self.grid, block=self.block,
             shared_bytes=self.shared_total, threads=tpb * nblocks,
@@ -962,7 +1076,9 @@ class Launch:
             shared_load_wavefronts=c.shared_load_wavefronts,
             shared_store_requests=c.shared_store_requests,
             shared_store_wavefronts=c.shared_store_wavefronts,
-            shared_bank_conflicts=shared_ld_conf + shared_st_conf,
+            shared_bank_conflicts=c.shared_load_bank_conflicts + c.shared_store_bank_conflicts,
+            shared_load_bank_conflicts=c.shared_load_bank_conflicts,
+            shared_store_bank_conflicts=c.shared_store_bank_conflicts,
             barriers=c.barriers,
             global_atomic_requests=c.global_atomic_requests,
             shared_atomic_requests=c.shared_atomic_requests,

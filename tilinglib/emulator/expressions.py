@@ -15,6 +15,7 @@ from pycparser import c_ast
 
 from . import ctypes_ as ct
 from . import values as V
+from .preprocess import FloatMode
 from .closures import (BUILTIN_VECTORS, LiteralError, X, _line, char_constant, constant,
                        parse_int)
 
@@ -25,6 +26,12 @@ _BUILTIN_ATTRS = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim", "gr
 class ExpressionsMixin:
     """`expr_<Node>` methods; needs the helpers of `compiler.Compiler` (convert, rvalue,
     memory_lvalue, assigner, error, unsupported, resolve, device_function)."""
+
+    @property
+    def float_mode(self):
+        """nvcc's floating-point options for this module (`preprocess.FloatMode`)."""
+        mode = getattr(self.pre, "float_mode", None)
+        return mode if mode is not None else FloatMode()
 
     # ------------------------------------------------------------------ expressions
     def expr(self, node) -> X:
@@ -226,6 +233,9 @@ class ExpressionsMixin:
         if op == "-":
             if x.const is not None:
                 return constant(-rt.dtype.type(x.const), rt)
+            entry = self._products().get(id(node.expr)) if rt.is_floating else None
+            if entry is not None and entry[2] == rt:
+                self._products()[id(node)] = entry[:3] + (not entry[3],)
             return X(lambda ctx: np.negative(f(ctx)), rt)
         if op == "~":
             if not rt.is_integer:
@@ -286,23 +296,88 @@ class ExpressionsMixin:
             fa, fb = self.convert(a, t, node), self.convert(b, t, node)
         else:
             fa, fb = self.convert(a, t, node), self.convert(b, t, node)
+        ftz = t == ct.FLOAT and self.float_mode.ftz
         if op in V.COMPARE:
             cmp = V.COMPARE[op]
             if a.const is not None and b.const is not None:
                 return constant(bool(cmp(t.dtype.type(a.const), t.dtype.type(b.const))), ct.BOOL)
+            if ftz:     # setp.ftz.f32: denormal operands compare as zero
+                return X(lambda ctx: cmp(V.flush32(fa(ctx)), V.flush32(fb(ctx))), ct.BOOL)
             return X(lambda ctx: cmp(fa(ctx), fb(ctx)), ct.BOOL)
         fop = V.arith_op(op, t)
         if fop is None:
             raise self.error(node, f"operator {op} cannot be used on {t} (use fmodf for floats)")
+        if op == "/" and t == ct.FLOAT:
+            exact = fop
+            if not self.float_mode.prec_div:
+                fop = lambda x, y: V.canonical_nan(V.approx_div32(x, y))  # noqa: E731
+            else:
+                fop = lambda x, y: V.canonical_nan(exact(x, y))  # noqa: E731
+        if t == ct.FLOAT and op in "+-*":
+            ieee = fop
+            fop = lambda x, y: V.canonical_nan(ieee(x, y))  # noqa: E731
+        if ftz and op in "+-*/":
+            plain = fop
+            fop = lambda x, y: V.flush32(plain(V.flush32(x), V.flush32(y)))  # noqa: E731
         if a.const is not None and b.const is not None:
             with np.errstate(all="ignore"):
                 return constant(fop(t.dtype.type(a.const), t.dtype.type(b.const)), t)
+        if t.is_floating and op == "*":
+            self._products()[id(node)] = (fa, fb, t, False)
+        if t.is_floating and op in "+-" and self.float_mode.fmad:
+            fused = self.contracted(node, t, fa, fb)
+            if fused is not None:
+                return fused
         if t.is_floating and op in "+-*/":
             def flop(ctx):
                 ctx.flops += ctx.nactive
                 return fop(fa(ctx), fb(ctx))
             return X(flop, t)
         return X(lambda ctx: fop(fa(ctx), fb(ctx)), t)
+
+    def _products(self) -> dict:
+        """id(node) -> (x fn, y fn, type, negated) for each compiled float `x * y` and
+        `-(x * y)`: the operands an enclosing add or subtract fuses with (`contracted`)."""
+        table = getattr(self, "_product_table", None)
+        if table is None:
+            table = self._product_table = {}
+        return table
+
+    def contracted(self, node, t, fa, fb) -> X | None:
+        """`x * y + z`, `z + x * y`, `x * y - z`, `z - x * y` (and `-(x * y) + z`) of type
+        `t` as one fused multiply-add, as nvcc compiles them under -fmad=true (its
+        default): NVVM emits fma.rn for a product that feeds an add or subtract, and ptxas
+        fuses the remaining mul.f32/add.f32 pairs. When both sides are products, the left
+        one is fused (LLVM's DAG combiner tries the left operand first). `fa`, `fb`: the
+        compiled operands, converted to `t`. None when neither operand is such a product
+        of type `t`. Counts 2 FLOPs per lane, as `x * y + z` does unfused and as Nsight
+        Compute counts an FFMA."""
+        products = self._products()
+        op = node.op
+        for side, other in (("left", fb), ("right", fa)):
+            entry = products.get(id(getattr(node, side)))
+            if entry is not None and entry[2] == t:
+                break
+        else:
+            return None
+        fx, fy, _, neg = entry
+        # the product's sign: negated by -(x*y) or by `z - x * y`; the addend's by `x*y - z`
+        neg_p = neg ^ (op == "-" and side == "right")
+        neg_z = op == "-" and side == "left"
+        fz = other
+        dtype = t.dtype
+        ftz = t == ct.FLOAT and self.float_mode.ftz
+        flush = V.flush32 if ftz else (lambda v: v)
+
+        def ffma(ctx):
+            ctx.flops += 2 * ctx.nactive
+            a, c = fx(ctx), fz(ctx)
+            if neg_p:
+                a = np.negative(a)
+            if neg_z:
+                c = np.negative(c)
+            return V.canonical_nan(flush(V.fma(flush(a), flush(fy(ctx)), flush(c), dtype)))
+        return X(ffma, t)
 
     def pointer_op(self, node, op, a, b) -> X:
         ta, tb = a.ctype, b.ctype

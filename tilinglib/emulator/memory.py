@@ -141,6 +141,8 @@ class Counters:
     shared_store_requests: int = 0
     shared_store_wavefronts: int = 0
     shared_store_bytes: int = 0
+    shared_load_bank_conflicts: int = 0
+    shared_store_bank_conflicts: int = 0
     barriers: int = 0
     global_atomic_requests: int = 0
     shared_atomic_requests: int = 0
@@ -158,17 +160,26 @@ def _distinct_per_warp(warp: np.ndarray, key: np.ndarray, full_warps: bool) -> t
     if n == 0:
         return 0, 0
     if full_warps:
-        k = key.reshape(-1, WARP)
-        d = k[:, 1:] - k[:, :-1]         # ascending rows: distinct = rows + non-zero steps
-        if d.min() < 0:
-            k = np.sort(k, axis=1)
-            d = k[:, 1:] - k[:, :-1]
-        return k.shape[0], int(np.count_nonzero(d)) + k.shape[0]
+        return distinct_per_row(key.reshape(-1, WARP))
     order = np.lexsort((key, warp))
     w, k = warp[order], key[order]
     new_warp = w[1:] != w[:-1]
     new_pair = new_warp | (k[1:] != k[:-1])
     return int(np.count_nonzero(new_warp)) + 1, int(np.count_nonzero(new_pair)) + 1
+
+
+def distinct_per_row(k: np.ndarray) -> tuple[int, int]:
+    """(rows, distinct (row, value) pairs) of a 2-D array whose rows are the active lanes of
+    one warp each (all rows of one length)."""
+    if k.shape[0] == 0:
+        return 0, 0
+    if k.shape[1] <= 1:
+        return k.shape[0], k.shape[0]
+    d = k[:, 1:] - k[:, :-1]             # ascending rows: distinct = rows + non-zero steps
+    if d.min() < 0:
+        k = np.sort(k, axis=1)
+        d = k[:, 1:] - k[:, :-1]
+    return k.shape[0], int(np.count_nonzero(d)) + k.shape[0]
 
 
 def _wavefronts(group: np.ndarray, words: np.ndarray, full_rows: int) -> int:
@@ -206,13 +217,20 @@ def _wavefronts(group: np.ndarray, words: np.ndarray, full_rows: int) -> int:
 
 
 def count_global(counters: Counters, is_store: bool, warp: np.ndarray, addr: np.ndarray,
-                 size: int, full_warps: bool) -> None:
+                 size: int, full_warps: bool, split=None) -> None:
     """Add one global access to the counters (l1tex__t_requests/sectors_pipe_lsu_mem_global_op_*).
 
     Sectors: distinct 32-byte segments per warp; an access of 16 bytes that is aligned never
-    straddles two sectors.
+    straddles two sectors. `split`, when given, maps a per-lane array to 2-D arrays whose
+    rows are the warps (every lane active; execute.Context.split_warps).
     """
-    requests, sectors = _distinct_per_warp(warp, addr >> 5, full_warps)
+    if split is not None:
+        requests = sectors = 0
+        for rows in split(addr >> 5):
+            r, s = distinct_per_row(rows)
+            requests, sectors = requests + r, sectors + s
+    else:
+        requests, sectors = _distinct_per_warp(warp, addr >> 5, full_warps)
     nbytes = addr.shape[0] * size
     if is_store:
         counters.global_store_requests += requests
@@ -230,15 +248,95 @@ def count_shared_words(counters: Counters, is_store: bool, words: np.ndarray, wa
     active (the fast load path)."""
     n = words.shape[0]
     requests = n // WARP if full_warps else int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
-    wavefronts = _wavefronts(warp, words, n // WARP if full_warps else 0)
+    wavefronts, ideal = shared_wavefronts(warp, None, words << 2, 4, is_store, full_warps)
+    _add_shared(counters, is_store, requests, wavefronts, wavefronts - ideal, n * 4)
+
+
+def _add_shared(counters: Counters, is_store: bool, requests: int, wavefronts: int,
+                conflicts: int, nbytes: int) -> None:
     if is_store:
         counters.shared_store_requests += requests
         counters.shared_store_wavefronts += wavefronts
-        counters.shared_store_bytes += n * 4
+        counters.shared_store_bank_conflicts += conflicts
+        counters.shared_store_bytes += nbytes
     else:
         counters.shared_load_requests += requests
         counters.shared_load_wavefronts += wavefronts
-        counters.shared_load_bytes += n * 4
+        counters.shared_load_bank_conflicts += conflicts
+        counters.shared_load_bytes += nbytes
+
+
+def shared_wavefronts(warp: np.ndarray, lane: np.ndarray | None, offset: np.ndarray, size: int,
+                      is_store: bool, full_warps: bool) -> tuple[int, int]:
+    """Wavefronts of one shared-memory access instruction, summed over the warps doing it,
+    and the ideal number (what it would take without bank conflicts): the one rule behind
+    `LaunchReport`'s shared counters, `f.last_trace` and `tilinglib.banks.wavefronts`.
+
+    `warp`: int64, one per active lane, ascending (lanes in thread order); `lane`: the lane
+    (0-31) of each, needed for 8- and 16-byte accesses only; `offset`: byte address in the
+    block's shared memory, per lane; `size`: bytes per lane; `full_warps`: every warp has
+    all 32 lanes active and contiguous (the fast path).
+
+    The rule, read on an H200 with Nsight Compute (bench/gpu_shared_widths.py, 378
+    readings, all equal; docs/emulator.md): the lanes are served in *phases*, each needing
+    as many wavefronts as the most distinct 4-byte words that one of the 32 banks holds
+    among its active lanes' words (a word wanted by several lanes is one broadcast); a
+    phase with no active lane costs nothing. The ideal is one wavefront per phase that has
+    an active lane; the difference is ncu's l1tex__data_bank_conflicts_pipe_lsu_mem_shared.
+
+    - 4 bytes or fewer: the warp is one phase.
+    - 8-byte load (LDS.64): the warp is one phase when no lane pair (2k, 2k+1) has both
+      lanes active at different addresses, else two, lanes 0-15 and 16-31.
+    - 16-byte load (LDS.128): the same for each half warp: one phase when none of its
+      lane pairs has two active lanes at different addresses, else its two quarters.
+    - 8- and 16-byte stores: always per half warp (STS.64) and quarter warp (STS.128).
+    - other sizes (structs nvcc splits into their fields' accesses): fixed phases of
+      128 bytes of lanes, as for stores.
+
+    Returns (wavefronts, ideal wavefronts), both int.
+    """
+    n = offset.shape[0]
+    if n == 0:
+        return 0, 0
+    phase, lanes_per_row = shared_phases(warp, lane, offset, size, is_store, full_warps)
+    per_lane = -(-size // 4) if size > 4 else 1
+    rows = n // lanes_per_row if lanes_per_row else 0
+    words = offset >> 2
+    if per_lane > 1:
+        words = (words[:, None] + np.arange(per_lane)).reshape(-1)
+        phase = np.repeat(phase, per_lane)
+    wavefronts = _wavefronts(phase, words, rows)
+    ideal = rows if rows else int(np.count_nonzero(phase[1:] != phase[:-1])) + 1
+    return wavefronts, ideal
+
+
+def shared_phases(warp: np.ndarray, lane: np.ndarray | None, offset: np.ndarray, size: int,
+                  is_store: bool, full_warps: bool) -> tuple[np.ndarray, int]:
+    """The phase of each active lane of one shared access (see `shared_wavefronts`, same
+    arguments): int64 ids, ascending, equal for lanes served together; and the lanes per
+    phase when every phase has the same number of lanes and `full_warps` (else 0)."""
+    n = offset.shape[0]
+    if size <= 4:
+        return warp, (WARP if full_warps else 0)
+    if size in (8, 16) and not is_store:
+        span = WARP if size == 8 else WARP // 2       # lanes one phase may serve
+        if full_warps:
+            pairs = offset.reshape(-1, span // 2, 2)
+            split = np.repeat((pairs[:, :, 0] != pairs[:, :, 1]).any(axis=1), span)
+        else:
+            key = warp * WARP + lane
+            both = (key[1:] >> 1) == (key[:-1] >> 1)
+            differ = both & (offset[1:] != offset[:-1])
+            unit = key // span
+            split = np.isin(unit, unit[1:][differ])
+        # A (warp, span) unit is one phase, or its two halves when split.
+        phase = (warp * WARP + lane) // span * 2 + (split & ((lane // (span // 2)) % 2 == 1))
+        if full_warps and (split.all() or not split.any()):
+            return phase, (span // 2 if split[0] else span)
+        return phase, 0
+    per = max(1, WARP // -(-size // 4))
+    phase = warp * (-(-WARP // per)) + lane // per
+    return phase, (per if full_warps and WARP % per == 0 and n % per == 0 else 0)
 
 
 def count_global_keys(counters: Counters, sectors_key: np.ndarray, warp: np.ndarray,
@@ -252,12 +350,9 @@ def count_global_keys(counters: Counters, sectors_key: np.ndarray, warp: np.ndar
 
 def count_shared(counters: Counters, is_store: bool, warp: np.ndarray, lane: np.ndarray,
                  offset: np.ndarray, size: int, full_warps: bool) -> None:
-    """Add one shared access (smsp__inst_executed_op_shared_*, and
-    l1tex__data_pipe_lsu_wavefronts_mem_shared_op_*).
-
-    A 4-byte access serves a whole warp at once; 8-byte accesses are served per half warp
-    and 16-byte accesses per quarter warp, each part needing at least one wavefront.
-    """
+    """Add one shared access (smsp__inst_executed_op_shared_*,
+    l1tex__data_pipe_lsu_wavefronts_mem_shared_op_* and
+    l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_*): wavefronts by `shared_wavefronts`."""
     n = offset.shape[0]
     if n == 0:
         return
@@ -265,25 +360,8 @@ def count_shared(counters: Counters, is_store: bool, warp: np.ndarray, lane: np.
         requests = n // WARP
     else:
         requests = int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
-    words_per_lane = max(1, size // 4)
-    lanes_per_phase = WARP // words_per_lane
-    if words_per_lane == 1:
-        words = offset >> 2
-        group = warp
-        rows = n // WARP if full_warps else 0
-    else:
-        words = ((offset >> 2)[:, None] + np.arange(words_per_lane)).reshape(-1)
-        group = np.repeat(warp * words_per_lane + lane // lanes_per_phase, words_per_lane)
-        rows = (n // lanes_per_phase) if full_warps else 0
-    wavefronts = _wavefronts(group, words, rows)
-    if is_store:
-        counters.shared_store_requests += requests
-        counters.shared_store_wavefronts += wavefronts
-        counters.shared_store_bytes += n * size
-    else:
-        counters.shared_load_requests += requests
-        counters.shared_load_wavefronts += wavefronts
-        counters.shared_load_bytes += n * size
+    wavefronts, ideal = shared_wavefronts(warp, lane, offset, size, is_store, full_warps)
+    _add_shared(counters, is_store, requests, wavefronts, wavefronts - ideal, n * size)
 
 
 # ----------------------------------------------------------------------------- errors

@@ -79,8 +79,9 @@ def _compile(source: str, options: tuple):
 
 class SourceModule:
     """Compile CUDA C `source` for the emulator. Same signature as PyCUDA's SourceModule;
-    only `source`, `options` (``-D``/``-U`` are applied, the rest ignored) and `no_extern_c`
-    matter here.
+    only `source`, `options` (``-D``/``-U`` are applied; ``-fmad``, ``-ftz``, ``-prec-div``,
+    ``-prec-sqrt`` and ``--use_fast_math`` change the float arithmetic as in nvcc, see
+    docs/emulator.md; the rest are ignored) and `no_extern_c` matter here.
 
     Raises `CompileError` (with the student's line and column) for source that does not
     compile, `UnsupportedFeatureError` for CUDA the emulator does not run.

@@ -121,6 +121,54 @@ class Preprocessed:
     text: str
     source_lines: tuple
     defines: dict
+    float_mode: "FloatMode" = None
+
+
+@dataclass(frozen=True)
+class FloatMode:
+    """nvcc's floating-point options, as the compiler applies them (nvcc's defaults).
+
+    `fmad`: contract a float multiply feeding an add or subtract into one fused
+    multiply-add (``-fmad=true``). `ftz`: flush float32 denormals to zero, in inputs and
+    results (``-ftz=true``). `prec_div` / `prec_sqrt`: IEEE round-to-nearest float32
+    division and square root (``-prec-div=true``, ``-prec-sqrt=true``); when false, the
+    approximate ``div.full.f32`` and ``sqrt.approx.f32``. `fast_math`: ``--use_fast_math``,
+    which also sets ftz, prec_div=false, prec_sqrt=false and fmad, and makes sinf, cosf,
+    tanf, expf, exp10f, logf, log2f, log10f and powf their ``__`` intrinsics.
+    """
+
+    fmad: bool = True
+    ftz: bool = False
+    prec_div: bool = True
+    prec_sqrt: bool = True
+    fast_math: bool = False
+
+
+_BOOL_OPTIONS = {"fmad": "fmad", "ftz": "ftz", "prec-div": "prec_div",
+                 "prec-sqrt": "prec_sqrt"}
+
+
+def float_mode(options) -> FloatMode:
+    """The `FloatMode` nvcc `options` select: ``-fmad=``, ``-ftz=``, ``-prec-div=``,
+    ``-prec-sqrt=`` (``true``/``false``, with one dash or two) and ``--use_fast_math``
+    (``-use_fast_math``). As with nvcc, ``--use_fast_math`` sets the other four, and an
+    explicit option overrides it whatever the order. Raises `CompileError` for a value
+    other than true or false."""
+    fast = any(o in ("--use_fast_math", "-use_fast_math") for o in options or ()
+               if isinstance(o, str))
+    values = dict(fmad=True, ftz=fast, prec_div=not fast, prec_sqrt=not fast)
+    for opt in options or ():
+        if not isinstance(opt, str):
+            continue
+        m = re.fullmatch(r"--?(fmad|ftz|prec-div|prec-sqrt)(?:[= ](.*))?", opt)
+        if m is None:
+            continue
+        value = (m.group(2) or "true").strip().lower()
+        if value not in ("true", "false"):
+            raise CompileError(f"bad option {opt!r}: write {opt.split('=')[0]}=true or "
+                               f"{opt.split('=')[0]}=false")
+        values[_BOOL_OPTIONS[m.group(1)]] = value == "true"
+    return FloatMode(fast_math=fast, **values)
 
 
 def check_options(options) -> None:
@@ -154,7 +202,9 @@ def parse_options(options) -> tuple[dict, list]:
     """Split nvcc-style options into (defines, undefines).
 
     Accepts ``-DNAME``, ``-DNAME=VALUE``, ``-D NAME=VALUE``, ``-UNAME``; everything else
-    (``-O3``, ``-lineinfo``, ``--use_fast_math``, ``-arch=sm_90``) is ignored by the emulator.
+    (``-O3``, ``-lineinfo``, ``-arch=sm_90``) is ignored here; the floating-point options
+    (``-fmad``, ``-ftz``, ``-prec-div``, ``-prec-sqrt``, ``--use_fast_math``) are read by
+    `float_mode`.
     Raises `CompileError` for an option that is not a string.
     """
     defines, undefines = {}, []
@@ -422,4 +472,5 @@ def preprocess(source: str, options=None) -> Preprocessed:
     for pattern, repl in _KEYWORD_REWRITES:
         text = pattern.sub(repl, text)
     text = _rewrite_casts(text)
-    return Preprocessed(text=PRELUDE + text, source_lines=source_lines, defines=defines)
+    return Preprocessed(text=PRELUDE + text, source_lines=source_lines, defines=defines,
+                        float_mode=float_mode(options))

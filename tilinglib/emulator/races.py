@@ -100,6 +100,9 @@ class RaceTracker:
         self.reader_used = False    # reader state holds something since the last reset
         self.warp_mode = False      # a __syncwarp() ran: keep warps apart (see warp_barrier)
         self.writer_sync = self.reader_sync = None
+        # Every 4-byte word of the batch's shared memory has been written (it stays so: the
+        # 4-byte reads of `on_read_words` then need no uninitialised-read check).
+        self.words_written = False
         if check_races:
             self.writer = np.full(n, NONE, dtype=np.int32)
             self.writer_line = np.zeros(n, dtype=np.int32)
@@ -117,15 +120,20 @@ class RaceTracker:
         idx = (flat[:, None] + 4 * np.arange(words)).reshape(-1)
         return idx, np.repeat(np.arange(flat.shape[0]), words)
 
+    def _logged(self):
+        """The logged reads as (byte indices, thread ids, line)."""
+        for idx, t, line, shift in self.log:
+            yield (idx << shift if shift else idx), t, line
+
     def _fold(self) -> None:
         """Apply the logged reads to the reader state."""
         if self.warp_mode:
-            for idx, t, line in self.log:
+            for idx, t, line in self._logged():
                 self._fold_warps(idx, t, line)
             self.log.clear()
             self.logged = 0
             return
-        for idx, t, line in self.log:
+        for idx, t, line in self._logged():
             r = self.reader[idx]
             new = np.where(r == NONE, t, np.where(r == t, r, MANY))
             self.reader[idx] = new
@@ -207,10 +215,34 @@ class RaceTracker:
                     i = int(np.argmax(bad))
                     found.append(("read-after-write", _lane(lanes, i), int(idx[i]), int(w[i]),
                                   int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
-            self.log.append((idx, t, line))
-            self.logged += idx.shape[0]
-            if self.logged >= self.MAX_LOGGED:
-                self._fold()
+            self._log(idx, t, line, 0)
+        return found
+
+    def _log(self, idx, t, line, shift) -> None:
+        """Keep a read (locations `idx << shift`) until a write or a barrier needs it."""
+        self.log.append((idx, t, line, shift))
+        self.logged += idx.shape[0]
+        if self.logged >= self.MAX_LOGGED:
+            self._fold()
+
+    def on_read_words(self, words, tid, line):
+        """`on_read` for a 4-byte read by every thread of the batch (`tid` one per lane),
+        given as 4-byte word indices (byte index / 4). The same hazards, in the same order;
+        the byte indices are made only when a check needs them."""
+        found = []
+        if self.check_uninitialized and not self.words_written:
+            found = self.on_read(words << 2, tid, line, 4)
+            return found
+        if self.check_races:
+            if self.dirty:
+                idx = words << 2
+                w = self.writer[idx]
+                bad = self._unordered(w, self.writer_sync, tid, idx)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    found.append(("read-after-write", i, int(idx[i]), int(w[i]),
+                                  int(self.writer_line[idx[i]]), int(np.count_nonzero(bad))))
+            self._log(words, tid, line, 2)
         return found
 
     def on_write(self, flat, tid, line, size):
@@ -260,6 +292,8 @@ class RaceTracker:
     def barrier(self, blocks: np.ndarray) -> None:
         """A `__syncthreads()` completed in `blocks` (indices in the batch): forget their
         accesses since the previous one."""
+        if self.check_uninitialized and not self.words_written:
+            self.words_written = bool(self.written[::4].all())
         if not self.check_races or blocks.size == 0:
             return
         if blocks.size == self.nblocks:

@@ -13,7 +13,9 @@ at the level of the CUDA C source. Each field mirrors an Nsight Compute metric:
 | shared_load_wavefronts | l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum |
 | shared_store_requests | smsp__inst_executed_op_shared_st.sum |
 | shared_store_wavefronts | l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum |
-| shared_bank_conflicts | wavefronts - requests (loads and stores) |
+| shared_load_bank_conflicts | l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum |
+| shared_store_bank_conflicts | l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum |
+| shared_bank_conflicts | the two above added |
 | global_atomic_requests | l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum + ..._op_red.sum |
 | shared_atomic_requests | smsp__inst_executed_op_shared_atom.sum |
 | flops | 2 x smsp__sass_thread_inst_executed_op_ffma_pred_on.sum for an FMA-only kernel |
@@ -21,7 +23,11 @@ at the level of the CUDA C source. Each field mirrors an Nsight Compute metric:
 `global_load_bytes` is the bytes the threads asked for (lanes x access size), not bytes
 moved from DRAM: caches sit in between, and the emulator has none. nvcc may merge
 neighbouring shared loads into one wide load (LDS.128) or keep a value in a register; the
-emulator counts what the source says, so its shared-load requests can exceed ncu's.
+emulator counts what the source says, so its shared-load requests can exceed ncu's; it may
+also split a float4 load of which only some components are used (LDS.32/LDS.64 pieces).
+Bank conflicts are wavefronts beyond the ideal for the access's width, as ncu counts them:
+one wavefront per phase of the warp that has an active lane (a 4-byte access is one phase;
+a full warp's STS.64 two, its STS.128 four); the rule is `memory.shared_wavefronts`.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ class LaunchReport:
     shared_store_requests: int
     shared_store_wavefronts: int
     shared_bank_conflicts: int
+    shared_load_bank_conflicts: int
+    shared_store_bank_conflicts: int
     barriers: int
     global_atomic_requests: int = 0
     shared_atomic_requests: int = 0

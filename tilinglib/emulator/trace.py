@@ -23,11 +23,15 @@ class WarpAccess:
 
     `line`: source line; `kind`: "load" or "store"; `space`: "shared" or "global";
     `array`: the variable or kernel argument; `lanes`: active lane ids; `offsets`: byte
-    offset in the array per lane; `words`: 4-byte word per lane (shared: of the block's
-    shared memory, so that `banks` = words % 32 are the hardware banks; global: of the
-    array); `banks`: bank per lane (shared) or () for global; `wavefronts`: shared
-    wavefronts this access needed (1 = conflict-free), 0 for global; `sectors`: distinct
-    32-byte sectors (global), 0 for shared.
+    offset in the array per lane; `words`: the (first) 4-byte word per lane (shared: of the
+    block's shared memory, so that `banks` = words % 32 are the hardware banks; global: of
+    the array); `banks`: bank per lane (shared) or () for global; `wavefronts`: shared
+    wavefronts this access needed, 0 for global; `sectors`: distinct 32-byte sectors
+    (global), 0 for shared; `size`: bytes per lane (a float4 access is 16 and covers
+    words[i] .. words[i] + 3); `ideal_wavefronts`: the wavefronts it would need without
+    bank conflicts (1 for 4 bytes; a full warp's conflict-free float2 load 2, float4 load
+    4, fewer when lane pairs share an address). Both by `memory.shared_wavefronts`, the
+    rule of the LaunchReport's counters.
     """
 
     line: int
@@ -40,11 +44,19 @@ class WarpAccess:
     banks: tuple
     wavefronts: int
     sectors: int
+    size: int = 4
+    ideal_wavefronts: int = 1
+
+    @property
+    def bank_conflicts(self) -> int:
+        """Wavefronts beyond the ideal (ncu's l1tex__data_bank_conflicts_...), shared only."""
+        return self.wavefronts - self.ideal_wavefronts if self.space == "shared" else 0
 
     @property
     def conflict_ways(self) -> int:
-        """The largest number of distinct words any one bank had to serve (shared only)."""
-        return self.wavefronts
+        """Wavefronts per ideal wavefront, rounded up: n for an n-way bank conflict, 1 for a
+        conflict-free access (shared only)."""
+        return -(-self.wavefronts // max(1, self.ideal_wavefronts))
 
 
 class Tracer:
@@ -75,8 +87,9 @@ class Tracer:
             rel = off_w - start
             words = off_w >> 2
             banks = words % M.BANKS
-            group = np.zeros(words.shape[0], dtype=np.int64)
-            wavefronts = M._wavefronts(group, words.astype(np.int64), 0)
+            wavefronts, ideal = M.shared_wavefronts(
+                np.zeros(words.shape[0], dtype=np.int64), lane_ids.astype(np.int64),
+                off_w.astype(np.int64), size, is_store, False)
             sectors = 0
         else:
             alloc = ctx.gmem.lookup(int(a_w[0]) >> M.REGION_SHIFT)
@@ -84,7 +97,7 @@ class Tracer:
             rel = off_w
             words = off_w >> 2
             banks = np.zeros(0, dtype=np.int64)
-            wavefronts = 0
+            wavefronts = ideal = 0
             sectors = int(np.unique(a_w >> 5).shape[0])
         kind = "store" if is_store else "load"
         key = (line, kind, name)
@@ -95,4 +108,5 @@ class Tracer:
             line=int(line or 0), kind=kind, space=space, array=name,
             lanes=tuple(int(x) for x in lane_ids), offsets=tuple(int(x) for x in rel),
             words=tuple(int(x) for x in words), banks=tuple(int(x) for x in banks),
-            wavefronts=int(wavefronts), sectors=sectors))
+            wavefronts=int(wavefronts), sectors=sectors, size=int(size),
+            ideal_wavefronts=int(ideal)))

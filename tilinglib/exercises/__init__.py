@@ -6,13 +6,19 @@ student's answer to a name, left as ``...`` in the starter, and ends with a chec
     bytes_per_fma = ...          # your answer: bytes requested per multiply-add
     tl.exercises.check("01.1", bytes_per_fma)
 
-`check` returns a `Feedback` that Jupyter shows as one coloured line or a short paragraph:
+`check` shows a `Feedback` as one coloured line or a short paragraph, and returns it:
 
 - ``todo``: the answer is still ``...`` (the starter runs without an error: "not done yet");
 - ``wrong``: what is wrong, in the course's terms (counters, diagnostics, the line to look
   at), and what to try; a kernel that fails to compile or faults is ``wrong``, with the
   emulator's message (never a traceback);
 - ``correct``: what the answer shows.
+
+In Jupyter (IPython), `check` displays its Feedback itself, so the feedback appears whatever
+follows the call: a ``;`` after it, or a ``print`` on the next line. The Feedback it returns
+is not shown a second time by the same cell (`Feedback._ipython_display_`); shown from
+another cell, or printed, it appears as usual. Outside IPython nothing is displayed, and the
+returned Feedback is all there is (the tests read it).
 
 The reference answer sits in the markdown cell after the exercise (cell tag ``answer``),
 inside a collapsed ``<details>`` block, so a student opens it only when they choose.
@@ -77,6 +83,37 @@ class Feedback:
     def __repr__(self) -> str:
         return str(self)
 
+    def _mimebundle(self) -> dict:
+        return {"text/plain": str(self), "text/html": self._repr_html_()}
+
+    def _ipython_display_(self) -> None:
+        """IPython's display of a Feedback: nothing when `check` already displayed it in
+        the cell that is running (its return value, the cell's last expression), else the
+        coloured box."""
+        from IPython import get_ipython
+        from IPython.display import display
+
+        shell = get_ipython()
+        if shell is not None and getattr(self, "_shown_in", None) == shell.execution_count:
+            return
+        display(self._mimebundle(), raw=True)
+
+    def show(self) -> "Feedback":
+        """Display this Feedback now when running under IPython (Jupyter), and remember the
+        cell it was shown in; returns it. Does nothing outside IPython."""
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return self
+        shell = get_ipython()
+        if shell is None:
+            return self
+        from IPython.display import display
+
+        display(self._mimebundle(), raw=True)
+        object.__setattr__(self, "_shown_in", shell.execution_count)
+        return self
+
 
 @dataclass(frozen=True)
 class _Exercise:
@@ -124,7 +161,8 @@ def _is_todo(answer) -> bool:
 
 
 def check(exercise_id: str, answer=..., **context) -> Feedback:
-    """Check `answer` to exercise `exercise_id` (e.g. ``"03.1"``); returns a `Feedback`.
+    """Check `answer` to exercise `exercise_id` (e.g. ``"03.1"``); displays the `Feedback`
+    under IPython (Jupyter) and returns it (not shown twice by the same cell).
 
     `answer` is whatever the exercise asks for (a number, a str of CUDA C, a launch tuple, a
     function); ``...`` (anywhere in a tuple, list or dict) means not done yet. `context`
@@ -138,6 +176,10 @@ def check(exercise_id: str, answer=..., **context) -> Feedback:
         raise ExerciseNotFoundError(
             f"there is no exercise {exercise_id!r}; the lessons have "
             f"{', '.join(sorted(_REGISTRY))}") from None
+    return _feedback(ex, exercise_id, answer, context).show()
+
+
+def _feedback(ex: "_Exercise", exercise_id: str, answer, context: dict) -> Feedback:
     if _is_todo(answer):
         return Feedback(exercise_id, "todo", "replace the ... with your answer, then run "
                         "this cell again.")

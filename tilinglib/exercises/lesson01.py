@@ -10,6 +10,7 @@ import math
 from functools import lru_cache
 
 from . import Wrong, exercise
+from .common import as_tuple, require_number, require_whole
 
 
 def _sentence(hint: str) -> str:
@@ -52,8 +53,7 @@ def _same(a, b) -> bool:
 
 @exercise("01.1", "FLOPs and bytes requested per output element of naive SGEMM")
 def naive_counts(answer):
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("give two functions, (flops_per_output, bytes_per_output).")
+    answer = as_tuple(answer, 2, "two functions, (flops_per_output, bytes_per_output)")
     flops, nbytes = (_function(a, n, "N") for a, n in
                      zip(answer, ("flops_per_output", "bytes_per_output")))
     N = _RUN_N
@@ -85,8 +85,7 @@ def naive_counts(answer):
 
 @exercise("01.2", "bytes per output and intensity of the tiled kernel")
 def tiled_counts(answer):
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("give two functions, (bytes_per_output, intensity).")
+    answer = as_tuple(answer, 2, "two functions, (bytes_per_output, intensity)")
     nbytes = _function(answer[0], "bytes_per_output", "N, TILE")
     intensity = _function(answer[1], "intensity", "TILE")
     N = _RUN_N
@@ -125,9 +124,10 @@ def tiled_counts(answer):
 
 @exercise("01.3", "the naive and tiled intensity in double precision")
 def double_precision(answer):
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("give two numbers, (naive_intensity_fp64, tile_for_8_flop_per_byte).")
-    naive, tile = answer
+    naive, tile = as_tuple(answer, 2, "two numbers, (naive_intensity_fp64, "
+                                      "tile_for_8_flop_per_byte)")
+    naive = require_number(naive, "naive_intensity_fp64")
+    tile = require_whole(tile, "tile_for_8_flop_per_byte")
     if not _same(naive, 2 / 16):
         hint = {0.25: "that is FP32's; an FP64 element is 8 bytes, so 2N elements are 16N "
                       "bytes.",
@@ -146,8 +146,7 @@ def smallest_n(answer):
     from ..roofline import GPUS
 
     ridge = GPUS["H200 SXM"].ridge_point
-    if isinstance(answer, float) or not isinstance(answer, int):
-        raise Wrong(f"N is a whole number of rows, got {answer!r}.")
+    answer = require_whole(answer, "N")
     if answer / 6 <= ridge:
         hint = (" That is the ridge itself; the ideal intensity is N / 6 FLOP/B."
                 if answer == round(ridge) else "")

@@ -9,9 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import Wrong, exercise
-from .common import emulate, first_wrong, one_line, substitute
+from .common import (as_tuple, at_each_size, emulate, first_wrong, launch_dims, one_line,
+                     only_at_one_size, require_number, require_whole, substitute)
 
 NAIVE_LOOP_LINE = "sum += A[row * N + k] * B[k * N + col];"
+#: The sizes 02.1 runs the student's indices at (the message quotes the first).
+SIZES_02_1 = (20, 24)
 
 
 def which_product(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> str | None:
@@ -41,19 +44,28 @@ _NAIVE_PRODUCT_HINTS = {
 def index_expressions(answer):
     from .. import kernels
 
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("give two index expressions, (a_index, b_index).")
-    a_index = one_line(answer[0], "a_index")
-    b_index = one_line(answer[1], "b_index")
+    a_index, b_index = as_tuple(answer, 2, "two index expressions, (a_index, b_index)")
+    a_index = one_line(a_index, "a_index")
+    b_index = one_line(b_index, "b_index")
     if ";" in a_index + b_index or a_index.startswith("A[") or b_index.startswith("B["):
         raise Wrong("give only what goes inside the brackets: for A[row * N + k], the str "
                     "\"row * N + k\" (no A[...], no ';').")
     source = substitute(kernels.load("sgemm_naive"), NAIVE_LOOP_LINE,
                         f"sum += A[{a_index}] * B[{b_index}];")
-    N, block = 20, (8, 8, 1)
-    f, A, B, C = emulate(source, "sgemmNaive", N, block=block, grid=(3, 3))
-    expected = (A.astype(np.float64) @ B).astype(np.float32)
-    wrong = first_wrong(C, expected)
+    # Two sizes: an index with N written as a number works at one of them only.
+    def run(N):
+        f, A, B, C = emulate(source, "sgemmNaive", N, block=(8, 8, 1),
+                             grid=(-(-N // 8), -(-N // 8)))
+        expected = (A.astype(np.float64) @ B).astype(np.float32)
+        return N, f.last_report, A, B, C, expected, first_wrong(C, expected)
+
+    runs = at_each_size(run, SIZES_02_1)
+    passed = [N for N, r in zip(SIZES_02_1, runs) if not isinstance(r, Wrong) and r[-1] is None]
+    if len(passed) == 1:
+        raise Wrong(only_at_one_size(f"N = {passed[0]}", [f"N = {n}" for n in SIZES_02_1], "N"))
+    if isinstance(runs[0], Wrong):
+        raise runs[0]
+    N, report, A, B, C, expected, wrong = runs[0]
     if wrong is not None:
         name = which_product(C, A, B)
         if name in _NAIVE_PRODUCT_HINTS:
@@ -62,7 +74,7 @@ def index_expressions(answer):
         raise Wrong(f"C[{r}][{c}] is {C[r, c]:.4g}, NumPy says {expected[r, c]:.4g} (N = {N}). "
                     f"Thread (row, col) = ({r}, {c}) must add A[{r}][k] × B[k][{c}] for "
                     f"k = 0 … N-1; element (i, j) of a row-major N × N matrix is at i * N + j.")
-    r = f.last_report
+    r = report
     return (f"C matches NumPy. The emulator counted {r.flops:,} FLOPs and {r.global_load_bytes:,} "
             f"bytes requested at N = {N}: {r.global_load_bytes / (r.flops / 2):g} bytes per FMA, "
             f"lesson 01's count.")
@@ -71,14 +83,12 @@ def index_expressions(answer):
 def _as_grid(grid) -> tuple[int, int]:
     if not isinstance(grid, (tuple, list)) or len(grid) not in (2, 3):
         raise Wrong(f"a grid is a tuple (blocks along x, blocks along y), got {grid!r}.")
-    if any(isinstance(g, float) for g in grid):
-        raise Wrong(f"grid {tuple(grid)} holds floats: block counts are whole numbers "
-                    f"(use // for integer division).")
+    grid = launch_dims(grid, "the grid")
     if len(grid) == 3 and grid[2] != 1:
         raise Wrong("the grid's z must be 1: C is two-dimensional.")
-    if any(int(g) != g or g < 1 for g in grid):
+    if any(g < 1 for g in grid):
         raise Wrong(f"each entry of the grid must be a whole number >= 1, got {tuple(grid)}.")
-    return int(grid[0]), int(grid[1])
+    return grid[0], grid[1]
 
 
 @exercise("02.2", "a grid for N that is not a multiple of the block")
@@ -111,15 +121,19 @@ def grid_for_odd_n(answer, *, N=100, block=(32, 8, 1)):
 
 @exercise("02.3", "GFLOP/s from a kernel's time")
 def gflops_from_time(answer, *, N=4096, median_ms=22.782):
-    if not isinstance(answer, (int, float, np.floating, np.integer)):
-        raise Wrong(f"give a number (GFLOP/s), got {type(answer).__name__}.")
+    answer = require_number(answer, "gflops (GFLOP/s)")
     expected = 2 * N ** 3 / (median_ms * 1e-3) / 1e9
-    ratio = float(answer) / expected
+    ratio = answer / expected
     hints = [(0.5, "half the rate: count 2 FLOPs per multiply-add, 2·N³ in all."),
              (1e3, "1,000 times too big: median_ms is in milliseconds; divide by "
                    "median_ms × 1e-3 seconds."),
-             (1e-3, "1,000 times too small: 1 GFLOP/s is 1e9 FLOP/s, and median_ms × 1e-3 "
-                    "is the time in seconds."),
+             # TFLOP/s and a time left in ms give the same number: name both.
+             (1e-3, "1,000 times too small: that is TFLOP/s (× 1e-12), or FLOPs divided by "
+                    "the time still in ms; GFLOP/s is FLOPs / (median_ms × 1e-3 s) × 1e-9."),
+             (1e-6, "a million times too small: that is TFLOP/s (× 1e-12) with the time "
+                    "still in ms; GFLOP/s is FLOPs / (median_ms × 1e-3 s) × 1e-9."),
+             (1e9, "1e9 times too big: that is FLOP/s, the rate before the × 1e-9 that "
+                   "makes it GFLOP/s."),
              (1e6, "a million times too big: convert ms to s (× 1e-3) and FLOP/s to GFLOP/s "
                    "(× 1e-9)."),
              (1 / N, "N times too small: the kernel does 2·N³ FLOPs (N² outputs, 2N each)."),
@@ -127,8 +141,8 @@ def gflops_from_time(answer, *, N=4096, median_ms=22.782):
     if abs(ratio - 1) > 1e-3:
         for value, hint in hints:
             if abs(ratio / value - 1) < 1e-2:
-                raise Wrong(f"{float(answer):,.4g} GFLOP/s is {hint}")
-        raise Wrong(f"{float(answer):,.4g} GFLOP/s is not it: rate = FLOPs / seconds, "
+                raise Wrong(f"{answer:,.4g} GFLOP/s is {hint}")
+        raise Wrong(f"{answer:,.4g} GFLOP/s is not it: rate = FLOPs / seconds, "
                     f"with 2·N³ FLOPs and median_ms × 1e-3 seconds, then × 1e-9 for GFLOP/s.")
     return (f"{expected:,.0f} GFLOP/s: 2·{N}³ = {2 * N ** 3:,} FLOPs in {median_ms} ms, as "
             f"tl.gflops(2 * N**3, median_ms) computes.")
@@ -138,11 +152,15 @@ def gflops_from_time(answer, *, N=4096, median_ms=22.782):
 def half_row_warps(answer, *, N=64):
     from ..sgemm import count_naive
 
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("give two numbers, (requests, sectors).")
-    requests, sectors = answer
+    requests, sectors = as_tuple(answer, 2, "two numbers, (requests, sectors)")
+    requests, sectors = require_whole(requests, "requests"), require_whole(sectors, "sectors")
     report, _ = count_naive(N, block=(16, 16, 1))
     steps = f"N²/32 = {N * N // 32} warps × N = {N} steps"
+    if ((sectors, requests) == (report.global_load_requests, report.global_load_sectors)
+            and requests != sectors):
+        raise Wrong(f"the two numbers are swapped: {sectors:,} is the requests and "
+                    f"{requests:,} the sectors; give (requests, sectors). A request can need "
+                    f"several sectors, never the other way round.")
     if requests != report.global_load_requests:
         raise Wrong(f"requests: not {requests:,}. A warp is still 32 threads issuing one "
                     f"request per load, two loads per step, and there are {steps}.")
@@ -164,8 +182,7 @@ def half_row_warps(answer, *, N=64):
 def idle_threads(answer, *, N=100, block=(32, 32, 1)):
     from ..launch import grid_for
 
-    if isinstance(answer, float) or not isinstance(answer, (int, np.integer)):
-        raise Wrong(f"give a whole number of threads, got {answer!r}.")
+    answer = require_whole(answer, "idle_threads")
     grid = grid_for((N, N), block)
     launched = grid[0] * grid[1] * block[0] * block[1]
     expected = launched - N * N

@@ -7,12 +7,16 @@ from __future__ import annotations
 import numpy as np
 
 from . import Wrong, exercise
-from .common import cuda_line, emulate, first_wrong, one_line, substitute
+from .common import (as_tuple, at_each_size, cuda_line, emulate, first_wrong, launch_dims, one_line,
+                     only_at_one_size, require_whole, substitute)
 
 A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
 B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
 MULTIPLY = "sum += As[ty][k] * Bs[k][tx];"
 BARRIER = "__syncthreads();"
+#: The (N, TILE) sizes 03.1 and 03.2 run the student's lines at (the messages quote the first):
+#: an index with N or TILE written as a number is right at one of them only.
+SIZES_03 = ((16, 4), (32, 8))
 
 # A probe with the student's two loads: after each step's loads, every thread copies
 # As[ty][tx] and Bs[ty][tx] out, so the check can say which element of A landed where.
@@ -90,18 +94,15 @@ def _describe_tile_mistake(got, which: str, N: int, tile: int) -> str | None:
 
 @exercise("03.1", "the two tile loads of the tiled kernel")
 def tile_loads(answer):
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("give the two lines, (a_load, b_load).")
-    a_load = one_line(answer[0], "a_load")
-    b_load = one_line(answer[1], "b_load")
+    a_load, b_load = as_tuple(answer, 2, "the two lines, (a_load, b_load)")
+    a_load = one_line(a_load, "a_load")
+    b_load = one_line(b_load, "b_load")
     if not a_load.startswith("As[ty][tx]") or not b_load.startswith("Bs[ty][tx]"):
         raise Wrong("keep the left-hand sides: thread (tx, ty) stores As[ty][tx] and "
                     "Bs[ty][tx]; your part is the element of A and of B on the right.")
     source = substitute(substitute(_tiled_source(), A_LOAD, a_load), B_LOAD, b_load)
-    N, tile = 16, 4
-    f, A, B, C = emulate(source, "sgemmTiled", N, block=(tile, tile, 1), grid=(4, 4),
-                         options=[f"-DTILE={tile}"])
-    expected = (A.astype(np.float64) @ B).astype(np.float32)
+    runs = _run_at_sizes(source)
+    (N, tile), (f, C, expected) = SIZES_03[0], runs[0]
     if first_wrong(C, expected) is not None:
         gotA, gotB = _probe_tiles(a_load, b_load, N, tile)
         for which, got in (("As", gotA), ("Bs", gotB)):
@@ -116,6 +117,27 @@ def tile_loads(answer):
             f"element a thread copies is used by TILE threads of its block.")
 
 
+def _run_tiled(source: str, N: int, tile: int):
+    """Run the tiled kernel `source` at N, TILE; returns (function, C, NumPy's A·B)."""
+    f, A, B, C = emulate(source, "sgemmTiled", N, block=(tile, tile, 1),
+                         grid=(N // tile, N // tile), options=[f"-DTILE={tile}"])
+    return f, C, (A.astype(np.float64) @ B).astype(np.float32)
+
+
+def _run_at_sizes(source: str) -> list:
+    """`_run_tiled` at each of SIZES_03; `Wrong` when the kernel is right at one of them
+    only (N or TILE written as a number), or when it fails at the first."""
+    runs = at_each_size(lambda size: _run_tiled(source, *size), SIZES_03)
+    passed = [size for size, run in zip(SIZES_03, runs)
+              if not isinstance(run, Wrong) and first_wrong(run[1], run[2]) is None]
+    if len(passed) == 1:
+        names = [f"N = {n}, TILE = {t}" for n, t in SIZES_03]
+        raise Wrong(only_at_one_size(names[SIZES_03.index(passed[0])], names, "N and TILE"))
+    if isinstance(runs[0], Wrong):
+        raise runs[0]
+    return runs
+
+
 @exercise("03.2", "the multiply of the tiled kernel, from shared memory")
 def tile_multiply(answer):
     line = one_line(answer, "multiply")
@@ -123,22 +145,24 @@ def tile_multiply(answer):
         raise Wrong("keep the form sum += ...; : the line adds one product to the thread's "
                     "running sum.")
     source = substitute(_tiled_source(), MULTIPLY, line)
-    N, tile = 16, 4
-    f, A, B, C = emulate(source, "sgemmTiled", N, block=(tile, tile, 1), grid=(4, 4),
-                         options=[f"-DTILE={tile}"])
-    expected = (A.astype(np.float64) @ B).astype(np.float32)
+    runs = _run_at_sizes(source)
+    (N, tile), (f, C, expected) = SIZES_03[0], runs[0]
     r = f.last_report
     wrong = first_wrong(C, expected)
     if wrong is not None:
         hint = ""
-        if any(w in line for w in ("As[k][ty]", "Bs[tx][k]", "As[tx]", "Bs[k][ty]")):
-            hint = (" As[ty][k] is row ty of the A tile (A's row `row`), Bs[k][tx] column tx "
-                    "of the B tile (B's column `col`).")
+        if "As[" in line and "Bs[" in line:
+            # A hint to think with, not the answer: the answer cell has the line itself.
+            hint = ("\nAs[i][j] is row i, column j of the A tile (row-major, as declared). "
+                    "Thread (tx, ty) computes the element of C in row ty and column tx of "
+                    "its block's patch: which row of the A tile does it need, which column of "
+                    "the B tile, and which of your indices walks along them with k?")
         i, j = wrong
         raise Wrong(f"C[{i}][{j}] is {C[i, j]:.4g}, NumPy says {expected[i, j]:.4g}. Thread "
                     f"(tx, ty) = ({j % tile}, {i % tile}) of block ({j // tile}, {i // tile}, 0) "
-                    f"must add, for each k, element k of row ty of the A tile times element k "
-                    f"of column tx of the B tile.{hint}")
+                    f"must add, for each k, one element of the A tile times one of the B tile: "
+                    f"the k-th of the tile row holding A's row `row`, times the k-th of the "
+                    f"tile column holding B's column `col`.{hint}")
     per_fma = r.global_load_bytes / (r.flops / 2)
     if r.shared_load_requests == 0 or per_fma > 8 / tile:
         raise Wrong(f"C is right, but your kernel still requests {per_fma:g} bytes per FMA "
@@ -152,16 +176,12 @@ def tile_multiply(answer):
 
 @exercise("03.3", "the tiled kernel's launch: block and grid")
 def tiled_launch(answer, *, N=64, TILE=16):
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("give (block, grid).")
-    block, grid = answer
+    block, grid = as_tuple(answer, 2, "(block, grid)")
     if not isinstance(block, (tuple, list)) or len(block) != 3:
         raise Wrong(f"a block is three numbers (x, y, z), as PyCUDA takes it; got {block!r}.")
     if not isinstance(grid, (tuple, list)) or len(grid) not in (2, 3):
         raise Wrong(f"a grid is a tuple (blocks along x, blocks along y); got {grid!r}.")
-    if any(isinstance(v, float) for v in (*block, *grid)):
-        raise Wrong("block and grid hold whole numbers (use // for integer division).")
-    block, grid = tuple(int(b) for b in block), tuple(int(g) for g in grid)
+    block, grid = launch_dims(block, "the block"), launch_dims(grid, "the grid")
     if block[:2] != (TILE, TILE) or block[2] != 1:
         if block[0] * block[1] * block[2] > 1024:
             raise Wrong(f"block {block} has {block[0] * block[1] * block[2]:,} threads; a "
@@ -208,9 +228,9 @@ _HAZARD_ADVICE = {
 def barrier_lines(answer):
     if isinstance(answer, (int, np.integer)):
         answer = (answer,)
-    if not isinstance(answer, (tuple, list)) or not answer or not all(
-            isinstance(a, (int, np.integer)) for a in answer):
+    if not isinstance(answer, (tuple, list)) or not answer:
         raise Wrong(f"give kernel.cu line numbers, e.g. (26, 31); got {answer!r}.")
+    answer = tuple(require_whole(a, "a line number") for a in answer)
     source = _tiled_source()
     lines = source.replace(BARRIER, "").splitlines()
     first, last = 23, 37                       # float sum ...; to the loop's closing brace
@@ -234,20 +254,40 @@ def barrier_lines(answer):
                     f"the emulator reports:\n{h}{quoted}\nThat is, "
                     f"{_HAZARD_ADVICE.get(h.kind, 'a race.')}")
     per_block = r.barriers // (r.grid[0] * r.grid[1])
-    if per_block > 2 * (N // tile):
-        raise Wrong(f"no race, but each block waited at {per_block} barriers where "
-                    f"2 per step, {2 * (N // tile)}, are enough (the emulator's barrier count): a "
-                    f"barrier inside the k loop runs TILE times per step.")
+    steps = N // tile
+    if per_block > 2 * steps:
+        k_loop = _k_loop_lines(source)
+        inside = sorted(n for n in set(answer) if n in k_loop)
+        if inside:
+            raise Wrong(f"no race, but each block waited at {per_block} barriers where 2 per "
+                        f"step, {2 * steps}, are enough (the emulator's barrier count): the "
+                        f"barrier after line {inside[0]} is inside the k loop (lines "
+                        f"{min(k_loop)}–{max(k_loop) + 1}), so it runs TILE = {tile} times "
+                        f"per step.")
+        extra = per_block // steps - 2
+        raise Wrong(f"no race, but each block waited at {per_block} barriers where 2 per "
+                    f"step, {2 * steps}, are enough (the emulator's barrier count): "
+                    f"{'one barrier' if extra == 1 else f'{extra} barriers'} more than needed. "
+                    f"Keep the one between the loads and the multiply, and the one between "
+                    f"the multiply and the next step's loads.")
     return (f"race-free: the emulator reports no hazard, and each block passed "
             f"{per_block} barriers, 2 per step of the tile loop.")
+
+
+def _k_loop_lines(source: str) -> set[int]:
+    """The answers n (a barrier "after line n") that put the barrier inside the k loop:
+    from the loop's first line up to the line before its closing brace."""
+    lines = source.splitlines()
+    start = next(i for i, text in enumerate(lines, 1) if "for (int k" in text)
+    end = next(i for i, text in enumerate(lines[start:], start + 1) if text.strip() == "}")
+    return set(range(start, end))
 
 
 @exercise("03.5", "global load requests at TILE = 4")
 def half_warp_requests(answer, *, N=64, TILE=4):
     from ..sgemm import count_tiled
 
-    if isinstance(answer, float) or not isinstance(answer, (int, np.integer)):
-        raise Wrong(f"give a whole number of requests, got {answer!r}.")
+    answer = require_whole(answer, "requests")
     report, _ = count_tiled(N, TILE, hazards="ignore")
     blocks, steps = (N // TILE) ** 2, N // TILE
     if answer == report.global_load_requests:
@@ -265,14 +305,16 @@ def half_warp_requests(answer, *, N=64, TILE=4):
 def loads_per_element(answer, *, N=64, TILE=16):
     from ..sgemm import count_naive, count_tiled
 
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("give two numbers, (naive, tiled).")
-    naive, tiled = answer
+    naive, tiled = as_tuple(answer, 2, "two numbers, (naive, tiled)")
+    naive, tiled = require_whole(naive, "naive"), require_whole(tiled, "tiled")
     n_report, _ = count_naive(N)
     t_report, _ = count_tiled(N, TILE, hazards="ignore")
     # Half of the bytes are A's (the kernels read A and B alike), 4 bytes per element.
     got_naive = n_report.global_load_bytes // 2 // (4 * N * N)
     got_tiled = t_report.global_load_bytes // 2 // (4 * N * N)
+    if (tiled, naive) == (got_naive, got_tiled) and naive != tiled:
+        raise Wrong(f"the two numbers are swapped: give (naive, tiled). The naive kernel loads "
+                    f"each element of A {got_naive} times, the tiled one fewer.")
     if naive != got_naive:
         raise Wrong(f"naive: the emulator counted {n_report.global_load_bytes:,} bytes "
                     f"requested at N = {N}, half of them A's, 4 bytes per element. Every "

@@ -12,7 +12,8 @@ from functools import lru_cache
 import numpy as np
 
 from . import Wrong, exercise
-from .common import close, compiled_shared_bytes, require_number
+from .common import (as_tuple, close, compiled_shared_bytes, launch_dims, require_number,
+                     require_whole)
 
 
 @lru_cache(maxsize=None)
@@ -71,14 +72,12 @@ def _largest_tile(answer):
     from ..errors import TilingLibError
     from ..sgemm import random_matrices, relative_error
 
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("the answer is a pair: (largest_tile, block).")
-    tile, block = answer
-    if isinstance(block, tuple) and any(b is ... for b in block):
+    tile, block = as_tuple(answer, 2, "a pair: (largest_tile, block)")
+    if isinstance(block, (tuple, list)) and any(b is ... for b in block):
         raise Wrong("fill in the block too: replace the ... in block = (..., ..., 1).")
-    if isinstance(tile, bool) or not isinstance(tile, (int, np.integer)) or tile < 1:
+    tile = require_whole(tile, "largest_tile")
+    if tile < 1:
         raise Wrong(f"largest_tile should be a positive whole number, not {tile!r}.")
-    tile = int(tile)
     if tile * tile > 1024:
         raise Wrong(f"TILE = {tile} needs TILE x TILE = {tile * tile:,} threads in a block: "
                     f"over the limit of 1,024 threads per block, so the launch is refused "
@@ -87,9 +86,10 @@ def _largest_tile(answer):
         raise Wrong(f"TILE = {tile} launches ({tile * tile:,} threads), but it is not the "
                     f"largest: a block may hold 1,024 threads, and 32 x 32 = 1,024 is exactly "
                     f"the limit.")
-    if not isinstance(block, tuple) or len(block) not in (2, 3):
+    if not isinstance(block, (tuple, list)) or len(block) not in (2, 3):
         raise Wrong(f"block should be a tuple (bx, by, 1), as in f(..., block=...), "
                     f"not {block!r}.")
+    block = launch_dims(block, "the block")
     n = tile
     A, B = random_matrices(n, seed=4)
     C = np.zeros((n, n), dtype=np.float32)
@@ -120,9 +120,8 @@ _CAPS = ("by_warps", "by_registers", "by_shared", "by_slots", "blocks")
 
 @exercise("04.3", "Blocks per SM at TILE = 16, resource by resource")
 def _caps_tile16(answer):
-    if not (isinstance(answer, tuple) and len(answer) == 5):
-        raise Wrong("the answer is five numbers: (by_warps, by_registers, by_shared, "
-                    "by_slots, blocks).")
+    answer = as_tuple(answer, 5, "five numbers: (by_warps, by_registers, by_shared, "
+                                 "by_slots, blocks)")
     got = dict(zip(_CAPS, (require_number(v, name) for v, name in zip(answer, _CAPS))))
     occ = _occ(256, 32, 2048)
     want = dict(by_warps=occ.blocks_by_warps, by_registers=occ.blocks_by_registers,
@@ -166,9 +165,8 @@ def _caps_tile16(answer):
 def _cc89(answer):
     from ..launch import DeviceLimits
 
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("the answer is a pair: (lim89, losing), a DeviceLimits and a tuple of tiles.")
-    lim89, losing = answer
+    lim89, losing = as_tuple(answer, 2, "a pair: (lim89, losing), a DeviceLimits and a "
+                                        "tuple of tiles")
     if not isinstance(lim89, DeviceLimits):
         raise Wrong(f"lim89 should be tl.launch.DeviceLimits(...), not {type(lim89).__name__}.")
     need = {"max_shared_per_sm": 100 * 1024, "max_threads_per_sm": 1536, "max_blocks_per_sm": 24}
@@ -201,8 +199,7 @@ def _cc89(answer):
 
 @exercise("04.5", "72 registers per thread")
 def _registers72(answer):
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("the answer is a pair: (percent_16, percent_32).")
+    answer = as_tuple(answer, 2, "a pair: (percent_16, percent_32)")
     p16, p32 = (require_number(v, n) for v, n in zip(answer, ("percent_16", "percent_32")))
     occ16 = _occ(256, 72, 2048)
     if abs(p16 - occ16.percent) > 0.5:           # 38 (the rounded print) is accepted
@@ -224,8 +221,7 @@ def _registers72(answer):
 
 @exercise("04.6", "The double-buffered kernel's shared memory")
 def _double_buffered(answer):
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("the answer is a pair: (db_bytes, db_cap).")
+    answer = as_tuple(answer, 2, "a pair: (db_bytes, db_cap)")
     got_bytes, got_cap = (require_number(v, n) for v, n in zip(answer, ("db_bytes", "db_cap")))
     compiled = compiled_shared_bytes("sgemm_tiled_db", "sgemmTiledDB", 32)
     if got_bytes != compiled:
@@ -251,9 +247,7 @@ def _configs(answer):
     from ..occupancy import SHARED_CONFIGS_CC90
     from ..reference import load
 
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise Wrong("the answer is a pair: (enough_kib, chosen_kib).")
-    enough, chosen = answer
+    enough, chosen = as_tuple(answer, 2, "a pair: (enough_kib, chosen_kib)")
     try:
         got = tuple(sorted(int(k) for k in enough))
     except TypeError:

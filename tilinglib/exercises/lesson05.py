@@ -13,7 +13,7 @@ import numpy as np
 
 from ..banks import BANKS, bank_of
 from . import Wrong, exercise
-from .common import require_number
+from .common import as_tuple, require_number, require_whole
 
 
 def _busiest(words) -> str:
@@ -190,8 +190,7 @@ def _by_hand(answer):
     k = 3
     for lane in lanes:
         pair = answer[lane]
-        if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise Wrong(f"lane {lane}: give a pair (word, bank), not {pair!r}.")
+        pair = as_tuple(pair, 2, f"lane {lane} a pair (word, bank)")
         word, bank = (require_number(v, f"lane {lane}'s {name}")
                       for v, name in zip(pair, ("word", "bank")))
         tx, ty = lane % 16, lane // 16
@@ -213,8 +212,8 @@ def _by_hand(answer):
 def _pad16(answer):
     from ..sgemm import count_tiled
 
-    got = require_number(answer, "pad")
-    if got != int(got) or not 0 <= got <= 64:
+    got = require_whole(answer, "pad")
+    if not 0 <= got <= 64:
         raise Wrong(f"pad should be a whole number of floats from 0 to 64, not {answer!r}.")
     report, error = count_tiled(64, 16, pad=int(got), hazards="ignore")
     loads = report.shared_load_wavefronts / report.shared_load_requests

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import Wrong, exercise
-from .common import close, require_number
+from .common import as_tuple, close, require_number
 
 
 def _h200():
@@ -36,8 +36,7 @@ def _saxpy_counts(n: int = 1024):
 
 
 def _pair(answer, names):
-    if not (isinstance(answer, tuple) and len(answer) == len(names)):
-        raise Wrong(f"the answer is a tuple: ({', '.join(names)}).")
+    answer = as_tuple(answer, len(names), f"a tuple: ({', '.join(names)})")
     return tuple(require_number(v, n) for v, n in zip(answer, names))
 
 
