@@ -259,3 +259,19 @@ def test_a_misaligned_shared_access_names_the_element_of_its_own_array():
     with pytest.raises(MemoryAccessError, match=r"Misaligned shared read of size 16 bytes at "
                                                 r"s\[1\]: the address must be a multiple of 16"):
         launch(src, "k", np.zeros(8, np.float32), block=(8, 1, 1))
+
+
+@pytest.mark.parametrize("loop, where, element", [
+    # The loads repeat shifted by one element (or one row) a trip: the fast path reuses the
+    # previous bounds plus the shift, and must still stop at each array's own ends.
+    ("for (int k = 0; k <= 4; ++k) acc += As[ty][k];",
+     "just past the end of the __shared__ array 'As' (64 bytes)", "As[4][0]"),
+    ("for (int k = 3; k >= -1; --k) acc += Bs[k][tx];",
+     "16 bytes before the start of the __shared__ array 'Bs' (64 bytes)", "Bs[-1][0]"),
+])
+def test_shared_bounds_hold_in_loops_through_the_fast_path(loop, where, element):
+    src = _TWO_TILES.replace("out[ty * 4 + tx] = READ;",
+                             f"float acc = 0.0f;\n    {loop}\n    out[ty * 4 + tx] = acc;")
+    with pytest.raises(MemoryAccessError) as info:
+        launch(src, "k", np.zeros(16, np.float32), block=(4, 4, 1))
+    assert where in str(info.value) and f"element: {element}" in str(info.value)
