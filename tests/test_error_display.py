@@ -463,3 +463,61 @@ def test_a_notebook_shows_a_kernel_error_in_a_few_lines(monkeypatch):
                          "block=(64, 1, 1), grid=(1, 1))")
     assert "tilinglib/" not in "\n".join(shown)
 
+
+
+# --- the same on a real GPU (PyCUDA and nvcc; run with -m gpu on the GPU machine) ------
+
+@pytest.mark.gpu
+def test_real_nvcc_compile_error_is_short_with_the_students_line(shell):
+    import tilinglib as tl
+
+    shell.user_ns["GpuSourceModule"] = tl.SourceModule
+    exc, lines = run(shell, "GpuSourceModule(UNDECLARED)")
+    check_short(exc, lines, CompileError, "cell line 1: GpuSourceModule(UNDECLARED)")
+    # nvcc's own first error, at the student's line 3, and that line quoted with a caret
+    assert lines[1].startswith("kernel.cu(3): error:") and '"b"' in lines[1], lines
+    assert caret_under(lines, 3)[1] == "    a[threadIdx.x] = b;"
+
+
+@pytest.mark.gpu
+def test_real_launch_over_the_block_limit_is_short(shell):
+    import tilinglib as tl
+
+    shell.user_ns["GpuSourceModule"] = tl.SourceModule
+    shell.user_ns["gpu_In"], shell.user_ns["gpu_InOut"] = tl.In, tl.InOut
+    exc, lines = run(shell, "f = GpuSourceModule(OOB).get_function('copy')\n"
+                            "f(gpu_In(a), gpu_InOut(a), np.int32(64), block=(2048, 1, 1), "
+                            "grid=(1, 1))")
+    check_short(exc, lines, errors.LaunchError, lines[-1])
+    assert "1,024" in " ".join(lines)
+
+
+@pytest.mark.gpu
+def test_real_illegal_address_is_one_short_error_then_the_same(tmp_path):
+    # In a process of its own: the sticky error ends that process's CUDA context.
+    script = tmp_path / "fault.py"
+    script.write_text(textwrap.dedent('''
+        import numpy as np
+        from IPython.core.interactiveshell import InteractiveShell
+        from IPython.utils.capture import capture_output
+        sh = InteractiveShell.instance()
+        sh.run_cell("import numpy as np, tilinglib as tl")
+        sh.run_cell("src = '__global__ void k(float* a) { a[threadIdx.x + (1 << 28)] = 1.0f; }'")
+        for cell in ["f = tl.SourceModule(src).get_function('k')\\n"
+                     "a = np.zeros(32, np.float32)\\n"
+                     "f(tl.InOut(a), block=(32, 1, 1), grid=(1, 1))",
+                     "f(tl.InOut(a), block=(32, 1, 1), grid=(1, 1))"]:
+            with capture_output() as cap:
+                sh.run_cell(cell)
+            print("=====")
+            print((cap.stdout + cap.stderr).rstrip())
+    '''))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300).stdout
+    shown = [block.strip().splitlines() for block in out.split("=====")[1:]]
+    assert len(shown) == 2, out
+    for lines in shown:
+        assert 1 <= len(lines) <= MAX_LINES, out
+        assert lines[0].startswith("ContextLostError: "), out
+        assert "Traceback" not in "\n".join(lines) and "site-packages" not in "\n".join(lines)
+    assert "restart the notebook kernel" in shown[0][0]
