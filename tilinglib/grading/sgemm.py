@@ -32,6 +32,7 @@ import contextlib
 import functools
 import html
 import math
+import re
 import signal
 import threading
 import time
@@ -330,6 +331,7 @@ class _Runner:
     def run(self, shape, *, hazards="warn"):
         """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
         from ..emulator import In, InOut
+        from ..errors import InputWriteWarning
 
         M, N, K = shape
         A, B = _inputs(M, N, K, self.seed)
@@ -344,8 +346,9 @@ class _Runner:
                               f"{4 * needed + (1 << 16):,}. Launch ceil(N/TILE) x "
                               f"ceil(M/TILE) blocks.")
         budget = _step_budget(M, N, K, self.tile, threads)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore")
+            warnings.simplefilter("always", InputWriteWarning)
             self.function(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
                           block=self.block, grid=grid, hazards=hazards, max_steps=budget,
                           max_seconds=_seconds_left(self.deadline))
@@ -353,7 +356,22 @@ class _Runner:
         self.reports[shape] = report
         for h in report.hazards:
             self.hazards.append((shape, h))
+        writes = [w for w in caught if issubclass(w.category, InputWriteWarning)]
+        if writes:
+            w = min(writes, key=lambda w: w.lineno)
+            found = re.search(r" writes to (\w+) at line", str(w.message))
+            name = found.group(1) if found else "an input"
+            raise _InputWritten(name, w.lineno)
         return C, A, B
+
+
+class _InputWritten(Exception):
+    """The kernel stored into A or B (passed as In): a fault of the kernel, not a crash."""
+
+    def __init__(self, array: str, line: int):
+        super().__init__(f"the kernel writes into {array} at line {line}: {array} is an input; "
+                         f"on a GPU other blocks may still be reading it")
+        self.array, self.line = array, line
 
 
 def _fail_all(kernel: str, reason: str, *, tile=None, block=None, t0=0.0) -> GradeReport:
@@ -617,6 +635,9 @@ def _correctness(runner: _Runner, case: _Case) -> Check:
             if isinstance(exc, (BarrierError, RaceError)):
                 runner.sync_errors.append((shape, exc))
             return Check(name, 0, case.points, False, _explain_error(exc, shape))
+        except _InputWritten as exc:
+            return Check(name, 0, case.points, False,
+                         f"M={shape[0]}, N={shape[1]}, K={shape[2]}: {exc}")
         except CompileError as exc:      # a construct the emulator only rejects when it runs
             return Check(name, 0, case.points, False, f"M={shape[0]}, N={shape[1]}, "
                          f"K={shape[2]}: the emulator cannot run this kernel: {exc}")
@@ -654,6 +675,8 @@ def _synchronisation(runner: _Runner, preferred) -> Check:
         return Check(name, 0, pts, False, "not checked: no correctness case ran to the end")
     try:
         runner.run(shape, hazards="raise")
+    except _InputWritten:
+        pass                # a correctness failure already; no race or barrier fault
     except (RaceError, BarrierError) as exc:
         return Check(name, 0, pts, False, _explain_error(exc, shape))
     except (KernelRuntimeError, LaunchError, KernelArgumentError) as exc:
@@ -677,26 +700,41 @@ def _shared_used(runner: _Runner, preferred) -> Check:
                      f"TILE = {t}: the kernel {reuse}, {0.25 * t:g} FLOP per byte requested "
                      f"(the naive kernel: 0.25; TILE = 16: 4). {cap} Use TILE >= {MIN_TILE} "
                      f"(16 or 32 on a real GPU).")
-    shape = _counted_shape(runner, preferred)
-    report = runner.reports.get(shape) if shape is not None else None
-    if report is None:
+    if not runner.reports:
         return Check(name, 0, pts, False, "not checked: no correctness case ran to the end")
-    M, N, K = shape
-    blocks = math.prod(report.grid)
-    tiles = _ceil_div(K, t)
-    tiled = blocks * tiles * 2 * _ceil_div(t * t, 32)
-    naive = report.warps * 2 * K
-    if report.shared_load_requests == 0 or report.shared_store_requests == 0:
+    # Every completed correctness run is read, each against the tiled count of its own grid
+    # and K: a kernel that tiles only on some shapes (say, `if (M == 7 && N == 9)`) is not
+    # tiled. An atomic returns the old value, so it is a read: atomics count as loads. A run
+    # that reads no global memory at all (floor(K/TILE) = 0 tiles, say) shows nothing.
+    def no_staging(shape, report):
+        M, N, K = shape
         return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: the kernel stores "
                      f"{report.shared_store_requests} and loads {report.shared_load_requests} "
-                     f"warp-requests of shared memory: it does not stage tiles there. Load each "
-                     f"TILE x TILE tile of A and B into __shared__ arrays once, then compute "
-                     f"from them. {cap}")
-    if report.global_load_requests > 2 * tiled:
-        return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {report.global_load_requests:,} "
-                     f"global load requests, where a tiled kernel needs about {tiled:,} "
-                     f"(a naive one about {naive:,}): the inner loop still reads A or B from "
-                     f"global memory instead of the shared tiles. {cap}")
+                     f"warp-requests of shared memory: it does not stage tiles there (every "
+                     f"correctness shape is checked). Load each TILE x TILE tile of A and B "
+                     f"into __shared__ arrays once, then compute from them. {cap}")
+
+    for shape, report in runner.reports.items():
+        M, N, K = shape
+        blocks = math.prod(report.grid)
+        tiles = _ceil_div(K, t)
+        tiled = blocks * tiles * 2 * _ceil_div(t * t, 32)
+        naive = report.warps * 2 * K
+        reads = report.global_load_requests + report.global_atomic_requests
+        if reads and (report.shared_load_requests == 0 or report.shared_store_requests == 0):
+            return no_staging(shape, report)
+        if reads > 2 * tiled:
+            atomics = (f" ({report.global_load_requests:,} loads and "
+                       f"{report.global_atomic_requests:,} atomics: an atomic returns the old "
+                       f"value, so it counts as a load)" if report.global_atomic_requests
+                       else "")
+            return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {reads:,} global load "
+                         f"requests{atomics}, where a tiled kernel needs about {tiled:,} (a "
+                         f"naive one about {naive:,}): the inner loop still reads A or B from "
+                         f"global memory instead of the shared tiles. {cap}")
+    if not any(r.global_load_requests + r.global_atomic_requests
+               for r in runner.reports.values()):
+        return no_staging(*next(iter(runner.reports.items())))
     return Check(name, pts, pts, True)
 
 
