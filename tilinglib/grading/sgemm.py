@@ -762,11 +762,14 @@ def _index_width(source, options, kernel) -> Check:
         return Check(name, pts, pts, True)
     where = "; ".join(f"line {r.line}: {r.text}" for r in risks[:4])
     return Check(name, 0, pts, False,
-                 f"int overflow risk: {where}. These products of two int values are computed "
-                 f"in 32 bits and wrap around once a matrix has more than 2^31 elements "
-                 f"(e.g. M = K = 50,000: 10 GB, which an H200 holds), so the address goes "
-                 f"negative. Compute them in 64 bits: (size_t)row * K + k. (Read from the "
-                 f"source: no run that fits the grader's memory can show the overflow.)")
+                 f"int overflow risk: {where}. These index products reach an address in 32 "
+                 f"bits (a product of two int values, in the kernel or in a __device__ "
+                 f"function whose result is an index, or a 64-bit product cast back to int) "
+                 f"and wrap around once a matrix has more than 2^31 elements (e.g. M = K = "
+                 f"50,000: 10 GB, which an H200 holds), so the address goes negative. Compute "
+                 f"them in 64 bits and keep them there: (size_t)row * K + k, with size_t "
+                 f"parameters and results in helpers. (Read from the source: no run that fits "
+                 f"the grader's memory can show the overflow.)")
 
 
 def _accumulator(source, options, kernel) -> Check:
