@@ -458,7 +458,8 @@ def test_the_emulator_predefines_nvccs_device_macros():
 
     src = ("__global__ void k(int* out) {\n"
            "#if defined(__CUDACC__) && defined(__NVCC__)\n"
-           "  out[0] = __CUDA_ARCH__; out[1] = __CUDACC_VER_MAJOR__; out[2] = __CUDACC_VER_MINOR__;\n"
+           "  out[0] = __CUDA_ARCH__; out[1] = __CUDACC_VER_MAJOR__;\n"
+           "  out[2] = __CUDACC_VER_MINOR__;\n"
            "#endif\n}\n")
     out = np.zeros(3, np.int32)
     SourceModule(src).get_function("k")(Out(out), block=(1, 1, 1), grid=(1, 1))

@@ -526,13 +526,18 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     Checks (100 points). Correctness (30): 1x1x1, 2·TILE cubed, TILE±1, primes with
     M != N != K, 1000x3x5 and 3x1000x7, a K spanning several tiles, and (2·TILE+3) x
     (2·TILE+5) x (2·TILE+7), whose interior blocks meet the last, partial K tile; each with
-    NaN-filled C and random non-symmetric data, every load and store bounds-checked. Then
+    NaN-filled C and random non-symmetric data, every load and store bounds-checked; a store
+    into A or B (inputs, which other blocks may still be reading) fails the case. Then
     (70): tiling, tiles of A and B really staged in shared memory (about 2·ceil(K/TILE)
-    global load requests per warp, not 2·K) with TILE >= 4 (25); no shared-memory race,
-    partial barrier or read of unwritten shared memory (20); the shared arrays as big as
-    TILE says (5); index products computed in 64 bits (10, read from the source: the
-    overflow needs matrices over 8 GiB); the accumulator set before it is read (10, from the
-    source: the emulator's registers start at 0, a GPU's do not).
+    global load requests per warp, not 2·K; atomics count as loads) with TILE >= 4, on every
+    correctness shape, each against its own grid and K (25); no shared-memory race, partial
+    barrier or read of unwritten shared memory on any shape (20); the shared arrays as big
+    as TILE says (5); index products computed in 64 bits, in the kernel and the __device__
+    functions it calls, never cast back to int (10, read from the source: the overflow
+    needs matrices over 8 GiB); the accumulator set before it is read (10, from the
+    source: the emulator's registers start at 0, a GPU's do not). The emulator defines
+    __CUDA_ARCH__ and __CUDACC__ as nvcc does for device code, so it runs the branch of an
+    ``#ifdef __CUDA_ARCH__`` that the GPU runs.
 
     Tiling is what the assignment teaches, so the 70 count only for a kernel that passes
     the tiling check (one that stages no tiles, or TILE < 4, scores at most 30 however
