@@ -413,3 +413,69 @@ def test_in_a_notebook_a_computed_answer_counts_as_none_as_for_the_command():
     ns["_ih"].append("SHARED_BYTES = {4: 128, 8: 512, 16: 2048, 32: 8192}")
     assert asg.grade_part("a3_choose_tile", "a3-test-shared", ns).score == 10
     assert asg.grade_part("a3_choose_tile", "a3-test-shared", {"SHARED_BYTES": right}).score == 10
+
+
+def test_a3_a_whole_float_tile_counts_and_strings_are_named_as_strings():
+    choice = lambda v: asg.grade_part("a3_choose_tile", "a3-test-choice",  # noqa: E731
+                                      {"CHOSEN_TILE": v})
+    assert choice(32.0).score == 20 and choice(32).score == 20
+    report = choice("32")
+    assert report.score == 0
+    assert report.failures[0].endswith("CHOSEN_TILE = '32': write a number, not a string: "
+                                       "CHOSEN_TILE = 32 (one of [4, 8, 16, 32])")
+    assert choice(16.5).score == 0 and "whole number" in choice(16.5).failures[0]
+    assert "no answer" in choice(None).failures[0]
+
+
+def test_a3_string_keys_and_values_are_named_as_strings():
+    report = asg.grade_part("a3_choose_tile", "a3-test-shared",
+                            {"SHARED_BYTES": {"4": 128, 8: "512", 16: 2048.0, 32: 8192}})
+    assert report.score == 5            # 16 (a whole float) and 32 count; the strings do not
+    text = report.failures[0]
+    assert "TILE=4: given under the string key '4' (write numbers, not strings: {4: 128, ...})" \
+        in text
+    assert "TILE=8: '512' (write numbers, not strings: {8: 512, ...})" in text
+    assert "None (missing)" not in text
+    blocks = asg.grade_part("a3_choose_tile", "a3-test-blocks",
+                            {"BLOCKS_PER_SM": {4: "32", 8: 32, 16: 8, 32: 2}})
+    assert blocks.score == 7.5 and "occupancy(" not in blocks.failures[0]
+    assert "write numbers, not strings: {4: 32, ...}" in blocks.failures[0]
+
+
+def test_a2_line_numbers_as_whole_floats_count_and_strings_are_named():
+    part = lambda v: asg.grade_part("a2_fix_the_kernel", "a2-test-boundary",  # noqa: E731
+                                    {"BOUNDARY_BUG_LINE": v})
+    assert part(13.0).score == 5
+    assert part("13").score == 0
+    assert part("13").failures[0].endswith("BOUNDARY_BUG_LINE = '13': write a number, not a "
+                                           "string: BOUNDARY_BUG_LINE = 13")
+
+
+def test_the_emulator_predefines_nvccs_device_macros():
+    """nvcc compiling device code for the H200 (sm_90, nvcc 13.0) defines __CUDACC__,
+    __NVCC__, __CUDA_ARCH__ = 900, __CUDACC_VER_MAJOR__ = 13 and __CUDACC_VER_MINOR__ = 0."""
+    from tilinglib.emulator import Out, SourceModule
+
+    src = ("__global__ void k(int* out) {\n"
+           "#if defined(__CUDACC__) && defined(__NVCC__)\n"
+           "  out[0] = __CUDA_ARCH__; out[1] = __CUDACC_VER_MAJOR__;\n"
+           "  out[2] = __CUDACC_VER_MINOR__;\n"
+           "#endif\n}\n")
+    out = np.zeros(3, np.int32)
+    SourceModule(src).get_function("k")(Out(out), block=(1, 1, 1), grid=(1, 1))
+    assert out.tolist() == [900, 13, 0]
+    undone = src.replace("#endif", "#else\n  out[0] = out[1] = out[2] = -1;\n#endif")
+    SourceModule(undone, options=["-U__CUDACC__"]).get_function("k")(
+        Out(out), block=(1, 1, 1), grid=(1, 1))
+    assert out.tolist() == [-1, -1, -1]      # -U undoes one, as with nvcc
+
+
+@pytest.mark.parametrize("name", ["good_if_else.cu", "bad_tiled_on_one_shape_only.cu",
+                                  "bad_missing_second_barrier.cu"])
+def test_grading_twice_gives_the_same_report(name):
+    """The data are seeded and the emulator is deterministic: a second run gives the same
+    score and the same messages (pcpp's __DATE__ and __TIME__ differ only in a kernel that
+    uses them)."""
+    first, second = grade(SUBMISSIONS / name), grade(SUBMISSIONS / name)
+    assert [(c.name, c.points, c.message) for c in first.checks] == \
+        [(c.name, c.points, c.message) for c in second.checks]

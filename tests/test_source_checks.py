@@ -45,3 +45,40 @@ def test_locals_set_before_use_arrays_and_shared_are_fine():
     assert unset("float sum;\nsum = 0.0f;\nsum += A[0];\nC[0] = sum;") == []
     assert unset("float v[4];\nv[0] = 1.0f;\nC[0] = v[0];") == []
     assert unset("__shared__ float t[16];\nt[threadIdx.x] = 1.0f;\nC[0] = t[0];") == []
+
+
+DEVICE = "__device__ int at(int r, int w, int c)\n{\n    return r * w + c;\n}\n"
+
+
+def test_a_product_in_a_device_function_whose_result_is_an_index_is_found():
+    src = DEVICE + HEAD + "C[at(blockIdx.y, N, threadIdx.x)] = A[0];\n}\n"
+    assert [(f.line, f.text) for f in int_overflow_risks(src)] == [(3, "r * w (in at())")]
+    # ... and through a local variable, and a helper that calls the helper.
+    src = (DEVICE + "__device__ int at2(int r, int w) { return at(r, w, 1); }\n" + HEAD
+           + "int i = at2(blockIdx.y, K);\nC[i] = 0.0f;\n}\n")
+    assert [(f.line, f.text) for f in int_overflow_risks(src)] == [(3, "r * w (in at())")]
+
+
+def test_a_product_indexing_a_pointer_inside_a_device_function_is_found():
+    src = ("__device__ float get(const float* p, int r, int w) { return p[r * w]; }\n"
+           + HEAD + "C[0] = get(A, blockIdx.y, K);\n}\n")
+    assert [(f.line, f.text) for f in int_overflow_risks(src)] == [(1, "r * w (in get())")]
+
+
+def test_a_device_function_with_64_bit_or_unused_products_is_fine():
+    src = ("__device__ size_t at(size_t r, int w, int c) { return r * w + c; }\n"
+           "__device__ int area(int a, int b) { return a * b; }\n"
+           + HEAD + "float s = area(M, N) * 1.0f;\nC[at(blockIdx.y, N, 0)] = s + A[0];\n}\n")
+    assert int_overflow_risks(src) == []
+
+
+def test_a_64_bit_product_cast_back_to_32_bits_is_found():
+    assert risks("int r = blockIdx.y;\nC[(int)((size_t)r * N) + 1] = A[0];") == [
+        (4, "(int) (((size_t) r) * N): a 64-bit product cast back to 32 bits")]
+    assert risks("int r = blockIdx.y;\nint off = (size_t)r * N;\nC[off] = A[0];") == [
+        (4, "off = ((size_t) r) * N: a 64-bit product stored in a 32-bit int")]
+    # Through a 64-bit variable, the cast still truncates; kept in 64 bits, it is fine.
+    assert risks("int r = blockIdx.y;\nsize_t off = (size_t)r * N;\nC[off] = A[(int)off];") == [
+        (5, "(int) off: a 64-bit product cast back to 32 bits")]
+    assert risks("int r = blockIdx.y;\nsize_t off = (size_t)r * N;\n"
+                 "C[off + (int)threadIdx.x] = A[(int)(size_t)r];") == []

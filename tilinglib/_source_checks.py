@@ -8,7 +8,10 @@ reads the source for them instead:
   matrix has more than 2**31 elements (an 8 GiB float matrix: a real size on a 141 GB GPU,
   far beyond what the emulator can hold). Computing the product in 64 bits
   (``(size_t)row * K``) is the fix. Products of built-in indices and sizes only
-  (``blockIdx.y * blockDim.y``) are bounded by the launch and are not reported.
+  (``blockIdx.y * blockDim.y``) are bounded by the launch and are not reported. The
+  ``__device__`` functions the kernel calls are read too (a product in a helper whose int
+  result is an index), and so is a 64-bit product cast back to 32 bits
+  (``(int)((size_t)row * K)``).
 - `uninitialized_locals`: a local scalar declared without a value that some path may read
   before assigning it (``float sum; ... sum += ...``). On a GPU it holds whatever the
   register held; the emulator starts it at 0, so the answer would look right there.
@@ -230,31 +233,121 @@ def _assignments(k: _Kernel) -> dict[str, list]:
     return out
 
 
-def int_overflow_risks(source: str, options=None, kernel: str | None = None) -> list[Finding]:
-    """32-bit products that feed a global-memory address, in kernel `kernel` (all if None).
+def _wide_products(k: _Kernel, e) -> list:
+    """Products computed in 64 bits of two values that are not compile-time constants."""
+    return [n for n in _walk(e)
+            if isinstance(n, c_ast.BinaryOp) and n.op == "*" and k.kind(n) == "wide"
+            and not _is_constant(n.left) and not _is_constant(n.right)
+            and not (_is_small(n.left) and _is_small(n.right))]
 
-    Raises the emulator's `CompileError` if the source does not parse."""
+
+def _holds_wide_product(k: _Kernel, assigned: dict, e, seen: set) -> bool:
+    """Whether 64-bit `e` holds a 64-bit index product, itself or through the variables it
+    reads."""
+    if _wide_products(k, e):
+        return True
+    for name in _ids(e) - seen:
+        seen.add(name)
+        if k.kinds.get(name) == "wide" and any(
+                _holds_wide_product(k, assigned, v, seen) for v in assigned.get(name, [])):
+            return True
+    return False
+
+
+def _truncations(k: _Kernel, assigned: dict, e) -> list:
+    """Casts to a 32-bit integer type of a 64-bit value holding an index product:
+    ``(int)((size_t)row * K)`` computes the product in 64 bits, then throws the top half away."""
+    return [n for n in _walk(e)
+            if isinstance(n, c_ast.Cast) and k.kind(n) == "int"
+            and k.kind(n.expr) == "wide" and _holds_wide_product(k, assigned, n.expr, set())]
+
+
+def _returns(func: c_ast.FuncDef) -> list:
+    return [n.expr for n in _walk(func.body) if isinstance(n, c_ast.Return) and n.expr]
+
+
+def _calls(e, functions: dict) -> list[str]:
+    """Names of the functions defined in the source that `e` calls."""
+    return [n.name.name for n in _walk(e) if isinstance(n, c_ast.FuncCall)
+            and isinstance(n.name, c_ast.ID) and n.name.name in functions]
+
+
+def _reachable(func: c_ast.FuncDef, functions: dict) -> list[str]:
+    """`func`'s name and the names of the source's functions it calls, directly or not."""
+    order, todo = [], [func.decl.name]
+    while todo:
+        name = todo.pop()
+        if name in order:
+            continue
+        order.append(name)
+        todo.extend(_calls(functions[name].body, functions))
+    return order
+
+
+def int_overflow_risks(source: str, options=None, kernel: str | None = None) -> list[Finding]:
+    """32-bit index arithmetic that feeds a global-memory address, in kernel `kernel` (all
+    kernels if None) and the ``__device__`` functions it calls.
+
+    Found: a product of two non-constant 32-bit integers (``row * K``) in an expression whose
+    value reaches an address (a subscript of a pointer, pointer arithmetic), directly, through
+    local variables, or as the result of a device function used in an address
+    (``A[at(row, K, k)]`` with ``int at(int r, int w, int c) { return r * w + c; }``); and a
+    64-bit product brought back to 32 bits on its way there (``(int)((size_t)row * K)``, or
+    ``int off = (size_t)row * K;``). Products of constants and launch-bounded built-ins
+    (``blockIdx.y * blockDim.y``) are not reported.
+
+    Returns `Finding`s sorted by line; the text is the product's source, with what it is
+    when that is not a plain product. Raises the emulator's `CompileError` if the source does
+    not parse."""
+    from pycparser.c_generator import CGenerator
+
+    ast = parse(preprocess(source, options))
+    functions = {n.decl.name: n for n in ast.ext if isinstance(n, c_ast.FuncDef)}
+    contexts: dict[str, tuple] = {}
+
+    def context(name):
+        if name not in contexts:
+            k = _Kernel(functions[name])
+            contexts[name] = (k, _assignments(k))
+        return contexts[name]
+
     findings: list[Finding] = []
     seen = set()
-    for func in _kernels(source, options):
-        if kernel is not None and func.decl.name != kernel:
+
+    def found(node, text):
+        if id(node) not in seen:
+            seen.add(id(node))
+            findings.append(Finding(_line(node), text))
+
+    for func in functions.values():
+        if not is_kernel(func) or (kernel is not None and func.decl.name != kernel):
             continue
-        k = _Kernel(func)
-        assigned = _assignments(k)
-        work = list(_address_expressions(k))
-        visited_vars: set[str] = set()
+        names = _reachable(func, functions)
+        work = [(name, e) for name in names for e in _address_expressions(context(name)[0])]
+        visited: set = set()
         while work:
-            e = work.pop()
+            fname, e = work.pop()
+            k, assigned = context(fname)
+            where = "" if fname == func.decl.name else f" (in {fname}())"
             for p in _risky_products(k, e):
-                key = (_line(p), id(p))
-                if key not in seen:
-                    seen.add(key)
-                    from pycparser.c_generator import CGenerator
-                    text = CGenerator().visit(p)
-                    findings.append(Finding(_line(p), text))
-            for name in _ids(e) - visited_vars:
-                visited_vars.add(name)
-                work.extend(assigned.get(name, []))
+                found(p, CGenerator().visit(p) + where)
+            for c in _truncations(k, assigned, e):
+                found(c, f"{CGenerator().visit(c)}{where}: a 64-bit product cast back to "
+                         f"32 bits")
+            for name in _ids(e):
+                if (fname, name) in visited:
+                    continue
+                visited.add((fname, name))
+                for value in assigned.get(name, []):
+                    work.append((fname, value))
+                    if k.kinds.get(name) == "int" and k.kind(value) == "wide" \
+                            and _holds_wide_product(k, assigned, value, set()):
+                        found(value, f"{name} = {CGenerator().visit(value)}{where}: a 64-bit "
+                                     f"product stored in a 32-bit int")
+            for callee in _calls(e, functions):
+                if ("return", callee) not in visited:
+                    visited.add(("return", callee))
+                    work.extend((callee, r) for r in _returns(functions[callee]))
     findings.sort(key=lambda f: (f.line or 0, f.text))
     return findings
 

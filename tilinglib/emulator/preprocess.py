@@ -6,7 +6,9 @@ other options are accepted and ignored). Output: a `Preprocessed` holding C text
 error messages.
 
 Steps:
-1. pcpp runs the C preprocessor (macros, ``#if``/``#ifdef``, ``-D``). It never opens a file:
+1. pcpp runs the C preprocessor (macros, ``#if``/``#ifdef``, ``-D``), with nvcc's device-side
+   macros predefined (`PREDEFINED_MACROS`: ``__CUDACC__``, ``__NVCC__``, ``__CUDA_ARCH__`` =
+   900, ``__CUDACC_VER_MAJOR__`` = 13, ``__CUDACC_VER_MINOR__`` = 0). It never opens a file:
    ``#include`` of a CUDA or C header in `KNOWN_HEADERS` (``cuda_runtime.h``, ``stdio.h``,
    ...) is satisfied inside, as those headers only declare what the emulator provides built
    in; any other ``#include`` is a `CompileError` at its line. Macro expansion has caps
@@ -37,6 +39,18 @@ from ..errors import CompileError, UnsupportedFeatureError
 from .ctypes_ import VECTOR_TYPES
 
 SOURCE_NAME = "kernel.cu"
+
+# The macros nvcc predefines when it compiles device code, with the values of the H200's
+# toolkit (nvcc 13.0, sm_90): the emulator runs the device side of the source, so an
+# ``#ifdef __CUDA_ARCH__`` selects the same branch here as in the GPU build (a grader must
+# run the source the GPU runs). ``-U`` and ``-D`` options apply after them.
+PREDEFINED_MACROS = {
+    "__CUDACC__": "1",
+    "__NVCC__": "1",
+    "__CUDA_ARCH__": "900",
+    "__CUDACC_VER_MAJOR__": "13",
+    "__CUDACC_VER_MINOR__": "0",
+}
 
 # Headers an #include may name: they declare what the emulator provides built in, so they
 # are satisfied without reading anything. Any other #include is a CompileError.
@@ -440,6 +454,8 @@ def preprocess(source: str, options=None) -> Preprocessed:
     pp = _Preprocessor()
     out = io.StringIO()
     try:
+        for name, value in PREDEFINED_MACROS.items():
+            pp.define(f"{name} {value}")
         for name, value in defines.items():
             pp.define(f"{name} {value}")
         for name in undefines:

@@ -117,6 +117,44 @@ def _given(answers: Mapping[str, object], answer: Answer):
     return value if isinstance(value, answer.types) else None
 
 
+def _as_number_text(value) -> str | None:
+    """The number a string holds, written as a literal ("32" -> "32", " 0.5" -> "0.5"), or
+    None if it holds none."""
+    if not isinstance(value, str):
+        return None
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def _count(answers: Mapping[str, object], answer: Answer):
+    """A whole-number answer (a TILE, a line number): (value, None) for an int or a
+    whole-valued float (32.0 is 32), else (None, why) with `why` saying what is wrong with
+    what was given (None when nothing usable was given)."""
+    try:
+        value = answers.get(answer.name) if hasattr(answers, "get") else None
+    except Exception:                      # a mapping that misbehaves gives no answer
+        return None, None
+    if isinstance(value, bool):
+        return None, None
+    if isinstance(value, int):
+        return value, None
+    if isinstance(value, float) and math.isfinite(value):
+        if value.is_integer():
+            return int(value), None
+        return None, (f"{answer.name} = {value!r}: the answer is a whole number, not "
+                      f"{value!r}")
+    number = _as_number_text(value)
+    if number is not None:
+        return None, (f"{answer.name} = {value!r}: write a number, not a string: "
+                      f"{answer.name} = {number}")
+    return None, None
+
+
 def _report(name: str, checks: list, t0: float) -> GradeReport:
     return GradeReport(name, tuple(checks), None, None, time.perf_counter() - t0)
 
@@ -226,8 +264,10 @@ def _a2_lines() -> list:
 
 def _a2_boundary(answers) -> list:
     name, pts = "line of the boundary bug (BOUNDARY_BUG_LINE)", 5
-    line = _given(answers, A2_BOUNDARY)
+    line, why = _count(answers, A2_BOUNDARY)
     n = len(_a2_lines())
+    if why is not None:
+        return [Check(name, 0, pts, False, why)]
     if line is None:
         return [Check(name, 0, pts, False, f"no answer: set BOUNDARY_BUG_LINE to a line number "
                       f"of BUGGY_KERNEL (1 to {n}), as a number")]
@@ -278,8 +318,10 @@ def barrier_fix_verdict(after: int) -> str | None:
 
 def _a2_barrier(answers) -> list:
     name, pts = "where the missing barrier goes (BARRIER_MISSING_AFTER_LINE)", 5
-    line = _given(answers, A2_BARRIER)
+    line, why = _count(answers, A2_BARRIER)
     n = len(_a2_lines())
+    if why is not None:
+        return [Check(name, 0, pts, False, why)]
     if line is None:
         return [Check(name, 0, pts, False, f"no answer: set BARRIER_MISSING_AFTER_LINE to a "
                       f"line number of BUGGY_KERNEL (1 to {n}), as a number")]
@@ -357,7 +399,15 @@ def _per_tile(answers, answer: Answer, name: str, pts: float, close, hint) -> li
     earned, wrong = 0.0, []
     for t in A3_TILES:
         value = given.get(t)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        string_key = value is None and str(t) in given
+        if string_key:
+            value = given[str(t)]
+        if string_key or isinstance(value, str):
+            shown = _as_number_text(value) if isinstance(value, str) else repr(value)
+            example = f"{{{t}: {shown or '...'}, ...}}"
+            what = f"given under the string key {str(t)!r}" if string_key else repr(value)
+            wrong.append(f"TILE={t}: {what} (write numbers, not strings: {example})")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) \
                 and math.isfinite(value) and close(value, want[t]):
             earned += pts / len(A3_TILES)
         else:
@@ -411,9 +461,11 @@ def _a3_intensity(answers) -> list:
 
 def _a3_choice(answers) -> list:
     name, pts = "the TILE to ship (CHOSEN_TILE)", 20
-    chosen = _given(answers, A3_CHOSEN)
+    chosen, why = _count(answers, A3_CHOSEN)
     exp = a3_expected()
     best, gflops = exp["CHOSEN_TILE"], exp["GFLOPS"]
+    if why is not None:
+        return [Check(name, 0, pts, False, f"{why} (one of {list(A3_TILES)})")]
     if chosen is None:
         return [Check(name, 0, pts, False, "no answer: set CHOSEN_TILE to a number, one of "
                       f"{list(A3_TILES)}")]

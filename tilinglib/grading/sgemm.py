@@ -32,6 +32,7 @@ import contextlib
 import functools
 import html
 import math
+import re
 import signal
 import threading
 import time
@@ -330,6 +331,7 @@ class _Runner:
     def run(self, shape, *, hazards="warn"):
         """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
         from ..emulator import In, InOut
+        from ..errors import InputWriteWarning
 
         M, N, K = shape
         A, B = _inputs(M, N, K, self.seed)
@@ -344,8 +346,9 @@ class _Runner:
                               f"{4 * needed + (1 << 16):,}. Launch ceil(N/TILE) x "
                               f"ceil(M/TILE) blocks.")
         budget = _step_budget(M, N, K, self.tile, threads)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore")
+            warnings.simplefilter("always", InputWriteWarning)
             self.function(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
                           block=self.block, grid=grid, hazards=hazards, max_steps=budget,
                           max_seconds=_seconds_left(self.deadline))
@@ -353,7 +356,22 @@ class _Runner:
         self.reports[shape] = report
         for h in report.hazards:
             self.hazards.append((shape, h))
+        writes = [w for w in caught if issubclass(w.category, InputWriteWarning)]
+        if writes:
+            w = min(writes, key=lambda w: w.lineno)
+            found = re.search(r" writes to (\w+) at line", str(w.message))
+            name = found.group(1) if found else "an input"
+            raise _InputWritten(name, w.lineno)
         return C, A, B
+
+
+class _InputWritten(Exception):
+    """The kernel stored into A or B (passed as In): a fault of the kernel, not a crash."""
+
+    def __init__(self, array: str, line: int):
+        super().__init__(f"the kernel writes into {array} at line {line}: {array} is an input; "
+                         f"on a GPU other blocks may still be reading it")
+        self.array, self.line = array, line
 
 
 def _fail_all(kernel: str, reason: str, *, tile=None, block=None, t0=0.0) -> GradeReport:
@@ -508,13 +526,18 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     Checks (100 points). Correctness (30): 1x1x1, 2·TILE cubed, TILE±1, primes with
     M != N != K, 1000x3x5 and 3x1000x7, a K spanning several tiles, and (2·TILE+3) x
     (2·TILE+5) x (2·TILE+7), whose interior blocks meet the last, partial K tile; each with
-    NaN-filled C and random non-symmetric data, every load and store bounds-checked. Then
+    NaN-filled C and random non-symmetric data, every load and store bounds-checked; a store
+    into A or B (inputs, which other blocks may still be reading) fails the case. Then
     (70): tiling, tiles of A and B really staged in shared memory (about 2·ceil(K/TILE)
-    global load requests per warp, not 2·K) with TILE >= 4 (25); no shared-memory race,
-    partial barrier or read of unwritten shared memory (20); the shared arrays as big as
-    TILE says (5); index products computed in 64 bits (10, read from the source: the
-    overflow needs matrices over 8 GiB); the accumulator set before it is read (10, from the
-    source: the emulator's registers start at 0, a GPU's do not).
+    global load requests per warp, not 2·K; atomics count as loads) with TILE >= 4, on every
+    correctness shape, each against its own grid and K (25); no shared-memory race, partial
+    barrier or read of unwritten shared memory on any shape (20); the shared arrays as big
+    as TILE says (5); index products computed in 64 bits, in the kernel and the __device__
+    functions it calls, never cast back to int (10, read from the source: the overflow
+    needs matrices over 8 GiB); the accumulator set before it is read (10, from the
+    source: the emulator's registers start at 0, a GPU's do not). The emulator defines
+    __CUDA_ARCH__ and __CUDACC__ as nvcc does for device code, so it runs the branch of an
+    ``#ifdef __CUDA_ARCH__`` that the GPU runs.
 
     Tiling is what the assignment teaches, so the 70 count only for a kernel that passes
     the tiling check (one that stages no tiles, or TILE < 4, scores at most 30 however
@@ -617,6 +640,9 @@ def _correctness(runner: _Runner, case: _Case) -> Check:
             if isinstance(exc, (BarrierError, RaceError)):
                 runner.sync_errors.append((shape, exc))
             return Check(name, 0, case.points, False, _explain_error(exc, shape))
+        except _InputWritten as exc:
+            return Check(name, 0, case.points, False,
+                         f"M={shape[0]}, N={shape[1]}, K={shape[2]}: {exc}")
         except CompileError as exc:      # a construct the emulator only rejects when it runs
             return Check(name, 0, case.points, False, f"M={shape[0]}, N={shape[1]}, "
                          f"K={shape[2]}: the emulator cannot run this kernel: {exc}")
@@ -654,6 +680,8 @@ def _synchronisation(runner: _Runner, preferred) -> Check:
         return Check(name, 0, pts, False, "not checked: no correctness case ran to the end")
     try:
         runner.run(shape, hazards="raise")
+    except _InputWritten:
+        pass                # a correctness failure already; no race or barrier fault
     except (RaceError, BarrierError) as exc:
         return Check(name, 0, pts, False, _explain_error(exc, shape))
     except (KernelRuntimeError, LaunchError, KernelArgumentError) as exc:
@@ -677,26 +705,41 @@ def _shared_used(runner: _Runner, preferred) -> Check:
                      f"TILE = {t}: the kernel {reuse}, {0.25 * t:g} FLOP per byte requested "
                      f"(the naive kernel: 0.25; TILE = 16: 4). {cap} Use TILE >= {MIN_TILE} "
                      f"(16 or 32 on a real GPU).")
-    shape = _counted_shape(runner, preferred)
-    report = runner.reports.get(shape) if shape is not None else None
-    if report is None:
+    if not runner.reports:
         return Check(name, 0, pts, False, "not checked: no correctness case ran to the end")
-    M, N, K = shape
-    blocks = math.prod(report.grid)
-    tiles = _ceil_div(K, t)
-    tiled = blocks * tiles * 2 * _ceil_div(t * t, 32)
-    naive = report.warps * 2 * K
-    if report.shared_load_requests == 0 or report.shared_store_requests == 0:
+    # Every completed correctness run is read, each against the tiled count of its own grid
+    # and K: a kernel that tiles only on some shapes (say, `if (M == 7 && N == 9)`) is not
+    # tiled. An atomic returns the old value, so it is a read: atomics count as loads. A run
+    # that reads no global memory at all (floor(K/TILE) = 0 tiles, say) shows nothing.
+    def no_staging(shape, report):
+        M, N, K = shape
         return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: the kernel stores "
                      f"{report.shared_store_requests} and loads {report.shared_load_requests} "
-                     f"warp-requests of shared memory: it does not stage tiles there. Load each "
-                     f"TILE x TILE tile of A and B into __shared__ arrays once, then compute "
-                     f"from them. {cap}")
-    if report.global_load_requests > 2 * tiled:
-        return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {report.global_load_requests:,} "
-                     f"global load requests, where a tiled kernel needs about {tiled:,} "
-                     f"(a naive one about {naive:,}): the inner loop still reads A or B from "
-                     f"global memory instead of the shared tiles. {cap}")
+                     f"warp-requests of shared memory: it does not stage tiles there (every "
+                     f"correctness shape is checked). Load each TILE x TILE tile of A and B "
+                     f"into __shared__ arrays once, then compute from them. {cap}")
+
+    for shape, report in runner.reports.items():
+        M, N, K = shape
+        blocks = math.prod(report.grid)
+        tiles = _ceil_div(K, t)
+        tiled = blocks * tiles * 2 * _ceil_div(t * t, 32)
+        naive = report.warps * 2 * K
+        reads = report.global_load_requests + report.global_atomic_requests
+        if reads and (report.shared_load_requests == 0 or report.shared_store_requests == 0):
+            return no_staging(shape, report)
+        if reads > 2 * tiled:
+            atomics = (f" ({report.global_load_requests:,} loads and "
+                       f"{report.global_atomic_requests:,} atomics: an atomic returns the old "
+                       f"value, so it counts as a load)" if report.global_atomic_requests
+                       else "")
+            return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: {reads:,} global load "
+                         f"requests{atomics}, where a tiled kernel needs about {tiled:,} (a "
+                         f"naive one about {naive:,}): the inner loop still reads A or B from "
+                         f"global memory instead of the shared tiles. {cap}")
+    if not any(r.global_load_requests + r.global_atomic_requests
+               for r in runner.reports.values()):
+        return no_staging(*next(iter(runner.reports.items())))
     return Check(name, pts, pts, True)
 
 
@@ -724,11 +767,14 @@ def _index_width(source, options, kernel) -> Check:
         return Check(name, pts, pts, True)
     where = "; ".join(f"line {r.line}: {r.text}" for r in risks[:4])
     return Check(name, 0, pts, False,
-                 f"int overflow risk: {where}. These products of two int values are computed "
-                 f"in 32 bits and wrap around once a matrix has more than 2^31 elements "
-                 f"(e.g. M = K = 50,000: 10 GB, which an H200 holds), so the address goes "
-                 f"negative. Compute them in 64 bits: (size_t)row * K + k. (Read from the "
-                 f"source: no run that fits the grader's memory can show the overflow.)")
+                 f"int overflow risk: {where}. These index products reach an address in 32 "
+                 f"bits (a product of two int values, in the kernel or in a __device__ "
+                 f"function whose result is an index, or a 64-bit product cast back to int) "
+                 f"and wrap around once a matrix has more than 2^31 elements (e.g. M = K = "
+                 f"50,000: 10 GB, which an H200 holds), so the address goes negative. Compute "
+                 f"them in 64 bits and keep them there: (size_t)row * K + k, with size_t "
+                 f"parameters and results in helpers. (Read from the source: no run that fits "
+                 f"the grader's memory can show the overflow.)")
 
 
 def _accumulator(source, options, kernel) -> Check:
