@@ -7,7 +7,7 @@
   independently of what the emulator does; a1 checks real grading (the reference kernel gets
   full marks, an empty kernel 0, a monkeypatching cell is never executed).
 - `tilinglib.grading.cli`: grades.csv, feedback files, exit statuses, nbgrader's gradebook.
-- CI's small version of ``bench/grade_class.py`` (20 submissions, hostile ones included).
+- CI's small version of ``bench/grade_class.py`` (22 submissions, hostile ones included).
 """
 
 import csv
@@ -550,11 +550,12 @@ SMALL_CLASS = ["good_reference_tile8", "good_reference_tile32", "good_ternary",
                "hostile_monkeypatch_no_tile", "hostile_writes_grader_file",
                "hostile_nonliteral_open", "hostile_include_passwd", "hostile_macro_bomb",
                "hostile_endless_loop", "hostile_printf_flood", "hostile_bad_json",
-               "hostile_symlink_dev_zero", "missing_notebook", "good_if_else"]
+               "hostile_symlink_dev_zero", "missing_notebook", "good_if_else",
+               "hostile_linked_folder", "hostile_hard_link_host_file"]
 
 
 def test_small_class_every_submission_graded_none_affected(tmp_path):
-    """bench/grade_class.py at 20 submissions, one of each kind above, graded with the command
+    """bench/grade_class.py at 22 submissions, one of each kind above, graded with the command
     (two at a time): one row each, hostile ones with their statuses, and every deterministic
     submission scored exactly as it is when graded alone."""
     plan = bench.build_class(tmp_path / "submitted", len(SMALL_CLASS), only=set(SMALL_CLASS))
@@ -586,6 +587,8 @@ def test_small_class_every_submission_graded_none_affected(tmp_path):
     assert got["hostile_endless_loop"][0] in {"graded", "timeout"}
     assert got["hostile_bad_json"] == got["hostile_symlink_dev_zero"] == ("bad_notebook", 0.0)
     assert got["missing_notebook"] == ("missing_notebook", 0.0)
+    assert got["hostile_linked_folder"] == got["hostile_hard_link_host_file"] == \
+        ("bad_notebook", 0.0)
 
 
 def test_each_test_cell_gets_the_points_of_what_it_grades():
