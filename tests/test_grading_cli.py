@@ -515,7 +515,10 @@ def test_from_refuses_what_is_not_its_results_file(tmp_path, capsys):
              "unknown.json": json.dumps({"format": "tilinglib.grading results 1", "results": [
                  {"student": "a", "assignment": "a9", "notebook": "x",
                   "outcome": {"status": "graded", "score": 1, "max_score": 1}}]})}
-    says = {"bad.json": "not a results file of this command (JSONDecodeError",
+    cases["cells.json"] = cases["status.json"].replace('"perfect"', '"graded"').replace(
+        '"max_score": 1}', '"max_score": 1, "cells": [1]}')
+    says = {"cells.json": "cells is not a table of points per cell",
+            "bad.json": "not a results file of this command (JSONDecodeError",
             "other.json": "format is 'something else'", "status.json": "status 'perfect'",
             "unknown.json": "unknown assignment 'a9'"}
     for name, text in cases.items():

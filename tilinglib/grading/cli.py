@@ -1,9 +1,17 @@
 """``python -m tilinglib.grading DIR``: grade a class's submitted notebooks, the grade to trust.
 
 Input: DIR in nbgrader's ``submitted/`` layout, ``DIR/<student>/<assignment>/<assignment>.ipynb``.
-Output: ``grades.csv`` (student, assignment, score, max_score, status, seconds), one feedback
-file per student per assignment (``feedback/<student>/<assignment>.txt``: every check, its
-points and what to change), and optionally the scores in nbgrader's gradebook.
+Output: ``grades.csv`` (student, assignment, score, max_score, status, seconds: that
+submission's own grading time), one feedback file per student per assignment
+(``feedback/<student>/<assignment>.txt``: every check, its points and what to change),
+``grades.json`` (every result in full; its SHA-256 is printed on stdout), and optionally the
+scores in nbgrader's gradebook.
+
+``--from grades.json --gradebook gradebook.db`` writes saved results into the gradebook
+without reading DIR again: grade *before* ``nbgrader autograde`` runs any student code (which
+can rewrite DIR), and fill the gradebook after it; ``--sha256`` refuses a results file changed
+in between. A student folder, assignment folder or notebook that is a symbolic link, leads out
+of ``DIR/<student>/`` or is a hard link is refused (bad_notebook).
 
 No student Python runs: each notebook is read as JSON and its answers as Python literals
 (`tilinglib.grading.extract`); each submission is graded in a fresh, resource-limited process
@@ -310,6 +318,9 @@ def read_results(path, sha256=None) -> list:
             outcome = Outcome(**{k: o[k] for k in o
                                  if k in Outcome.__dataclass_fields__})
             outcome.score, outcome.max_score = float(outcome.score), float(outcome.max_score)
+            if not isinstance(outcome.cells, dict) or not all(
+                    isinstance(v, (int, float)) for v in outcome.cells.values()):
+                raise ValueError("cells is not a table of points per cell")
             results.append(Result(Submission(str(item["student"]), item["assignment"],
                                              Path(item["notebook"])), outcome,
                                   list(item.get("read_notes", []))))
