@@ -271,6 +271,7 @@ def grade_command(directory, out_dir, *, jobs, timeout, memory_mib, extra=()) ->
     out_dir = Path(out_dir)
     cmd = [sys.executable, "-m", "tilinglib.grading", str(directory), "--out",
            str(out_dir / "grades.csv"), "--feedback-dir", str(out_dir / "feedback"),
+           "--results", str(out_dir / "grades.json"),
            "--jobs", str(jobs), "--timeout", str(timeout), "--memory", str(memory_mib), *extra]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
