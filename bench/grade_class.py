@@ -94,6 +94,11 @@ class Kind:
     deterministic: bool = True
     hostile: bool = False
     notebook: str = "normal"     # normal | no_metadata | bad_json | missing | symlink | huge
+    #                              | linked_folder | hard_link
+
+
+HOST_FILE_TEXT = "root:x:0:0:root:/root:/bin/bash\n"
+"""The hard-linked "host file" (a stand-in for /etc/passwd): no feedback may quote it."""
 
 
 def kinds() -> list:
@@ -186,6 +191,12 @@ def kinds() -> list:
                     notebook="symlink"))
     out.append(Kind("hostile_huge_notebook", _cell(ref), frozenset({"bad_notebook"}),
                     hostile=True, notebook="huge"))
+    # the assignment folder a link to someone else's (a full-marks solution), and the
+    # notebook a hard link to a file of the machine: both refused, neither quoted
+    out.append(Kind("hostile_linked_folder", None, frozenset({"bad_notebook"}), hostile=True,
+                    notebook="linked_folder"))
+    out.append(Kind("hostile_hard_link_host_file", None, frozenset({"bad_notebook"}),
+                    hostile=True, notebook="hard_link"))
     out.append(Kind("missing_notebook", None, frozenset({"missing_notebook"}),
                     notebook="missing"))
     return out
@@ -200,8 +211,22 @@ def write(folder: Path, kind: Kind, template=None) -> None:
     """Write one submission of `kind` into `folder` (``<student>/<assignment>/``)."""
     import nbformat
 
+    if kind.notebook == "linked_folder":
+        # a solution in a hidden folder of the class (not graded), linked as this student's
+        donor = folder.parent.parent / ".donor" / ASSIGNMENT
+        if not donor.exists():
+            write(donor, Kind("donor", _cell(_reference_kernel()), frozenset()), template)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(donor, folder.parent), folder)
+        return
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{ASSIGNMENT}.ipynb"
+    if kind.notebook == "hard_link":
+        host = folder.parent.parent / ".host_passwd"      # stands for /etc/passwd
+        if not host.exists():
+            host.write_text(HOST_FILE_TEXT)
+        os.link(host, path)
+        return
     if kind.notebook == "missing":
         (folder / "my_answers.ipynb").write_text("{}")
         return
@@ -246,6 +271,7 @@ def grade_command(directory, out_dir, *, jobs, timeout, memory_mib, extra=()) ->
     out_dir = Path(out_dir)
     cmd = [sys.executable, "-m", "tilinglib.grading", str(directory), "--out",
            str(out_dir / "grades.csv"), "--feedback-dir", str(out_dir / "feedback"),
+           "--results", str(out_dir / "grades.json"),
            "--jobs", str(jobs), "--timeout", str(timeout), "--memory", str(memory_mib), *extra]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -299,8 +325,11 @@ def verify(plan: dict, rows: dict, alone: dict, feedback_dir) -> list:
             problems.append(f"{student} ({kind.name}): {status} {score:g} in the class, "
                             f"{alone[kind.name][0]} {alone[kind.name][1]:g} alone "
                             f"(neighbours: {', '.join(near)})")
-        if not (Path(feedback_dir) / student / f"{ASSIGNMENT}.txt").is_file():
+        feedback = Path(feedback_dir) / student / f"{ASSIGNMENT}.txt"
+        if not feedback.is_file():
             problems.append(f"{student} ({kind.name}): no feedback file")
+        elif HOST_FILE_TEXT.split(":")[0] + ":x:" in feedback.read_text():
+            problems.append(f"{student} ({kind.name}): the feedback quotes the host file")
     extra = sorted(set(rows) - set(plan))
     if extra:
         problems.append(f"rows for students that do not exist: {extra}")

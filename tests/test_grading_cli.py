@@ -7,10 +7,11 @@
   independently of what the emulator does; a1 checks real grading (the reference kernel gets
   full marks, an empty kernel 0, a monkeypatching cell is never executed).
 - `tilinglib.grading.cli`: grades.csv, feedback files, exit statuses, nbgrader's gradebook.
-- CI's small version of ``bench/grade_class.py`` (20 submissions, hostile ones included).
+- CI's small version of ``bench/grade_class.py`` (22 submissions, hostile ones included).
 """
 
 import csv
+import hashlib
 import importlib.util
 import json
 import os
@@ -217,6 +218,55 @@ def test_unreadable_notebooks_are_refused(tmp_path, monkeypatch):
             read_notebook(tmp_path / name)
 
 
+def test_linked_folders_and_hard_links_are_refused_and_never_quoted(tmp_path, capsys,
+                                                                     monkeypatch):
+    """A7/A8: a symbolic link anywhere on the way to the notebook (student folder, assignment
+    folder, notebook) hands in someone else's work, a hard link another file of the machine;
+    both are bad_notebook, and a file that is not a notebook is never quoted."""
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "submitted"
+    submit(root, "alice", A1, [("a1-kernel", kernel_cell(REFERENCE))])
+    (root / "lnk").mkdir()
+    os.symlink(f"../alice/{A1}", root / "lnk" / A1)                 # the assignment folder
+    os.symlink("alice", root / "sl")                                 # the student folder
+    os.symlink("/nowhere", root / "dangling")
+    (root / "nb" / A1).mkdir(parents=True)
+    os.symlink(f"../../alice/{A1}/{A1}.ipynb", root / "nb" / A1 / f"{A1}.ipynb")
+    host = tmp_path / "host_passwd"                      # a file of the machine, outside DIR
+    host.write_text("root:x:0:0:SECRET-LINE:/root:/bin/bash\n")
+    (root / "hl" / A1).mkdir(parents=True)
+    os.link(host, root / "hl" / A1 / f"{A1}.ipynb")
+    (root / "text" / A1).mkdir(parents=True)
+    shutil.copy(host, root / "text" / A1 / f"{A1}.ipynb")          # a copy: one link
+    assert main([str(root), "--quiet", "--jobs", "2"]) == 0
+    rows = {r["student"]: (r["status"], r["score"]) for r in read_csv(tmp_path / "grades.csv")}
+    assert rows == {"alice": ("graded", "100"), "dangling": ("bad_notebook", "0"),
+                    "hl": ("bad_notebook", "0"), "lnk": ("bad_notebook", "0"),
+                    "nb": ("bad_notebook", "0"), "sl": ("bad_notebook", "0"),
+                    "text": ("bad_notebook", "0")}
+
+    def why(student):
+        return (tmp_path / "feedback" / student / f"{A1}.txt").read_text()
+    assert f"the assignment folder lnk/{A1}/ is a symbolic link (to ../alice/{A1})" in why("lnk")
+    assert "the student folder sl/ is a symbolic link (to alice)" in why("sl")
+    assert "the student folder dangling/ is a symbolic link" in why("dangling")
+    assert f"the notebook nb/{A1}/{A1}.ipynb is a symbolic link" in why("nb")
+    assert "is a hard link (2 names for one file): copy the file instead" in why("hl")
+    assert (f"{A1}.ipynb is not a Jupyter notebook: not valid notebook JSON (Expecting value: "
+            f"line 1 column 1 (char 0))") in why("text")
+    for student in rows:
+        assert "SECRET" not in why(student) and "root:x" not in why(student), student
+    # nbformat's own message quotes the file: the reader never passes it on
+    with pytest.raises(BadNotebook) as info:
+        read_notebook(root / "text" / A1 / f"{A1}.ipynb")
+    assert "root" not in str(info.value)
+    (tmp_path / "obj.ipynb").write_text('{"secret": "SECRET-LINE"}')
+    with pytest.raises(BadNotebook, match="valid JSON, but not an object with a list of "
+                                          "cells") as info:
+        read_notebook(tmp_path / "obj.ipynb")
+    assert "SECRET" not in str(info.value)
+
+
 # --------------------------------------------------------------------------- the sandbox
 def test_answers_reach_the_grader_as_the_same_python_values(tmp_path, fake):
     r = grade_fake(tmp_path, "fake_numbers", fake)
@@ -346,7 +396,8 @@ def read_csv(path):
         return list(csv.DictReader(fh))
 
 
-def test_command_writes_grades_and_feedback(tmp_path, fake, capsys):
+def test_command_writes_grades_and_feedback(tmp_path, fake, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)                       # grades.json goes to the current folder
     root = tmp_path / "submitted"
     submit(root, "alice", "fake_numbers", [("fake-answer", FAKE_CELL)])
     submit(root, "bob", "fake_numbers", [("fake-answer", "X = 7\nimport os\nTABLE = f()\n")])
@@ -371,7 +422,16 @@ def test_command_writes_grades_and_feedback(tmp_path, fake, capsys):
                     ("frank", "fake_numbers", "0", "8", "bad_notebook")]
     assert list(read_csv(out)[0]) == ["student", "assignment", "score", "max_score", "status",
                                       "seconds"]
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
+    # stdout is the SHA-256 of the results file, nothing else
+    results_file = Path("grades.json")
+    assert captured.out == hashlib.sha256(results_file.read_bytes()).hexdigest() + "\n"
+    saved = json.loads(results_file.read_text())["results"]
+    assert [(r["student"], r["outcome"]["status"], r["outcome"]["score"]) for r in saved] == \
+        [("alice", "graded", 8.0), ("bob", "graded", 5.0), ("carol", "no_answer", 0.0),
+         ("dave", "missing_notebook", 0.0), ("erin", "missing_notebook", 0.0),
+         ("frank", "bad_notebook", 0.0)]
     assert "not graded (no such assignment): old_homework" in err
     assert "6 submissions: 2 graded, 1 no_answer, 2 missing_notebook, 1 bad_notebook" in err
     bob = (fb / "bob" / "fake_numbers.txt").read_text()
@@ -397,7 +457,7 @@ def test_command_explains_what_it_cannot_do(tmp_path, capsys):
     assert "--jobs must be 1 or more" in capsys.readouterr().err
 
 
-def test_scores_go_into_nbgraders_gradebook(tmp_path):
+def test_scores_go_into_nbgraders_gradebook_from_the_saved_results(tmp_path, capsys):
     pytest.importorskip("nbgrader", reason="nbgrader comes with the instructor extra")
     from nbgrader.api import Gradebook
 
@@ -412,8 +472,22 @@ def test_scores_go_into_nbgraders_gradebook(tmp_path):
     for student, kernel in [("alice", REFERENCE), ("bob", EMPTY_NO_TILE), ("carol", bug)]:
         test_assignments.submit(course, A1, student, {"a1-kernel": kernel_cell(kernel)})
     db = course / "gradebook.db"
+    results = tmp_path / "grades.json"
+    # The README's order: grade first (results saved), then, after autograde would have run,
+    # fill the gradebook from the saved results, submitted/ no longer there to read.
     assert main([str(submitted), "--out", str(tmp_path / "g.csv"), "--feedback-dir",
-                 str(tmp_path / "fb"), "--gradebook", str(db), "--quiet"]) == 0
+                 str(tmp_path / "fb"), "--results", str(results), "--quiet"]) == 0
+    digest = capsys.readouterr().out.strip()
+    shutil.rmtree(submitted)
+    saved = results.read_text()
+    tampered = saved.replace('"score": 0.0', '"score": 100.0', 1)
+    assert tampered != saved
+    results.write_text(tampered)
+    assert main(["--from", str(results), "--sha256", digest, "--gradebook", str(db)]) == 2
+    assert "the file was changed after it was written" in capsys.readouterr().err
+    results.write_text(saved)
+    assert main(["--from", str(results), "--sha256", digest, "--gradebook", str(db)]) == 0
+    assert "submitted/ was not read" in capsys.readouterr().err
     bug_score = ASSIGNMENTS[A1].grade({"KERNEL": "\n" + bug + "\n"}).score
     with Gradebook(f"sqlite:///{db}") as gb:
         got = {s.student.id: s.score for s in gb.assignment_submissions(A1)}
@@ -422,6 +496,35 @@ def test_scores_go_into_nbgraders_gradebook(tmp_path):
         assert got == {"alice": 100.0, "bob": 0.0, "carol": pytest.approx(bug_score)}
         assert graded.max_score == 100 and graded.manual_score == pytest.approx(bug_score)
         assert comment.startswith(f"python -m tilinglib.grading: {bug_score:g} / 100 (graded)")
+
+
+def test_from_refuses_what_is_not_its_results_file(tmp_path, capsys):
+    assert main(["--from", str(tmp_path / "none.json")]) == 2
+    assert "--from RESULTS writes saved results into a gradebook: add --gradebook" in \
+        capsys.readouterr().err
+    assert main([str(tmp_path), "--from", "x.json", "--gradebook", "g.db"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["--quiet"]) == 2
+    assert "give the folder to grade" in capsys.readouterr().err
+    assert main(["--from", str(tmp_path / "none.json"), "--gradebook", "g.db"]) == 2
+    assert "cannot read it" in capsys.readouterr().err
+    cases = {"bad.json": "[1, 2", "other.json": '{"format": "something else", "results": []}',
+             "status.json": json.dumps({"format": "tilinglib.grading results 1", "results": [
+                 {"student": "a", "assignment": A1, "notebook": "x", "read_notes": [],
+                  "outcome": {"status": "perfect", "score": 1, "max_score": 1}}]}),
+             "unknown.json": json.dumps({"format": "tilinglib.grading results 1", "results": [
+                 {"student": "a", "assignment": "a9", "notebook": "x",
+                  "outcome": {"status": "graded", "score": 1, "max_score": 1}}]})}
+    cases["cells.json"] = cases["status.json"].replace('"perfect"', '"graded"').replace(
+        '"max_score": 1}', '"max_score": 1, "cells": [1]}')
+    says = {"cells.json": "cells is not a table of points per cell",
+            "bad.json": "not a results file of this command (JSONDecodeError",
+            "other.json": "format is 'something else'", "status.json": "status 'perfect'",
+            "unknown.json": "unknown assignment 'a9'"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        assert main(["--from", str(tmp_path / name), "--gradebook", "g.db"]) == 2, name
+        assert says[name] in capsys.readouterr().err, name
 
 
 def test_gradebook_without_the_assignment_says_what_to_run(tmp_path, monkeypatch):
@@ -450,11 +553,12 @@ SMALL_CLASS = ["good_reference_tile8", "good_reference_tile32", "good_ternary",
                "hostile_monkeypatch_no_tile", "hostile_writes_grader_file",
                "hostile_nonliteral_open", "hostile_include_passwd", "hostile_macro_bomb",
                "hostile_endless_loop", "hostile_printf_flood", "hostile_bad_json",
-               "hostile_symlink_dev_zero", "missing_notebook", "good_if_else"]
+               "hostile_symlink_dev_zero", "missing_notebook", "good_if_else",
+               "hostile_linked_folder", "hostile_hard_link_host_file"]
 
 
 def test_small_class_every_submission_graded_none_affected(tmp_path):
-    """bench/grade_class.py at 20 submissions, one of each kind above, graded with the command
+    """bench/grade_class.py at 22 submissions, one of each kind above, graded with the command
     (two at a time): one row each, hostile ones with their statuses, and every deterministic
     submission scored exactly as it is when graded alone."""
     plan = bench.build_class(tmp_path / "submitted", len(SMALL_CLASS), only=set(SMALL_CLASS))
@@ -486,6 +590,8 @@ def test_small_class_every_submission_graded_none_affected(tmp_path):
     assert got["hostile_endless_loop"][0] in {"graded", "timeout"}
     assert got["hostile_bad_json"] == got["hostile_symlink_dev_zero"] == ("bad_notebook", 0.0)
     assert got["missing_notebook"] == ("missing_notebook", 0.0)
+    assert got["hostile_linked_folder"] == got["hostile_hard_link_host_file"] == \
+        ("bad_notebook", 0.0)
 
 
 def test_each_test_cell_gets_the_points_of_what_it_grades():

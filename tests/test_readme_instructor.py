@@ -37,11 +37,23 @@ def test_block_makes_its_config_activates_the_venv_and_grades_with_the_command()
     block = instructor_block(README.read_text())
     assert block.startswith("source .venv/bin/activate")
     assert "cp ../notebooks/assignments/nbgrader_config.py ." in block
-    assert "python -m tilinglib.grading submitted --assignment a1_tiled_sgemm --gradebook" in block
+    # the trusted grade is computed before autograde runs any student code, and the
+    # gradebook is filled afterwards from the saved results, not from submitted/
+    lines = block.splitlines()
+    grade = next(i for i, line in enumerate(lines)
+                 if "python -m tilinglib.grading submitted --assignment a1_tiled_sgemm" in line)
+    autograde = next(i for i, line in enumerate(lines) if "nbgrader autograde" in line)
+    fill = next(i for i, line in enumerate(lines) if "--from grades.json" in line)
+    assert grade < autograde < fill
+    assert lines[grade].startswith("sha=$(") and '--sha256 "$sha"' in lines[fill]
+    assert "submitted" not in lines[fill].split("#")[0]
     # the README explains what autograde prints and says which grade to trust
     text = README.read_text()
     assert "Attribute 'checksum' for cell" in text and "SAWarning" in text
+    assert "Kernel is running over TCP without encryption" in text
     assert "The grade to trust is" in text and "envkernel" in text
+    assert "Order matters" in text and "never as root" in text
+    assert "/course/" in (ROOT / ".gitignore").read_text().splitlines()
 
 
 def _need_nbgrader():
@@ -61,7 +73,9 @@ def _copy_of_repository(dest: Path) -> None:
     shutil.copytree(ROOT, dest, ignore=skip, symlinks=True)
 
 
-def test_readme_instructor_block_runs_as_written(tmp_path):
+def _run_block(tmp_path, block: str, extra_env=None):
+    """Run `block` in a fresh copy of the repository, the venv activated by the block
+    itself; returns (the clone, the completed process)."""
     _need_nbgrader()
     venv = Path(sys.prefix)
     if not (venv / "bin" / "activate").is_file() or not (venv / "bin" / "nbgrader").is_file():
@@ -72,10 +86,10 @@ def test_readme_instructor_block_runs_as_written(tmp_path):
     clone = tmp_path / "clone"
     _copy_of_repository(clone)
     (clone / ".venv").symlink_to(venv, target_is_directory=True)
-    block = instructor_block(README.read_text())
 
     env = {k: v for k, v in os.environ.items()
            if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env.update(extra_env or {})
     bindir = str(venv / "bin")
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "/usr/bin:/bin").split(os.pathsep)
                                   if p and Path(p).resolve() != Path(bindir).resolve())
@@ -84,6 +98,24 @@ def test_readme_instructor_block_runs_as_written(tmp_path):
     result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=clone, env=env,
                             capture_output=True, text=True, stdin=subprocess.DEVNULL,
                             timeout=1200)
+    return clone, result
+
+
+def _grades(course: Path) -> list:
+    with open(course / "grades.csv", newline="") as fh:
+        return [(r["student"], r["assignment"], r["score"], r["max_score"], r["status"])
+                for r in csv.DictReader(fh)]
+
+
+def _gradebook_scores(course: Path) -> dict:
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {s.student.id: s.score for s in gb.assignment_submissions(A1)}
+
+
+def test_readme_instructor_block_runs_as_written(tmp_path):
+    block = instructor_block(README.read_text())
+    clone, result = _run_block(tmp_path, block)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-6000:]
     assert "Success! Your notebook passes all the tests." in out
@@ -92,9 +124,7 @@ def test_readme_instructor_block_runs_as_written(tmp_path):
     course = clone / "course"
     assert (course / "nbgrader_config.py").read_text() == \
         (ROOT / "notebooks" / "assignments" / "nbgrader_config.py").read_text()
-    with open(course / "grades.csv", newline="") as fh:
-        rows = [(r["student"], r["assignment"], r["score"], r["max_score"], r["status"])
-                for r in csv.DictReader(fh)]
+    rows = _grades(course)
     # bob handed in the student copy untouched: its answer cell is the skeleton, a literal
     # kernel that writes nothing.
     assert rows == [("alice", A1, "100", "100", "graded"), ("bob", A1, "0", "100", "graded")]
@@ -106,7 +136,60 @@ def test_readme_instructor_block_runs_as_written(tmp_path):
     # student edited a locked cell (the README says what the warning would mean).
     assert "Attribute 'checksum'" not in out, out[-3000:]
 
-    from nbgrader.api import Gradebook
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        scores = {s.student.id: s.score for s in gb.assignment_submissions(A1)}
-    assert scores == {"alice": 100.0, "bob": 0.0}
+    assert "written into gradebook.db; submitted/ was not read" in result.stderr
+    assert _gradebook_scores(course) == {"alice": 100.0, "bob": 0.0}
+
+
+# Mallory's answer cell: the skeleton (a literal kernel that writes nothing, 0 points), then
+# code that only nbgrader's autograde runs, in course/autograded/mallory/a1_tiled_sgemm/: it
+# copies the instructor's solution over her own submitted notebook and blanks alice's kernel.
+ATTACK_CELL = r"""
+import json as _json, os as _os, shutil as _shutil
+_course = _os.path.abspath("../../..")
+_sub = _course + "/submitted"
+_shutil.copy(_course + "/source/a1_tiled_sgemm/a1_tiled_sgemm.ipynb",
+             _sub + "/mallory/a1_tiled_sgemm/a1_tiled_sgemm.ipynb")
+_victim = _sub + "/alice/a1_tiled_sgemm/a1_tiled_sgemm.ipynb"
+_nb = _json.load(open(_victim))
+for _cell in _nb["cells"]:
+    if _cell["metadata"].get("nbgrader", {}).get("grade_id") == "a1-kernel":
+        _cell["source"] = "KERNEL = ''\n"
+_json.dump(_nb, open(_victim, "w"))
+open(_course + "/mallory_ran", "w").write("yes")
+"""
+
+MAKE_MALLORY = r"""
+import json, os, sys
+nb = json.load(open("release/a1_tiled_sgemm/a1_tiled_sgemm.ipynb"))
+for cell in nb["cells"]:
+    if cell["metadata"].get("nbgrader", {}).get("grade_id") == "a1-kernel":
+        cell["source"] = "".join(cell["source"]) + open(sys.argv[1]).read()
+os.makedirs("submitted/mallory/a1_tiled_sgemm", exist_ok=True)
+json.dump(nb, open("submitted/mallory/a1_tiled_sgemm/a1_tiled_sgemm.ipynb", "w"))
+"""
+
+
+def test_a_cell_that_rewrites_submitted_during_autograde_changes_no_trusted_grade(tmp_path):
+    """A6: the README's block with a third student, mallory, whose cell (run by autograde,
+    after the command graded everyone) rewrites submitted/: grades.csv and the gradebook keep
+    the scores the command gave before any student code ran."""
+    (tmp_path / "attack.py").write_text(ATTACK_CELL)
+    (tmp_path / "make_mallory.py").write_text(MAKE_MALLORY)
+    lines = instructor_block(README.read_text()).splitlines()
+    after = next(i for i, line in enumerate(lines) if line.startswith("cp release/"))
+    lines.insert(after + 1, 'python "$ATTACK_DIR/make_mallory.py" "$ATTACK_DIR/attack.py"')
+    clone, result = _run_block(tmp_path, "\n".join(lines) + "\n",
+                               {"ATTACK_DIR": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-6000:]
+    course = clone / "course"
+    # the attack ran, and did what it meant to: submitted/ is not what was handed in
+    assert (course / "mallory_ran").read_text() == "yes", out[-3000:]
+    alice = (course / "submitted" / "alice" / A1 / f"{A1}.ipynb").read_text()
+    mallory = (course / "submitted" / "mallory" / A1 / f"{A1}.ipynb").read_text()
+    assert "KERNEL = ''" in alice and "BEGIN SOLUTION" in mallory
+    # the trusted grades are those of what was handed in
+    assert _grades(course) == [("alice", A1, "100", "100", "graded"),
+                               ("bob", A1, "0", "100", "graded"),
+                               ("mallory", A1, "0", "100", "graded")]
+    assert _gradebook_scores(course) == {"alice": 100.0, "bob": 0.0, "mallory": 0.0}

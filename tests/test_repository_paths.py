@@ -27,6 +27,7 @@ NOT_REPOSITORY_FILES = {
     "nbgrader_config.py": "made by the README's instructor commands in the course directory",
     "gradebook.db": "nbgrader's database, made by `nbgrader autograde`",
     "grades.csv": "written by `python -m tilinglib.grading`",
+    "grades.json": "written by `python -m tilinglib.grading` (its results file)",
     "h200.json": "the file `python -m tilinglib.bench --out h200.json` writes",
 }
 

@@ -1,9 +1,17 @@
 """``python -m tilinglib.grading DIR``: grade a class's submitted notebooks, the grade to trust.
 
 Input: DIR in nbgrader's ``submitted/`` layout, ``DIR/<student>/<assignment>/<assignment>.ipynb``.
-Output: ``grades.csv`` (student, assignment, score, max_score, status, seconds), one feedback
-file per student per assignment (``feedback/<student>/<assignment>.txt``: every check, its
-points and what to change), and optionally the scores in nbgrader's gradebook.
+Output: ``grades.csv`` (student, assignment, score, max_score, status, seconds: that
+submission's own grading time), one feedback file per student per assignment
+(``feedback/<student>/<assignment>.txt``: every check, its points and what to change),
+``grades.json`` (every result in full; its SHA-256 is printed on stdout), and optionally the
+scores in nbgrader's gradebook.
+
+``--from grades.json --gradebook gradebook.db`` writes saved results into the gradebook
+without reading DIR again: grade *before* ``nbgrader autograde`` runs any student code (which
+can rewrite DIR), and fill the gradebook after it; ``--sha256`` refuses a results file changed
+in between. A student folder, assignment folder or notebook that is a symbolic link, leads out
+of ``DIR/<student>/`` or is a hard link is refused (bad_notebook).
 
 No student Python runs: each notebook is read as JSON and its answers as Python literals
 (`tilinglib.grading.extract`); each submission is graded in a fresh, resource-limited process
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import sys
 import threading
@@ -30,7 +39,8 @@ from .extract import BadNotebook, extract_answers
 from .sandbox import Limits, Outcome, STATUSES, grade_in_sandbox
 
 __all__ = ["Submission", "Result", "find_submissions", "grade_submission", "grade_directory",
-           "write_grades_csv", "feedback_text", "write_feedback", "write_gradebook", "main"]
+           "write_results", "read_results", "write_grades_csv", "feedback_text",
+           "write_feedback", "write_gradebook", "main"]
 
 CSV_COLUMNS = ("student", "assignment", "score", "max_score", "status", "seconds")
 
@@ -94,7 +104,10 @@ def find_submissions(directory, assignments=None) -> list:
     if not root.is_dir():
         raise GradingError(f"{directory} is not a folder: give nbgrader's submitted/ folder "
                            f"(DIR/<student>/<assignment>/<assignment>.ipynb)")
-    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    # A linked student folder is listed (and refused when graded: `grade_submission`), not
+    # followed.
+    students = sorted(p.name for p in root.iterdir()
+                      if (p.is_symlink() or p.is_dir()) and not p.name.startswith("."))
     if assignments:
         unknown = [a for a in assignments if a not in known]
         if unknown:
@@ -102,8 +115,9 @@ def find_submissions(directory, assignments=None) -> list:
                                f"{', '.join(sorted(known))}")
         names = list(dict.fromkeys(assignments))
     else:
-        seen = {p.name for s in students for p in (root / s).iterdir()
-                if p.is_dir() and not p.name.startswith(".")}
+        seen = {p.name for s in students if not (root / s).is_symlink()
+                for p in (root / s).iterdir()
+                if (p.is_symlink() or p.is_dir()) and not p.name.startswith(".")}
         names = sorted(seen & set(known))
         strange = sorted(seen - set(known))
         if strange:
@@ -126,6 +140,9 @@ def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=()) ->
     spec = _assignments()[sub.assignment]
     max_score = float(spec.max_score)
     try:
+        linked = _linked_component(sub)
+        if linked:
+            return Result(sub, Outcome("bad_notebook", 0.0, max_score, message=linked))
         if not os.path.lexists(sub.path):
             folder = sub.path.parent
             others = sorted(p.name for p in folder.glob("*.ipynb")) if folder.is_dir() else []
@@ -154,6 +171,29 @@ def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=()) ->
                                            f"{type(exc).__name__}: {str(exc)[:300]}"))
 
 
+def _linked_component(sub: Submission) -> str:
+    """Why `sub` must not be read because a folder or the notebook on its way is a link, or
+    leads out of ``DIR/<student>/``; "" when it may be read."""
+    student_dir = sub.path.parent.parent
+    parts = [(student_dir, f"the student folder {sub.student}/"),
+             (sub.path.parent, f"the assignment folder {sub.student}/{sub.assignment}/"),
+             (sub.path, f"the notebook {sub.student}/{sub.assignment}/{sub.path.name}")]
+    for path, what in parts:
+        if os.path.islink(path):
+            return (f"{what} is a symbolic link (to {os.readlink(path)}): links are not "
+                    f"followed, since they could hand in another student's work; hand in "
+                    f"the notebook itself")
+        if not os.path.lexists(path):
+            break
+    if os.path.lexists(sub.path):
+        inside = os.path.realpath(student_dir)
+        real = os.path.realpath(sub.path)
+        if os.path.commonpath([inside, real]) != inside:
+            return (f"the notebook {sub.student}/{sub.assignment}/{sub.path.name} leads out "
+                    f"of the student's folder {sub.student}/: hand in the notebook itself")
+    return ""
+
+
 class _Progress:
     """tqdm's bar when tqdm is installed, else a counter on stderr."""
 
@@ -166,7 +206,8 @@ class _Progress:
         if enabled:
             try:
                 from tqdm import tqdm
-                self.bar = tqdm(total=total, unit="submission", file=sys.stderr)
+                self.bar = tqdm(total=total, unit="submission", file=sys.stderr,
+                                desc="graded (elapsed in all)")
             except ImportError:
                 pass
 
@@ -182,7 +223,7 @@ class _Progress:
             if self.tty or self.done % every == 0 or self.done == self.total:
                 end = "\r" if self.tty and self.done < self.total else "\n"
                 print(f"graded {self.done}/{self.total} "
-                      f"({time.monotonic() - self.t0:.0f} s; last: "
+                      f"({time.monotonic() - self.t0:.0f} s elapsed in all; last: "
                       f"{result.submission.student}/{result.submission.assignment} "
                       f"{result.outcome.status})", end=end, file=sys.stderr, flush=True)
 
@@ -212,6 +253,82 @@ def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = 
         bar.close()
     order = {(s.student, s.assignment): i for i, s in enumerate(subs)}
     results.sort(key=lambda r: order[(r.submission.student, r.submission.assignment)])
+    return results
+
+
+RESULTS_FORMAT = "tilinglib.grading results 1"
+
+
+def write_results(results, path) -> str:
+    """Write every result to the JSON file `path` (``grades.json``): for each submission the
+    student, the assignment, the outcome (status, score, max_score, per-check points, points
+    per nbgrader test cell, messages) and what was read from the notebook; all that
+    `--from` needs to fill a gradebook without reading submitted/ again. Returns the file's
+    SHA-256 (hex), which `read_results` can check."""
+    import hashlib
+    from dataclasses import asdict
+
+    payload = {"format": RESULTS_FORMAT,
+               "results": [{"student": r.submission.student,
+                            "assignment": r.submission.assignment,
+                            "notebook": str(r.submission.path),
+                            "outcome": asdict(r.outcome),
+                            "read_notes": list(r.read_notes)} for r in results]}
+    data = json.dumps(payload, indent=1, ensure_ascii=False).encode("utf-8")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_results(path, sha256=None) -> list:
+    """The `Result`s saved by `write_results` in `path`, the submissions not read again.
+
+    `sha256` (hex, as `write_results` returned and the command printed): when given, the
+    file must have exactly that digest, so a results file changed since it was written (say
+    by student code that nbgrader's autograde ran) is refused. Raises `GradingError` for a
+    missing, changed or malformed file, or an assignment not in `ASSIGNMENTS`."""
+    import hashlib
+
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise GradingError(f"--from {path}: cannot read it ({exc.strerror}): give the "
+                           f"results file a grading run wrote (--results)") from None
+    if sha256 is not None:
+        got = hashlib.sha256(data).hexdigest()
+        if got != sha256.strip().lower():
+            raise GradingError(f"--from {path}: its SHA-256 is {got}, not the {sha256} the "
+                               f"grading run printed: the file was changed after it was "
+                               f"written; grade submitted/ again")
+    try:
+        payload = json.loads(data.decode("utf-8"))
+        if payload.get("format") != RESULTS_FORMAT:
+            raise ValueError(f"format is {payload.get('format')!r}, not {RESULTS_FORMAT!r}")
+        results = []
+        known = _assignments()
+        for item in payload["results"]:
+            if item["assignment"] not in known:
+                raise GradingError(f"--from {path}: unknown assignment "
+                                   f"{item['assignment']!r} (a --setup file adds it?)")
+            o = item["outcome"]
+            if o["status"] not in STATUSES:
+                raise ValueError(f"status {o['status']!r}")
+            outcome = Outcome(**{k: o[k] for k in o
+                                 if k in Outcome.__dataclass_fields__})
+            outcome.score, outcome.max_score = float(outcome.score), float(outcome.max_score)
+            if not isinstance(outcome.cells, dict) or not all(
+                    isinstance(v, (int, float)) for v in outcome.cells.values()):
+                raise ValueError("cells is not a table of points per cell")
+            results.append(Result(Submission(str(item["student"]), item["assignment"],
+                                             Path(item["notebook"])), outcome,
+                                  list(item.get("read_notes", []))))
+    except GradingError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+        raise GradingError(f"--from {path}: not a results file of this command "
+                           f"({type(exc).__name__}: {str(exc)[:200]})") from None
     return results
 
 
@@ -371,8 +488,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m tilinglib.grading",
         description="Grade nbgrader's submitted/ folder without running any student code: "
                     "answers are read from the notebooks as literals and each submission is "
-                    "graded in a fresh, resource-limited process.")
-    p.add_argument("directory", metavar="DIR",
+                    "graded in a fresh, resource-limited process. Writes grades.csv, the "
+                    "feedback files and the results file (grades.json), and prints the "
+                    "results file's SHA-256 on stdout. With --from RESULTS --gradebook DB, "
+                    "writes saved results into nbgrader's gradebook without reading "
+                    "submitted/ again (run that after nbgrader autograde).")
+    p.add_argument("directory", metavar="DIR", nargs="?",
                    help="nbgrader's submitted/ folder: DIR/<student>/<assignment>/<assignment>.ipynb")
     p.add_argument("--assignment", action="append", metavar="NAME",
                    help="grade only this assignment (repeatable; default: every known "
@@ -381,11 +502,20 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"submissions graded at once (default: all cores, here {os.cpu_count()})")
     p.add_argument("--out", default="grades.csv", metavar="PATH",
                    help="the grades table (default: grades.csv)")
+    p.add_argument("--results", default="grades.json", metavar="PATH",
+                   help="every result in full, for --from (default: grades.json)")
     p.add_argument("--feedback-dir", default="feedback", metavar="D",
                    help="one feedback file per student per assignment: "
                         "D/<student>/<assignment>.txt (default: feedback)")
     p.add_argument("--gradebook", metavar="PATH",
                    help="also write the scores into this nbgrader gradebook.db")
+    p.add_argument("--from", dest="from_results", metavar="RESULTS",
+                   help="with --gradebook, and instead of DIR: write the results a grading "
+                        "run saved (its --results file) into the gradebook; submitted/ is not "
+                        "read")
+    p.add_argument("--sha256", metavar="HEX",
+                   help="with --from: the digest the grading run printed; a results file "
+                        "with any other digest is refused")
     p.add_argument("--timeout", type=float, default=Limits.wall_seconds, metavar="S",
                    help="wall-clock seconds per submission before its process is killed "
                         "(default: %(default)g)")
@@ -400,11 +530,37 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _summary(results) -> str:
+    counts = {s: sum(r.outcome.status == s for r in results) for s in STATUSES}
+    return ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+
+
 def main(argv=None) -> int:
     """The command line; returns the exit status (0: every submission has a status and a
-    score; 2: the command could not run, with the reason on stderr)."""
+    score; 2: the command could not run, with the reason on stderr). A grading run prints
+    the results file's SHA-256 (hex) alone on stdout; its progress and summary go to
+    stderr."""
     args = _parser().parse_args(argv)
     try:
+        setup = [str(Path(s).resolve()) for s in args.setup]
+        if args.from_results is not None:
+            if args.directory is not None:
+                raise GradingError("give DIR (to grade it) or --from RESULTS (to write saved "
+                                   "results into a gradebook), not both")
+            if not args.gradebook:
+                raise GradingError("--from RESULTS writes saved results into a gradebook: "
+                                   "add --gradebook gradebook.db")
+            run_setup_files(setup)
+            results = read_results(args.from_results, args.sha256)
+            write_gradebook(results, args.gradebook)
+            print(f"{len(results)} results from {args.from_results} ({_summary(results)}) "
+                  f"written into {args.gradebook}; submitted/ was not read", file=sys.stderr)
+            return 0
+        if args.directory is None:
+            raise GradingError("give the folder to grade (nbgrader's submitted/), or --from "
+                               "RESULTS --gradebook DB")
+        if args.sha256 is not None:
+            raise GradingError("--sha256 goes with --from (it checks a saved results file)")
         if args.jobs is not None and args.jobs < 1:
             raise GradingError("--jobs must be 1 or more")
         try:
@@ -413,20 +569,20 @@ def main(argv=None) -> int:
                             memory_bytes=args.memory * 2**20)
         except ValueError as exc:
             raise GradingError(str(exc)) from None
-        setup = [str(Path(s).resolve()) for s in args.setup]
         run_setup_files(setup)
         results = grade_directory(args.directory, assignments=args.assignment, jobs=args.jobs,
                                   limits=limits, setup=setup, progress=not args.quiet)
         write_grades_csv(results, args.out)
         write_feedback(results, args.feedback_dir)
+        digest = write_results(results, args.results)
         if args.gradebook:
             write_gradebook(results, args.gradebook)
     except GradingError as exc:
         print(f"python -m tilinglib.grading: {exc}", file=sys.stderr)
         return 2
-    counts = {s: sum(r.outcome.status == s for r in results) for s in STATUSES}
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    print(f"{len(results)} submissions: {summary}. Grades in {args.out}, feedback in "
-          f"{args.feedback_dir}/" + (f", scores in {args.gradebook}" if args.gradebook else ""),
+    print(f"{len(results)} submissions: {_summary(results)}. Grades in {args.out}, feedback in "
+          f"{args.feedback_dir}/, all results in {args.results} (SHA-256 {digest}, printed on "
+          f"stdout)" + (f", scores in {args.gradebook}" if args.gradebook else ""),
           file=sys.stderr)
+    print(digest)
     return 0

@@ -60,8 +60,11 @@ def read_notebook(path: Path):
     """Read `path` as a Jupyter notebook (nbformat 4) without running it.
 
     Refuses anything that is not a regular file (a symbolic link, a device such as
-    /dev/zero, a FIFO) and files over `MAX_NOTEBOOK_BYTES`. Returns the
-    `nbformat.NotebookNode`; raises `BadNotebook` saying what is wrong.
+    /dev/zero, a FIFO), a file with more than one hard link (it may be another file of the
+    machine, such as /etc/passwd, linked into the submission) and files over
+    `MAX_NOTEBOOK_BYTES`. A file that is not a notebook is never quoted: the message names
+    only where its JSON goes wrong. Returns the `nbformat.NotebookNode`; raises `BadNotebook`
+    saying what is wrong.
     """
     import nbformat
 
@@ -70,38 +73,64 @@ def read_notebook(path: Path):
         info = os.lstat(path)
     except OSError as exc:
         raise BadNotebook(f"cannot read {path.name}: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise BadNotebook(f"{path.name} is not a regular file (a link, a device or a pipe): "
-                          f"hand in the notebook itself")
-    if info.st_size > MAX_NOTEBOOK_BYTES:
-        raise BadNotebook(f"{path.name} is {info.st_size / 2**20:.0f} MiB, over the "
-                          f"{MAX_NOTEBOOK_BYTES // 2**20} MiB a submission may be: clear the "
-                          f"outputs (Edit -> Clear Outputs of All Cells) and hand it in again")
+    _refuse_odd_file(path, info)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as fh:
+            _refuse_odd_file(path, os.fstat(fh.fileno()))   # what was opened, not its name
             raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
     except OSError as exc:
         raise BadNotebook(f"cannot read {path.name}: {exc.strerror}") from None
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise BadNotebook(f"{path.name} is over the {MAX_NOTEBOOK_BYTES // 2**20} MiB a "
+                          f"submission may be: clear the outputs and hand it in again")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadNotebook(f"{path.name} is not UTF-8 text (byte {exc.start}): it is not a "
                           f"notebook file") from None
     try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:     # its message is the position only, no content
+        raise BadNotebook(f"{path.name} is not a Jupyter notebook: not valid notebook JSON "
+                          f"({exc.msg}: line {exc.lineno} column {exc.colno} (char "
+                          f"{exc.pos}))") from None
+    except (ValueError, RecursionError) as exc:
+        raise BadNotebook(f"{path.name} is not a Jupyter notebook: its JSON cannot be read "
+                          f"({type(exc).__name__})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise BadNotebook(f"{path.name} is not a Jupyter notebook: valid JSON, but not an "
+                          f"object with a list of cells")
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             nb = nbformat.reads(text, as_version=4)
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise BadNotebook(f"{path.name} is not a notebook (not valid notebook JSON: "
-                          f"{str(exc)[:200]})") from None
-    except Exception as exc:   # nbformat raises a variety of things on odd JSON
-        raise BadNotebook(f"{path.name} is not a notebook nbformat can read "
-                          f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    except Exception as exc:   # nbformat's messages may quote the file: name the type only
+        raise BadNotebook(f"{path.name} is not a Jupyter notebook nbformat can read "
+                          f"({type(exc).__name__})") from None
     cells = nb.get("cells")
     if not isinstance(cells, list):
         raise BadNotebook(f"{path.name} has no list of cells")
     return nb
+
+
+def _refuse_odd_file(path: Path, info) -> None:
+    """Raise `BadNotebook` unless `info` (an lstat or fstat) is a plain notebook-sized file
+    with one link."""
+    if stat.S_ISLNK(info.st_mode):
+        raise BadNotebook(f"{path.name} is a symbolic link, not a regular file: hand in the "
+                          f"notebook itself")
+    if not stat.S_ISREG(info.st_mode):
+        raise BadNotebook(f"{path.name} is not a regular file (a link, a device or a pipe): "
+                          f"hand in the notebook itself")
+    if info.st_nlink > 1:
+        raise BadNotebook(f"{path.name} is a hard link ({info.st_nlink} names for one file): "
+                          f"copy the file instead")
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        raise BadNotebook(f"{path.name} is {info.st_size / 2**20:.0f} MiB, over the "
+                          f"{MAX_NOTEBOOK_BYTES // 2**20} MiB a submission may be: clear the "
+                          f"outputs (Edit -> Clear Outputs of All Cells) and hand it in again")
 
 
 def _cell_text(cell) -> str:
