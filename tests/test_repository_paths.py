@@ -21,10 +21,17 @@ TOP = sorted(p.name for p in ROOT.iterdir()
              if p.is_dir() and not p.name.startswith(".") or p.name == ".ci")
 ENDINGS = ("py", "cu", "md", "ipynb", "json", "yml", "toml")
 
+# Paths that climb out of a folder the README's commands make (course/), or that are examples
+# of what the emulator refuses, each for a reason a reader can see.
+NOT_REPOSITORY_PATHS = {
+    "../x": "an #include the emulator refuses, in docs/emulator.md's limits",
+    "../.venv/bin/": "the venv the README's install command makes, seen from course/",
+}
+
 # Names that are not files of this repository, each for a reason a reader can see.
 NOT_REPOSITORY_FILES = {
     "kernel.cu": "the name PyCUDA and the emulator give the student's own source text",
-    "nbgrader_config.py": "made by the README's instructor commands in the course directory",
+    "FILE.py": "a placeholder, in `--setup FILE.py`, for the instructor's own file",
     "gradebook.db": "nbgrader's database, made by `nbgrader autograde`",
     "grades.csv": "written by `python -m tilinglib.grading`",
     "grades.json": "written by `python -m tilinglib.grading` (its results file)",
@@ -72,8 +79,15 @@ def _missing():
         rel = path.relative_to(ROOT)
         for m in _PATH.finditer(text):
             p = m.group(1).rstrip(".")
+            if p in NOT_REPOSITORY_PATHS:
+                continue
             if p.startswith("../"):
-                yield f"{rel}: {p} (outside the repository)"
+                # From a folder inside the repository (the README's course/), ../X is X.
+                inner = p
+                while inner.startswith("../"):
+                    inner = inner[3:]
+                if not (ROOT / inner).exists():
+                    yield f"{rel}: {p} (outside the repository)"
             elif not (ROOT / p).exists() and not _is_pattern_prefix(p):
                 yield f"{rel}: {p}"
         for m in _BARE.finditer(text):
