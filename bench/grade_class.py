@@ -109,7 +109,14 @@ def kinds() -> list:
         out.append(Kind(f"good_reference_tile{tile}", _cell(_with_tile(ref, tile)),
                         frozenset({"graded"})))
     for path in sorted(SUBMISSIONS.glob("good_*.cu")):
-        out.append(Kind(path.stem, _cell(path.read_text()), frozenset({"graded"})))
+        source = path.read_text()
+        if "// grader: block=" in source:
+            # Correct only under a launch other than a1's block = (TILE, TILE, 1): under
+            # a1's rules it is a wrong submission, so it is not one of the good kinds here.
+            out.append(Kind(path.stem + "_outside_a1_launch", _cell(source),
+                            frozenset({"graded"})))
+            continue
+        out.append(Kind(path.stem, _cell(source), frozenset({"graded"})))
     out.append(Kind("good_annotated_plain_string",
                     'KERNEL: str = """\n' + ref + '\n"""\n', frozenset({"graded"})))
     out.append(Kind("good_with_magics_and_comments",
