@@ -31,8 +31,6 @@ run the emulator on every case and write the table of ncu against two emulator v
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
@@ -42,6 +40,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ncu_counters import parse_ncu_csv  # noqa: E402  (ncu's --csv output, one reader)
 
 METRICS = [
     "smsp__inst_executed_op_shared_ld.sum",
@@ -181,25 +182,6 @@ def child(cubin_path: str) -> int:
               np.uint32(c["mask"]), drv.Out(out), block=(32, 1, 1), grid=(1, 1))
     drv.Context.synchronize()
     return 0
-
-
-def parse_ncu_csv(text: str) -> list:
-    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("==")]
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        return []
-    launches: dict = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        try:
-            lid = int(row["ID"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        entry = launches.setdefault(lid, (row.get("Kernel Name", ""), {}))
-        try:
-            entry[1][row.get("Metric Name")] = float(str(row.get("Metric Value", "")).replace(",", ""))
-        except ValueError:
-            entry[1][row.get("Metric Name")] = None
-    return [launches[k] for k in sorted(launches)]
 
 
 def sass_opcodes(sass: str) -> dict:
