@@ -9,6 +9,12 @@
   (lesson 03);
 - ``sgemm_tiled_db``: ``sgemmTiledDB``, same parameters, the tiled kernel with two shared
   buffers so the next tile loads while this one is used (``-DTILE=..``; lesson 06);
+- ``sgemm_coarse``: ``sgemmCoarse(int M, int N, int K, const float* A, const float* B,
+  float* C)``, any M, N, K: thread coarsening, each thread TM outputs down a column
+  (1-D register blocking); ``-DBM= -DBN= -DBK= -DTM=`` (defaults 64, 64, 8, 8; lesson 07);
+- ``sgemm_regtile2d``: ``sgemmRegtile2d``, same parameters: 2-D register blocking, each
+  thread a TM x TN block of C from registers; ``-DBM= -DBN= -DBK= -DTM= -DTN=`` (defaults
+  128, 128, 8, 8, 8; lesson 07). `tilinglib.ladder` has the launches and valid shapes;
 - ``transpose``: ``transposeNaive`` and ``transposeShared(int N, const float* in,
   float* out)``, the second through a shared tile read by columns (``-DPAD=1`` pads it;
   lesson 05);

@@ -1,0 +1,159 @@
+"""tilinglib.ladder: each step's kernel against NumPy on the emulator, its refusals, and its
+bytes-per-FMA formulas against the emulator's counters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilinglib import kernels, ladder
+from tilinglib.errors import ArgumentError
+from tilinglib.sgemm import relative_error
+
+# Small tile shapes keep the emulator quick; the defaults are tested once each below.
+SMALL = {
+    "coarse": {"BM": 32, "BN": 32, "BK": 8, "TM": 4},
+    "regtile2d": {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4},
+}
+ODD_SHAPES = [(1, 1, 1), (31, 31, 31), (33, 33, 33), (65, 47, 129), (1, 40, 3), (40, 1, 70)]
+
+
+@pytest.fixture(autouse=True)
+def _emulator(monkeypatch):
+    monkeypatch.setenv("TILINGLIB_BACKEND", "emulator")
+
+
+def _inputs(M, N, K, seed=1):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((M, K), dtype=np.float32),
+            rng.standard_normal((K, N), dtype=np.float32))
+
+
+def test_steps_in_ladder_order_and_files_exist():
+    assert ladder.names()[:3] == ["tiled", "coarse", "regtile2d"]
+    for s in ladder.STEPS:
+        src = kernels.load(s.kernel)
+        assert f"void {s.function}(" in src
+        for name in s.parameters:
+            assert f"#ifndef {name}" in src, (s.name, name)
+
+
+@pytest.mark.parametrize("name", ["coarse", "regtile2d"])
+@pytest.mark.parametrize("M,N,K", ODD_SHAPES)
+def test_odd_shapes_match_numpy(name, M, N, K):
+    A, B = _inputs(M, N, K)
+    C = ladder.run(name, A, B, SMALL[name])
+    assert C.shape == (M, N) and C.dtype == np.float32
+    assert relative_error(C, A, B) < 1e-5
+
+
+@pytest.mark.parametrize("name", ["coarse", "regtile2d"])
+def test_default_tile_shape_matches_numpy(name):
+    A, B = _inputs(70, 130, 20)      # over one block tile wide, a partial one down
+    C = ladder.run(name, A, B)
+    assert relative_error(C, A, B) < 1e-5
+
+
+@pytest.mark.parametrize("params", [{"TM": 1}, {"TM": 2, "BK": 4}, {"BM": 16, "BN": 64, "TM": 8},
+                                    {"BK": 3, "TM": 4}])
+def test_coarse_other_shapes_match_numpy(params):
+    A, B = _inputs(37, 70, 41)
+    assert relative_error(ladder.run("coarse", A, B, {**SMALL["coarse"], **params}), A, B) < 1e-5
+
+
+@pytest.mark.parametrize("params", [{"TM": 8, "TN": 2}, {"TM": 2, "TN": 8, "BK": 5},
+                                    {"BM": 64, "BN": 16, "TM": 8, "TN": 2}])
+def test_regtile2d_other_shapes_match_numpy(params):
+    A, B = _inputs(37, 70, 41)
+    C = ladder.run("regtile2d", A, B, {**SMALL["regtile2d"], **params})
+    assert relative_error(C, A, B) < 1e-5
+
+
+def test_tiled_step_is_lesson_03_kernel_on_square_matrices():
+    A, B = _inputs(64, 64, 64)
+    assert relative_error(ladder.run("tiled", A, B, {"TILE": 16}), A, B) < 1e-5
+    with pytest.raises(ArgumentError, match="square"):
+        ladder.run("tiled", *_inputs(64, 32, 64))
+    with pytest.raises(ArgumentError, match="N % TILE"):
+        ladder.launch("tiled", 48, 48, 48, {"TILE": 32})
+
+
+def test_launch_shapes():
+    assert ladder.launch("coarse", 100, 200, 7) == ((512, 1, 1), (4, 2))
+    assert ladder.launch("regtile2d", 100, 200, 7, {"TM": 4}) == ((512, 1, 1), (2, 1))
+    assert ladder.launch("tiled", 64, 64, 64, {"TILE": 16}) == ((16, 16, 1), (4, 4))
+
+
+@pytest.mark.parametrize("name,params,phrase", [
+    ("coarse", {"TM": 3}, "does not divide BM"),
+    ("coarse", {"BM": 128, "BN": 128, "TM": 4}, "at most 1,024"),
+    ("coarse", {"BM": 8, "BN": 8, "TM": 8}, "multiple of 32"),
+    ("coarse", {"BK": 128, "BM": 64, "BN": 64}, "48 KiB"),
+    ("regtile2d", {"TN": 3}, "does not divide BN"),
+    ("regtile2d", {"TM": 16, "TN": 16}, "registers"),
+    ("regtile2d", {"TM": 0}, "at least 1"),
+    ("regtile2d", {"TX": 4}, "no parameter 'TX'"),
+    ("regtile2d", {"TM": 2.5}, "whole number"),
+    ("tiled", {"TILE": 64}, "over 1,024"),
+])
+def test_valid_refuses_with_reason(name, params, phrase):
+    why = ladder.get(name).valid(params)
+    assert why is not None and phrase in why
+    with pytest.raises(ArgumentError, match="cannot launch|no parameter|whole number"):
+        ladder.launch(name, 64, 64, 64, params)
+
+
+def test_valid_accepts_defaults_and_choices_are_the_valid_ones():
+    for s in ladder.STEPS:
+        assert s.valid() is None, s.name
+    # 128-row tile, TN = 8: TM = 1 gives 2,048 threads, TM = 3 does not divide 128,
+    # TM = 32 needs 32*8 + 40 + 30 registers.
+    assert ladder.choices("regtile2d", "TM", [1, 2, 3, 4, 8, 16, 32]) == [2, 4, 8, 16]
+    assert ladder.choices("tiled", "TILE", range(1, 65)) == [8, 16, 24, 32]
+    with pytest.raises(ArgumentError, match="no parameter"):
+        ladder.choices("coarse", "TN", [1])
+
+
+def test_bad_arrays_are_refused_clearly():
+    A, B = _inputs(8, 8, 8)
+    with pytest.raises(ArgumentError, match="float32"):
+        ladder.run("coarse", A.astype(np.float64), B)
+    with pytest.raises(ArgumentError, match="columns must equal"):
+        ladder.run("coarse", A, B[:5])
+    with pytest.raises(ArgumentError, match="2-D"):
+        ladder.run("coarse", A.ravel(), B)
+    with pytest.raises(ArgumentError, match="no ladder step"):
+        ladder.get("cublas")
+
+
+def test_formulas_by_hand():
+    c, r = ladder.get("coarse"), ladder.get("regtile2d")
+    # 1-D: 9 shared loads (8 of A, 1 of B) per 8 FMAs; tiles of 64 + 64 floats per 64*64 FMAs
+    assert c.shared_bytes_per_fma() == 4 * 9 / 8
+    assert c.global_bytes_per_fma() == 4 * 128 / 4096
+    # 2-D 8x8: 16 loads per 64 FMAs = 1 byte per FMA; 128x128 tile: 1/16 byte per FMA
+    assert r.shared_bytes_per_fma() == 1.0
+    assert r.global_bytes_per_fma() == 0.0625
+    assert ladder.get("tiled").shared_bytes_per_fma({"TILE": 16}) == 8.0
+    assert ladder.get("tiled").global_bytes_per_fma({"TILE": 16}) == 0.5
+
+
+@pytest.mark.parametrize("name,params,shape", [
+    ("tiled", {"TILE": 16}, (32, 32, 32)),
+    ("tiled", {"TILE": 8}, (48, 48, 48)),
+    ("coarse", SMALL["coarse"], (64, 32, 96)),
+    ("coarse", {"BM": 16, "BN": 64, "BK": 4, "TM": 2}, (32, 128, 8)),
+    ("coarse", {"BM": 64, "BN": 32, "BK": 8, "TM": 8}, (128, 64, 16)),
+    ("regtile2d", SMALL["regtile2d"], (64, 96, 32)),
+    ("regtile2d", {"BM": 64, "BN": 32, "BK": 4, "TM": 8, "TN": 2}, (64, 64, 12)),
+    ("regtile2d", {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 8}, (128, 64, 24)),
+])
+def test_formulas_equal_emulator_counters(name, params, shape):
+    s = ladder.get(name)
+    report = ladder.count(s, *shape, params)
+    M, N, K = shape
+    assert report.flops == 2 * M * N * K
+    g, sh = ladder.measured_bytes_per_fma(report)
+    assert g == pytest.approx(s.global_bytes_per_fma(params), rel=1e-12)
+    assert sh == pytest.approx(s.shared_bytes_per_fma(params), rel=1e-12)
+    assert report.shared_bytes == s.shared_bytes(params)

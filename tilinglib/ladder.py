@@ -1,0 +1,422 @@
+"""The SGEMM ladder of lessons 07 and 08: from the tiled kernel towards cuBLAS, one step each.
+
+Introduced in lesson 07 (register tiling). Each rung is a `Step`: a kernel file of
+`tilinglib.kernels`, its tile-shape parameters (``-D`` macros) with defaults, the launch it
+needs, the shapes it refuses (`Step.valid`, with the reason) and the bytes per FMA it asks
+memory for, as formulas of the tile shape::
+
+    from tilinglib import ladder
+    step = ladder.get("regtile2d")
+    p = step.resolve({"TM": 4})                   # {'BM': 128, 'BN': 128, 'BK': 8, 'TM': 4, 'TN': 8}
+    step.valid(p)                                 # None: it can launch
+    step.global_bytes_per_fma(p)                  # 4 (BM + BN) / (BM BN) = 0.0625
+    step.shared_bytes_per_fma(p)                  # 4 (TM + TN) / (TM TN) = 1.5
+    C = ladder.run(step, A, B, p)                 # on the notebook's backend (GPU or emulator)
+    report = ladder.count(step, 256, 256, 256, p) # always the emulator: a LaunchReport
+    ladder.measured_bytes_per_fma(report)         # (global, shared): the same two numbers
+
+Every kernel of the ladder except the first computes C (M x N) = A (M x K) · B (K x N) for
+row-major float32 matrices of any shape, with the signature
+``(int M, int N, int K, const float* A, const float* B, float* C)``. The first rung,
+``tiled``, is lesson 03's kernel unchanged: it takes N only (square matrices) and needs
+N % TILE == 0; `Step.shape_error` says so for other shapes.
+
+What the byte formulas count: bytes *requested* by load instructions (lanes x bytes per lane,
+as `LaunchReport.global_load_bytes`), divided by the FMAs executed (`LaunchReport.flops` / 2),
+at a shape where M, N and K are multiples of the block tile (then no guard skips a load).
+Stores of C are not counted (one per output, whatever the tiling). Caches sit between the
+requests and DRAM, so DRAM traffic is smaller; shared-memory bytes requested include
+broadcasts (32 lanes reading one word count 128 bytes, though it is one wavefront).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+
+from .errors import ArgumentError
+
+__all__ = ["Step", "STEPS", "names", "get", "launch", "run", "count", "measured_bytes_per_fma",
+           "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
+
+MAX_THREADS = 1024                 # threads per block, every CUDA GPU so far
+MAX_STATIC_SHARED = 48 * 1024      # static __shared__ bytes per block (more needs dynamic opt-in)
+MAX_REGISTERS = 255                # registers per thread ptxas can give before spilling
+REGISTERS_PER_SM = 65536           # registers one SM (compute capability 9.0) holds
+WARP = 32
+FLOAT = 4                          # bytes
+
+
+Params = Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rung of the ladder: a kernel, its tile-shape parameters and what they imply.
+
+    `name`: the short name (``"coarse"``); `title`: the technique in the field's words;
+    `kernel`: the file in `tilinglib.kernels` (``"sgemm_coarse"``); `function`: the
+    ``__global__`` function's name; `defaults`: parameter name -> default value, in the
+    order the macros are listed; `lesson`: the lesson that introduces it; `square_only`:
+    True for a kernel that takes N alone (lesson 03's tiled kernel).
+
+    The methods take `params`, a mapping of parameter names to whole numbers; missing names
+    take their defaults (`resolve`). Units: threads, bytes, bytes per FMA.
+    """
+
+    name: str
+    title: str
+    kernel: str
+    function: str
+    defaults: Mapping[str, int]
+    lesson: int
+    _threads: Callable[[dict], int] = field(repr=False)
+    _grid: Callable[[int, int, dict], tuple] = field(repr=False)
+    _global_bytes_per_fma: Callable[[dict], float] = field(repr=False)
+    _shared_bytes_per_fma: Callable[[dict], float] = field(repr=False)
+    _shared_bytes: Callable[[dict], int] = field(repr=False)
+    _registers_estimate: Callable[[dict], int] = field(repr=False)
+    _rules: Callable[[dict], str | None] = field(repr=False)
+    square_only: bool = False
+    notes: str = ""
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The tile-shape parameter names, e.g. ('BM', 'BN', 'BK', 'TM')."""
+        return tuple(self.defaults)
+
+    def resolve(self, params: Params | None = None) -> dict[str, int]:
+        """`params` completed with the defaults, as a new dict of ints.
+
+        Raises ArgumentError for a name this step does not have or a value that is not a
+        whole number."""
+        out = dict(self.defaults)
+        for key, value in dict(params or {}).items():
+            if key not in self.defaults:
+                raise ArgumentError(f"{self.name!r} has no parameter {key!r}; its parameters "
+                                    f"are {', '.join(self.defaults)}")
+            if isinstance(value, bool) or int(value) != value:
+                raise ArgumentError(f"{key}={value!r}: {self.name!r} needs a whole number")
+            out[key] = int(value)
+        return out
+
+    def threads(self, params: Params | None = None) -> int:
+        """Threads per block for this tile shape."""
+        return self._threads(self.resolve(params))
+
+    def block(self, params: Params | None = None) -> tuple[int, int, int]:
+        """The block shape, (x, y, z). The ladder's kernels after ``tiled`` use 1-D blocks."""
+        p = self.resolve(params)
+        if self.square_only:
+            return (p["TILE"], p["TILE"], 1)
+        return (self._threads(p), 1, 1)
+
+    def grid(self, M: int, N: int, params: Params | None = None) -> tuple[int, int]:
+        """The grid for an M x N result: (ceil(N / block tile width), ceil(M / height))."""
+        return self._grid(int(M), int(N), self.resolve(params))
+
+    def shared_bytes(self, params: Params | None = None) -> int:
+        """Static ``__shared__`` bytes per block (the tiles staged in shared memory)."""
+        return self._shared_bytes(self.resolve(params))
+
+    def registers_estimate(self, params: Params | None = None) -> int:
+        """A rough count of the registers per thread the tile shape needs (accumulators,
+        register fragments, plus about 30 for addresses, indices and loop counters).
+
+        Only an estimate, used by `valid` to refuse shapes that would certainly spill: ptxas
+        decides the real number (PyCUDA's ``Function.num_regs`` on a GPU; the reference
+        data elsewhere)."""
+        return self._registers_estimate(self.resolve(params))
+
+    def valid(self, params: Params | None = None) -> str | None:
+        """None when the tile shape can launch and compute correctly, else the reason.
+
+        Checks: whole positive values, the divisibility the kernel's thread layout needs,
+        threads per block a multiple of 32 and at most 1,024, static shared memory at most
+        48 KiB, and an estimated register count (`registers_estimate`) at most 255 per
+        thread and 65,536 per block. Unknown parameter names are a reason too."""
+        try:
+            p = self.resolve(params)
+        except ArgumentError as exc:
+            return str(exc)
+        bad = [k for k, v in p.items() if v < 1]
+        if bad:
+            return f"{', '.join(f'{k}={p[k]}' for k in bad)}: every parameter must be at least 1"
+        why = self._rules(p)
+        if why:
+            return why
+        t = self._threads(p)
+        if t > MAX_THREADS:
+            return f"{t:,} threads per block: a block holds at most {MAX_THREADS:,}"
+        if t % WARP:
+            return (f"{t} threads per block is not a multiple of {WARP}: the last warp would "
+                    f"run partly empty")
+        s = self._shared_bytes(p)
+        if s > MAX_STATIC_SHARED:
+            return (f"{s:,} bytes of static shared memory: a block may have at most "
+                    f"{MAX_STATIC_SHARED:,} (48 KiB); make the tiles smaller")
+        r = self._registers_estimate(p)
+        if r > MAX_REGISTERS:
+            return (f"about {r} registers per thread: a thread has at most {MAX_REGISTERS}, so "
+                    f"the accumulators would spill to local memory; make TM x TN smaller")
+        if r * t > REGISTERS_PER_SM:
+            return (f"about {r} registers x {t} threads = {r * t:,} registers: more than an "
+                    f"SM's {REGISTERS_PER_SM:,}, so the block could not launch")
+        return None
+
+    def shape_error(self, M: int, N: int, K: int, params: Params | None = None) -> str | None:
+        """None when this step can multiply an (M x K) by a (K x N) matrix, else why not."""
+        for what, v in (("M", M), ("N", N), ("K", K)):
+            if isinstance(v, bool) or int(v) != v or v < 1:
+                return f"{what}={v!r}: matrix sizes must be whole numbers >= 1"
+        if self.square_only:
+            tile = self.resolve(params)["TILE"]
+            if not M == N == K:
+                return (f"{self.name!r} is lesson 03's kernel: it takes square matrices only "
+                        f"(M = N = K), not {M}x{K} times {K}x{N}")
+            if N % tile:
+                return f"{self.name!r} needs N % TILE == 0; N={N}, TILE={tile}"
+        return None
+
+    def defines(self, params: Params | None = None) -> list[str]:
+        """The compiler options that set the tile shape, e.g. ['-DBM=64', '-DBN=64', ...]."""
+        return [f"-D{k}={v}" for k, v in self.resolve(params).items()]
+
+    def global_bytes_per_fma(self, params: Params | None = None) -> float:
+        """Global-memory bytes requested per FMA (loads of A and B) at tile-multiple shapes.
+
+        A block tile of BM x BN outputs stages BM·BK floats of A and BK·BN of B for BM·BN·BK
+        FMAs: 4 (BM + BN) / (BM BN) bytes per FMA (8 / TILE for the tiled kernel)."""
+        return self._global_bytes_per_fma(self.resolve(params))
+
+    def shared_bytes_per_fma(self, params: Params | None = None) -> float:
+        """Shared-memory bytes requested per FMA (loads only) at tile-multiple shapes.
+
+        Tiled: 2 loads per FMA, 8 bytes. 1-D blocking: TM + 1 loads per TM FMAs. 2-D
+        blocking: TM + TN loads per TM·TN FMAs. Each load 4 bytes per lane."""
+        return self._shared_bytes_per_fma(self.resolve(params))
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tile_rules(p: dict) -> str | None:
+    if p["TILE"] > 32:
+        return (f"TILE={p['TILE']}: the tiled kernel runs one thread per output of the tile, "
+                f"TILE x TILE = {p['TILE'] ** 2:,} threads, over 1,024")
+    return None
+
+
+def _coarse_rules(p: dict) -> str | None:
+    if p["BM"] % p["TM"]:
+        return (f"TM={p['TM']} does not divide BM={p['BM']}: each thread owns TM rows of the "
+                f"BM-row tile, so BM must be a multiple of TM")
+    return None
+
+
+def _regtile2d_rules(p: dict) -> str | None:
+    if p["BM"] % p["TM"]:
+        return (f"TM={p['TM']} does not divide BM={p['BM']}: each thread owns TM rows of the "
+                f"BM-row tile")
+    if p["BN"] % p["TN"]:
+        return (f"TN={p['TN']} does not divide BN={p['BN']}: each thread owns TN columns of "
+                f"the BN-column tile")
+    return None
+
+
+_OVERHEAD_REGISTERS = 30   # addresses, indices, loop counters (a rough allowance)
+
+TILED = Step(
+    name="tiled", title="shared-memory tiling (lesson 03)", kernel="sgemm_tiled",
+    function="sgemmTiled", defaults={"TILE": 32}, lesson=3,
+    _threads=lambda p: p["TILE"] ** 2,
+    _grid=lambda M, N, p: (_cdiv(N, p["TILE"]), _cdiv(M, p["TILE"])),
+    _global_bytes_per_fma=lambda p: 2 * FLOAT / p["TILE"],
+    _shared_bytes_per_fma=lambda p: 2.0 * FLOAT,
+    _shared_bytes=lambda p: 2 * p["TILE"] ** 2 * FLOAT,
+    _registers_estimate=lambda p: 1 + _OVERHEAD_REGISTERS,
+    _rules=_tile_rules, square_only=True,
+    notes="lesson 03's kernel, unchanged: sgemmTiled(int N, A, B, C), square, N % TILE == 0")
+
+COARSE = Step(
+    name="coarse", title="thread coarsening: 1-D register blocking", kernel="sgemm_coarse",
+    function="sgemmCoarse", defaults={"BM": 64, "BN": 64, "BK": 8, "TM": 8}, lesson=7,
+    _threads=lambda p: p["BN"] * (p["BM"] // p["TM"]),
+    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
+    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + 1) / p["TM"],
+    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
+    _registers_estimate=lambda p: p["TM"] + 1 + _OVERHEAD_REGISTERS,
+    _rules=_coarse_rules)
+
+REGTILE2D = Step(
+    name="regtile2d", title="2-D register blocking", kernel="sgemm_regtile2d",
+    function="sgemmRegtile2d", defaults={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+    lesson=7,
+    _threads=lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"]),
+    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
+    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
+    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
+    _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
+    _rules=_regtile2d_rules)
+
+#: The ladder in order. Lesson 08 appends float4 loads with a transposed A tile, warp tiling
+#: and double buffering.
+STEPS: list[Step] = [TILED, COARSE, REGTILE2D]
+
+
+def names() -> list[str]:
+    """The names of the `STEPS`, in ladder order."""
+    return [s.name for s in STEPS]
+
+
+def get(step: Step | str) -> Step:
+    """The `Step` called `step` (a Step is returned as it is).
+
+    Raises ArgumentError listing the names when there is none."""
+    if isinstance(step, Step):
+        return step
+    for s in STEPS:
+        if s.name == step:
+            return s
+    raise ArgumentError(f"no ladder step {step!r}; the steps are {', '.join(names())}")
+
+
+def choices(step: Step | str, name: str, candidates, params: Params | None = None) -> list[int]:
+    """The values of parameter `name`, among `candidates`, that `valid` accepts with the other
+    parameters as in `params` (defaults for the rest): what a slider over `name` may offer.
+
+    Sorted, each once. Raises ArgumentError for a parameter the step does not have."""
+    s = get(step)
+    base = s.resolve(params)
+    if name not in base:
+        raise ArgumentError(f"{s.name!r} has no parameter {name!r}; its parameters are "
+                            f"{', '.join(s.defaults)}")
+    return sorted({int(v) for v in candidates if s.valid({**base, name: int(v)}) is None})
+
+
+def _checked(step: Step | str, M: int, N: int, K: int, params: Params | None):
+    s = get(step)
+    p = s.resolve(params)
+    why = s.valid(p)
+    if why:
+        raise ArgumentError(f"{s.name} with {_shape_text(p)} cannot launch: {why}")
+    why = s.shape_error(M, N, K, p)
+    if why:
+        raise ArgumentError(why)
+    return s, p
+
+
+def _shape_text(p: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in p.items())
+
+
+def launch(step: Step | str, M: int, N: int, K: int,
+           params: Params | None = None) -> tuple[tuple[int, int, int], tuple[int, int]]:
+    """(block, grid) for C (M x N) = A (M x K) · B (K x N) with this step and tile shape.
+
+    Raises ArgumentError when the tile shape is not `valid` or the step cannot take the
+    matrix shape (the reason is in the message)."""
+    s, p = _checked(step, M, N, K, params)
+    return s.block(p), s.grid(M, N, p)
+
+
+@functools.lru_cache(maxsize=64)
+def _function(backend_name: str, kernel: str, function: str, defines: tuple[str, ...]):
+    from . import kernels
+    from .backend import get_backend
+
+    if backend_name == "emulator-always":
+        from .emulator import SourceModule
+    else:
+        SourceModule = get_backend().SourceModule
+    return SourceModule(kernels.load(kernel), options=list(defines)).get_function(function)
+
+
+def _matrices(A, B) -> tuple[np.ndarray, np.ndarray]:
+    for what, X in (("A", A), ("B", B)):
+        if not isinstance(X, np.ndarray) or X.ndim != 2:
+            raise ArgumentError(f"{what} must be a 2-D NumPy array (rows x columns), not "
+                                f"{type(X).__name__}{'' if not hasattr(X, 'ndim') else f' with {X.ndim} dims'}")
+        if X.dtype != np.float32:
+            raise ArgumentError(f"{what} has dtype {X.dtype}: the SGEMM kernels take float32; "
+                                f"pass {what}.astype(np.float32)")
+    if A.shape[1] != B.shape[0]:
+        raise ArgumentError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: "
+                            f"A's columns must equal B's rows")
+    return np.ascontiguousarray(A), np.ascontiguousarray(B)
+
+
+def _call(f, s: Step, p: dict, A, B, C, In, Out, **kw):
+    M, K = A.shape
+    N = B.shape[1]
+    block, grid = s.block(p), s.grid(M, N, p)
+    if s.square_only:
+        f(np.int32(N), In(A), In(B), Out(C), block=block, grid=grid, **kw)
+    else:
+        f(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), Out(C), block=block, grid=grid,
+          **kw)
+
+
+def run(step: Step | str, A: np.ndarray, B: np.ndarray, params: Params | None = None) -> np.ndarray:
+    """C = A · B by this step's kernel on the notebook's backend (`tl.SourceModule`).
+
+    `A`: (M, K) float32, `B`: (K, N) float32. Returns C, (M, N) float32. Compiled modules are
+    cached per tile shape. Raises ArgumentError for arrays of the wrong kind, a tile shape that
+    is not `valid`, or a matrix shape the step cannot take."""
+    from .backend import get_backend
+
+    A, B = _matrices(A, B)
+    s, p = _checked(step, A.shape[0], B.shape[1], A.shape[1], params)
+    backend = get_backend()
+    f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
+    C = np.zeros((A.shape[0], B.shape[1]), dtype=np.float32)
+    _call(f, s, p, A, B, C, backend.In, backend.Out)
+    return C
+
+
+def count(step: Step | str, M: int, N: int, K: int, params: Params | None = None, *,
+          seed: int = 0, hazards: str = "warn"):
+    """Run the step on the CPU emulator for seeded random (M x K) · (K x N) inputs.
+
+    Always the emulator, GPU or not: its counters are exact and the same on every machine.
+    Returns the `LaunchReport`. Raises ArgumentError as `launch` does, and
+    `KernelRuntimeError` if the kernel computes a wrong product (relative error over 1e-4),
+    which no ladder kernel should."""
+    from .emulator import In, Out
+    from .errors import KernelRuntimeError
+    from .sgemm import relative_error
+
+    s, p = _checked(step, M, N, K, params)
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((int(M), int(K)), dtype=np.float32)
+    B = rng.standard_normal((int(K), int(N)), dtype=np.float32)
+    C = np.zeros((int(M), int(N)), dtype=np.float32)
+    f = _function("emulator-always", s.kernel, s.function, tuple(s.defines(p)))
+    _call(f, s, p, A, B, C, In, Out, hazards=hazards)
+    err = relative_error(C, A, B)
+    if not err < 1e-4:
+        raise KernelRuntimeError(f"{s.name} with {_shape_text(p)} computed a wrong product at "
+                                 f"M={M}, N={N}, K={K} (relative error {err:.2g})",
+                                 kernel=s.function)
+    return f.last_report
+
+
+def measured_bytes_per_fma(report, *, shared_bytes_per_load: int = FLOAT) -> tuple[float, float]:
+    """(global, shared) load bytes requested per FMA, from an emulator `LaunchReport`.
+
+    Global: ``global_load_bytes / (flops / 2)``. Shared: the report counts shared load
+    *requests* (warp instructions, ncu's ``smsp__inst_executed_op_shared_ld.sum``); each is
+    32 lanes x `shared_bytes_per_load` bytes when every warp is full, as `Step.valid` makes
+    it for the ladder's kernels (4 for a float, 16 for a float4). Raises ArgumentError for a
+    launch with no FMAs."""
+    fmas = report.flops / 2
+    if fmas <= 0:
+        raise ArgumentError("the launch did no FMAs, so there are no bytes per FMA to give")
+    return (report.global_load_bytes / fmas,
+            report.shared_load_requests * WARP * shared_bytes_per_load / fmas)
