@@ -82,6 +82,7 @@ class Step:
     _rules: Callable[[dict], str | None] = field(repr=False)
     square_only: bool = False
     notes: str = ""
+    may_be_zero: tuple = ()          # parameters for which 0 is a valid value (padding)
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -142,9 +143,11 @@ class Step:
             p = self.resolve(params)
         except ArgumentError as exc:
             return str(exc)
-        bad = [k for k, v in p.items() if v < 1]
+        bad = [k for k, v in p.items() if v < (0 if k in self.may_be_zero else 1)]
         if bad:
-            return f"{', '.join(f'{k}={p[k]}' for k in bad)}: every parameter must be at least 1"
+            least = ("at least 1" if not self.may_be_zero else
+                     f"at least 1 ({', '.join(self.may_be_zero)}: at least 0)")
+            return f"{', '.join(f'{k}={p[k]}' for k in bad)}: every parameter must be {least}"
         why = self._rules(p)
         if why:
             return why
@@ -196,7 +199,9 @@ class Step:
         """Shared-memory bytes requested per FMA (loads only) at tile-multiple shapes.
 
         Tiled: 2 loads per FMA, 8 bytes. 1-D blocking: TM + 1 loads per TM FMAs. 2-D
-        blocking: TM + TN loads per TM·TN FMAs. Each load 4 bytes per lane."""
+        blocking (and vec4): TM + TN floats per TM·TN FMAs. Warp tiling: a lane holds
+        RM = WMITER·TM rows and RN = WNITER·TN columns, RM + RN floats per RM·RN FMAs.
+        4 bytes per float and lane (a float4 load is 4 floats)."""
         return self._shared_bytes_per_fma(self.resolve(params))
 
 
@@ -265,9 +270,107 @@ REGTILE2D = Step(
     _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
     _rules=_regtile2d_rules)
 
-#: The ladder in order. Lesson 08 appends float4 loads with a transposed A tile, warp tiling
-#: and double buffering.
-STEPS: list[Step] = [TILED, COARSE, REGTILE2D]
+def _vec4_rules(p: dict) -> str | None:
+    why = _regtile2d_rules(p)
+    if why:
+        return why
+    for k in ("BK", "BN", "TM", "TN"):
+        if p[k] % 4:
+            return (f"{k}={p[k]} is not a multiple of 4: the kernel moves the tiles as float4 "
+                    f"(4 floats at a time)")
+    return None
+
+
+def _warp_step(p: dict) -> tuple[int, int]:
+    """The lanes of one warp step: (rows, columns) of TM x TN pieces."""
+    return p["WM"] // p["WMITER"] // p["TM"], p["WN"] // p["WNITER"] // p["TN"]
+
+
+def _warptile_rules(p: dict) -> str | None:
+    for big, small in (("BM", "WM"), ("BN", "WN")):
+        if p[big] % p[small]:
+            return (f"{small}={p[small]} does not divide {big}={p[big]}: the block tile is "
+                    f"cut into whole warp tiles")
+    for w, it, t in (("WM", "WMITER", "TM"), ("WN", "WNITER", "TN")):
+        if p[w] % p[it] or (p[w] // p[it]) % p[t]:
+            return (f"{w}={p[w]} must be a multiple of {it} x {t} = {p[it] * p[t]}: the warp "
+                    f"tile is swept in {it} steps of whole {t}-wide pieces")
+    rows, cols = _warp_step(p)
+    if rows * cols != WARP:
+        return (f"one warp step holds (WM/WMITER/TM) x (WN/WNITER/TN) = {rows} x {cols} = "
+                f"{rows * cols} lanes, not {WARP}: change WMITER, WNITER, TM or TN")
+    for k in ("BK", "BN", "TM", "TN", "APAD"):
+        if p[k] % 4:
+            return (f"{k}={p[k]} is not a multiple of 4: the kernel moves the tiles as float4 "
+                    f"(4 floats at a time)")
+    return None
+
+
+def _rm_rn(p: dict) -> tuple[int, int]:
+    """Rows and columns of C one lane holds: (WMITER x TM, WNITER x TN)."""
+    return p["WMITER"] * p["TM"], p["WNITER"] * p["TN"]
+
+
+def _warptile_threads(p: dict) -> int:
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP
+
+
+def _prefetch_registers(p: dict) -> int:
+    """Registers the double-buffered kernel holds for the next tile: 4 per float4 in flight."""
+    t = _warptile_threads(p)
+    return 4 * (_cdiv(p["BM"] * p["BK"] // 4, t) + _cdiv(p["BK"] * p["BN"] // 4, t))
+
+
+_WARPTILE_DEFAULTS = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "WMITER": 1,
+                      "WNITER": 4, "TM": 4, "TN": 4, "APAD": 4}
+_WARPTILE_DB_DEFAULTS = {"BM": 128, "BN": 256, "BK": 8, "WM": 32, "WN": 128, "WMITER": 2,
+                         "WNITER": 2, "TM": 8, "TN": 4, "APAD": 4}
+
+VEC4 = Step(
+    name="vec4", title="float4 loads and a transposed A tile", kernel="sgemm_vec4",
+    function="sgemmVec4", defaults={"BM": 64, "BN": 128, "BK": 16, "TM": 8, "TN": 4},
+    lesson=8,
+    _threads=lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"]),
+    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
+    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
+    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
+    _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
+    _rules=_vec4_rules,
+    notes="2-D register blocking; global loads and shared reads as float4 (LDS.128); "
+          "As stored transposed, As[k][m]; the default shape is the fastest of the H200 sweep")
+
+WARPTILE = Step(
+    name="warptile", title="warp tiling", kernel="sgemm_warptile", function="sgemmWarptile",
+    defaults=_WARPTILE_DEFAULTS, lesson=8,
+    _threads=_warptile_threads,
+    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
+    _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
+    _shared_bytes=lambda p: p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
+    _registers_estimate=lambda p: (_rm_rn(p)[0] * _rm_rn(p)[1] + sum(_rm_rn(p))
+                                   + _OVERHEAD_REGISTERS),
+    _rules=_warptile_rules, may_be_zero=("APAD",),
+    notes="each warp a WM x WN sub-tile swept in WMITER x WNITER steps; each lane "
+          "(WMITER*TM) x (WNITER*TN) outputs; float4 and transposed A as in vec4")
+
+WARPTILE_DB = Step(
+    name="warptile_db", title="warp tiling with double buffering", kernel="sgemm_warptile_db",
+    function="sgemmWarptileDB", defaults=_WARPTILE_DB_DEFAULTS, lesson=8,
+    _threads=_warptile_threads,
+    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
+    _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
+    _shared_bytes=lambda p: 2 * p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
+    _registers_estimate=lambda p: (_rm_rn(p)[0] * _rm_rn(p)[1] + sum(_rm_rn(p))
+                                   + _prefetch_registers(p) + _OVERHEAD_REGISTERS),
+    _rules=_warptile_rules, may_be_zero=("APAD",),
+    notes="sgemm_warptile with the next tile fetched into registers during the FMAs and "
+          "stored into a second shared buffer (lesson 06's pipelining); the ladder's best")
+
+#: The ladder in order: lesson 07's rungs, then lesson 08's (float4 loads with a transposed A
+#: tile, warp tiling, double buffering).
+STEPS: list[Step] = [TILED, COARSE, REGTILE2D, VEC4, WARPTILE, WARPTILE_DB]
 
 
 def names() -> list[str]:

@@ -15,6 +15,15 @@
 - ``sgemm_regtile2d``: ``sgemmRegtile2d``, same parameters: 2-D register blocking, each
   thread a TM x TN block of C from registers; ``-DBM= -DBN= -DBK= -DTM= -DTN=`` (defaults
   128, 128, 8, 8, 8; lesson 07). `tilinglib.ladder` has the launches and valid shapes;
+- ``sgemm_vec4``: ``sgemmVec4``, same parameters: 2-D register blocking with float4 global
+  loads and the A tile stored transposed so both tiles are read as float4 (``-DBM= -DBN=
+  -DBK= -DTM= -DTN=``, defaults 64, 128, 16, 8, 4; lesson 08);
+- ``sgemm_warptile``: ``sgemmWarptile``, same parameters: warp tiling, each warp a WM x WN
+  sub-tile in WMITER x WNITER steps, each lane TM x TN per step (``-DBM -DBN -DBK -DWM -DWN
+  -DWMITER -DWNITER -DTM -DTN -DAPAD``, defaults 128, 128, 8, 64, 32, 1, 4, 4, 4, 4; lesson 08);
+- ``sgemm_warptile_db``: ``sgemmWarptileDB``, same parameters and macros: warp tiling with the
+  next tile fetched into registers during the FMAs, two shared buffers (defaults 128, 256, 8,
+  32, 128, 2, 2, 8, 4, 4: the fastest shape of the H200 sweep; lesson 08);
 - ``transpose``: ``transposeNaive`` and ``transposeShared(int N, const float* in,
   float* out)``, the second through a shared tile read by columns (``-DPAD=1`` pads it;
   lesson 05);
