@@ -156,6 +156,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--limit", type=int, default=0, help="at most this many shapes (0: all)")
+    ap.add_argument("--shapes", help="a JSON file of [kernel, params] pairs to sweep instead of "
+                                     "the built-in lists")
     ap.add_argument("--budget", type=float, default=1e9,
                     help="stop timing new shapes after this many seconds (the table still prints)")
     args = ap.parse_args(argv)
@@ -167,7 +169,11 @@ def main(argv=None):
     dev = drv.Context.get_device()
     cc = dev.compute_capability()
     arch = f"sm_{cc[0]}{cc[1]}"
-    todo = [("sgemm_tiled", {"TILE": 32})] + shapes()
+    if args.shapes:
+        with open(args.shapes, encoding="utf-8") as fh:
+            todo = [(k, p) for k, p in json.load(fh)]
+    else:
+        todo = [("sgemm_tiled", {"TILE": 32})] + shapes()
     if args.limit:
         todo = todo[:args.limit]
     print(f"device {dev.name()}, {len(todo)} shapes", flush=True)

@@ -95,7 +95,7 @@ def test_defaults_formulas():
     assert db.threads() == 256
     assert db.global_bytes_per_fma() == 4 * (128 + 256) / (128 * 256) == 0.046875
     assert db.shared_bytes_per_fma() == 4 * (16 + 8) / (16 * 8) == 0.75
-    assert db.shared_bytes() == 2 * 8 * (128 + 4 + 256) * 4 == 24832
+    assert db.shared_bytes() == 2 * 12 * (128 + 4 + 256) * 4 == 37248
     assert ladder.launch("warptile_db", 4096, 4096, 4096) == ((256, 1, 1), (16, 32))
 
 

@@ -95,3 +95,70 @@ def test_the_bench_command_writes_this_format():
         pytest.skip("no bench results in this checkout")
     ref = reference.from_dict(json.loads(path.read_text()), "bench")
     assert ref.run("sgemm_tiled", 4096, tile=32, pad=0).gflops > 0
+
+
+# ----------------------------------------------------------------- the ladder (lessons 07-08)
+# Read on the H200 on 2026-12-01 (python -m tilinglib.bench --only-ladder --ncu --repeat 20,
+# bench/results/ladder_bench_h200.log): GFLOP/s at N = 4096, the ladder beside cuBLAS.
+LADDER_H200_2026_12_01 = {"tiled": 9044.1, "coarse": 15869.8, "regtile2d": 21741.3,
+                          "vec4": 30539.8, "warptile": 36077.0, "warptile_db": 42495.4,
+                          "cublas": 49559.1}
+
+
+def test_ladder_runs_are_found_by_step_name():
+    ref = reference.load()
+    assert ref.ladder["date"] == "2026-12-01" and ref.ladder["device"]["name"] == "NVIDIA H200"
+    assert "measured on an NVIDIA H200 (2026-12-01" in ref.ladder_label
+    for name, gflops in LADDER_H200_2026_12_01.items():
+        run = ref.step(name, 4096)
+        assert run.gflops == pytest.approx(gflops, abs=0.05), name
+    best = ref.step("warptile_db", 4096)
+    assert best.extra["params"]["BK"] == 12 and best.extra["registers"] == 221
+    assert best.extra["ptxas"]["spill_stores"] == 0
+    # the goal of issue 13: at least 80% of cuBLAS, measured in the same run
+    assert best.gflops / ref.step("cublas", 4096).gflops > 0.80
+
+
+def test_ladder_lookup_narrows_by_params_and_says_what_there_is():
+    ref = reference.load()
+    assert ref.step("vec4", 1024, {"BM": 64, "TN": 4}).gflops == pytest.approx(16948.8, abs=0.05)
+    with pytest.raises(KeyError, match="step='vec4', N=1024"):
+        ref.step("vec4", 1024, {"BM": 128})          # not the shape that was measured
+    with pytest.raises(KeyError, match=r"\('warptile_db', 4096\)"):
+        ref.step("warptile_db", 2048)
+
+
+def test_ladder_entries_leave_the_earlier_lookups_alone():
+    ref = reference.load()
+    # the ladder's tiled and cuBLAS runs are not among `runs`: the lessons' lookups stay unique
+    assert ref.run("sgemm_tiled", 4096, tile=32, pad=0).gflops == 8997.2
+    assert ref.run("cublas", 4096).gflops == 49992.6
+    assert all("step" not in r.extra for r in ref.runs)
+    assert len(ref.ladder_runs) == 14 and len(ref.ladder_counter_sets) == 6
+    again = reference.from_dict(ref.to_dict(), "again")
+    assert again.step("coarse", 4096) == ref.step("coarse", 4096)
+    assert again.ladder_label == ref.ladder_label
+
+
+def test_ladder_counters_equal_the_byte_formulas():
+    # ncu at N = 1024: global load bytes (32-byte sectors, all fully used) per FFMA equal the
+    # ladder's formula 4 (BM + BN) / (BM BN) wherever K = 1024 is a multiple of BK; shared
+    # bytes read from the banks (a broadcast counted once) per FFMA equal 4 (WM + WN) / (WM WN)
+    # for the C area a warp covers (WM x WN), for the kernels whose shared loads ptxas keeps
+    # as written.
+    from tilinglib import ladder
+
+    ref = reference.load()
+    warp_area = {"coarse": None, "regtile2d": (16, 128), "vec4": (8, 128), "warptile": (64, 32)}
+    for name in ("tiled", "coarse", "regtile2d", "vec4", "warptile"):
+        m = ref.step_counters(name, 1024).metrics
+        fmas = m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"]
+        assert fmas == 1024 ** 3
+        g = m["l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"] / fmas
+        assert g == ladder.get(name).global_bytes_per_fma(), name
+        if warp_area.get(name):
+            wm, wn = warp_area[name]
+            assert m["smsp__sass_data_bytes_mem_shared_op_ld.sum"] / fmas == 4 * (wm + wn) / (wm * wn)
+    db = ref.step_counters("warptile_db", 1024).metrics
+    # BK = 12 does not divide 1024: 86 tiles of 12 cover K = 1032, the last one padded with 0
+    assert db["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] == 1024 * 1024 * 1032

@@ -22,9 +22,20 @@ inputs copied to the GPU once, outside the timed region; random normal float32 d
 - Transpose of an N x N matrix (largest N): naive, shared, shared+padded; GB/s counting
   8 bytes per element.
 
+- The SGEMM ladder of lessons 07-08 (`tilinglib.ladder.STEPS`, each at its default tile
+  shape) at each `--sizes` N, beside cuBLAS timed in the same run: GFLOP/s, the registers
+  per thread and the local (spill) bytes from the loaded function, and ptxas's own report
+  (``nvcc -Xptxas -v``: registers, spill stores and loads, stack). Each step is first
+  checked at the smallest N and at an odd shape (1000 x 1003 x 999 for the steps that take
+  any shape). These runs carry ``step`` and ``params``; `tilinglib.reference` finds them with
+  ``ref.step(name, N)``. ``--only-ladder`` measures the ladder alone, and ``--merge FILE``
+  writes FILE's other entries (kept as they are) together with the new ladder entries.
+
 ``--ncu`` runs each SGEMM and transpose variant once more at N = 1024 under
 ``ncu --clock-control none`` (one launch, a fixed metric list including the occupancy
-limits and the shared-memory configuration the driver chose) and stores the readings.
+limits and the shared-memory configuration the driver chose) and stores the readings; the ladder's
+steps are profiled in one ncu process at N = 1024 with, in addition, the bytes requested by
+global and shared load instructions (metrics this ncu does not know are left out, by name).
 
 Needs PyCUDA and a CUDA GPU (``TILINGLIB_BACKEND`` must not be ``emulator``).
 """
@@ -37,6 +48,7 @@ import datetime as _dt
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -257,6 +269,205 @@ def _transpose(tl, N, warmup, repeat, log):
     return out
 
 
+# ---------------------------------------------------------------------------- ladder
+
+LADDER_NCU_METRICS = NCU_METRICS + (
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
+    "smsp__sass_data_bytes_mem_shared_op_ld.sum",
+    "smsp__sass_data_bytes_mem_global_op_ld.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_global_ld.sum",
+)
+ODD_SHAPE = (1000, 1003, 999)     # M, N, K: every edge path of the any-shape kernels
+
+
+def ptxas_report(source: str, options, arch: str) -> dict:
+    """ptxas's resource report for `source` compiled with `options` for `arch` (e.g. 'sm_90'):
+    {'registers', 'spill_stores', 'spill_loads', 'stack_bytes'} (bytes per thread), or
+    {'error': text} when nvcc is missing or fails. Compiles as PyCUDA does (extern "C")."""
+    import re
+    import tempfile
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return {"error": "nvcc is not on PATH"}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "kernel.cu")
+        with open(src, "w", encoding="utf-8") as fh:
+            fh.write('extern "C" {\n' + source + '\n}\n')
+        done = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", *options,
+                               "-o", os.path.join(tmp, "k.cubin"), src],
+                              capture_output=True, text=True, timeout=300)
+    text = done.stdout + done.stderr
+    regs = re.findall(r"Used (\d+) registers", text)
+    spill = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill "
+                       r"loads", text)
+    if done.returncode != 0 or not regs or not spill:
+        return {"error": text[-600:]}
+    stack, stores, loads = (int(v) for v in spill[-1])
+    return {"registers": int(regs[-1]), "spill_stores": stores, "spill_loads": loads,
+            "stack_bytes": stack}
+
+
+def _ladder_inputs(M, N, K, seed):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((M, K), dtype=np.float32),
+            rng.standard_normal((K, N), dtype=np.float32))
+
+
+def measure_ladder(sizes, warmup, repeat, log=print):
+    """Time every `ladder.STEPS` entry (default tile shapes) and cuBLAS at each N of `sizes`,
+    in this one process; returns the run entries (see the module docstring)."""
+    import pycuda.driver as drv
+
+    import tilinglib as tl
+
+    from . import kernels, ladder
+    from .roofline import sgemm_flops
+    from .sgemm import relative_error
+
+    cc = drv.Context.get_device().compute_capability()
+    arch = f"sm_{cc[0]}{cc[1]}"
+    runs = []
+    small = min(sizes)
+    for step in ladder.STEPS:
+        p = step.resolve()
+        src = kernels.load(step.kernel)
+        f = tl.SourceModule(src, options=step.defines(p)).get_function(step.function)
+        ptx = ptxas_report(src, step.defines(p), arch)
+        A, B = _ladder_inputs(small, small, small, 1)
+        C = np.full((small, small), np.nan, dtype=np.float32)
+        ladder._call(f, step, p, A, B, C, tl.In, tl.Out)
+        err = relative_error(C, A, B)
+        odd = None
+        if not step.square_only:
+            M, N, K = ODD_SHAPE
+            A, B = _ladder_inputs(M, N, K, 2)
+            C = np.full((M, N), np.nan, dtype=np.float32)
+            ladder._call(f, step, p, A, B, C, tl.In, tl.Out)
+            odd = relative_error(C, A, B)
+        if not (err < 1e-4 and (odd is None or odd < 1e-4)):
+            log(f"!! ladder step {step.name}: relative error {err:.2e} / {odd}: left out")
+            continue
+        for N in sizes:
+            A, B = _ladder_inputs(N, N, N, N)
+            C = np.empty((N, N), dtype=np.float32)
+            block, grid = step.block(p), step.grid(N, N, p)
+            args = ((np.int32(N),) if step.square_only else (np.int32(N),) * 3)
+            t = tl.time_kernel(f, *args, tl.In(A), tl.In(B), tl.Out(C), block=block, grid=grid,
+                               warmup=warmup, repeat=repeat, flops=sgemm_flops(N, N, N))
+            entry = {
+                "kernel": step.kernel, "step": step.name, "params": p, "N": N,
+                "block": list(block), "grid": list(grid), "tile": None, "pad": None,
+                "static_shared_bytes": int(f.shared_size_bytes), "gflops": round(t.gflops, 1),
+                "median_ms": round(t.median_ms, 4), "q1_ms": round(t.q1_ms, 4),
+                "q3_ms": round(t.q3_ms, 4), "registers": int(f.num_regs),
+                "local_bytes": int(f.local_size_bytes), "ptxas": ptx,
+                "max_relative_error": err, "odd_shape_relative_error": odd,
+                "global_bytes_per_fma_formula": step.global_bytes_per_fma(p),
+                "shared_bytes_per_fma_formula": step.shared_bytes_per_fma(p),
+            }
+            runs.append(entry)
+            log(f"ladder {step.name:<12} N={N:<5} regs={f.num_regs:<3} "
+                f"spills={ptx.get('spill_stores')}/{ptx.get('spill_loads')} "
+                f"{t.gflops:9,.0f} GFLOP/s  {t.median_ms:8.3f} ms")
+    for r in _cublas(sizes, warmup, repeat, log):
+        r["step"] = "cublas"
+        r["params"] = {}
+        runs.append(r)
+    return runs
+
+
+def _launch_ladder(N: int) -> None:
+    """Launch every ladder step once at N x N x N (the process ncu profiles)."""
+    import tilinglib as tl
+
+    from . import kernels, ladder
+
+    for step in ladder.STEPS:
+        p = step.resolve()
+        f = tl.SourceModule(kernels.load(step.kernel), options=step.defines(p)).get_function(
+            step.function)
+        A, B = _ladder_inputs(N, N, N, 1)
+        C = np.empty((N, N), dtype=np.float32)
+        ladder._call(f, step, p, A, B, C, tl.In, tl.Out)
+
+
+def _parse_ncu_details(text: str) -> list:
+    """ncu's --csv details output -> [(kernel name, {metric: value})] in launch order."""
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("==")]
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return []
+    launches: dict = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        try:
+            lid = int(row["ID"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        entry = launches.setdefault(lid, (row.get("Kernel Name", ""), {}))
+        value = str(row.get("Metric Value", "")).replace(",", "")
+        try:
+            number = float(value)
+            entry[1][row.get("Metric Name")] = int(number) if number.is_integer() else number
+        except ValueError:
+            entry[1][row.get("Metric Name")] = value
+    return [launches[k] for k in sorted(launches)]
+
+
+def _known_metrics(extra, log):
+    """`NCU_METRICS` (known to work) and those of `extra` that ncu lists for this GPU in
+    ``ncu --query-metrics`` (none of them, if it cannot say: an unknown name fails a run)."""
+    done = subprocess.run([shutil.which("ncu"), "--query-metrics"], capture_output=True,
+                          text=True, timeout=120)
+    names = set(re.findall(r"([a-z0-9]+__[a-z0-9_]+)", done.stdout)) if done.returncode == 0 \
+        else set()
+    keep = [m for m in extra if m not in NCU_METRICS and m.rsplit(".", 1)[0] in names]
+    left = [m for m in extra if m not in NCU_METRICS and m not in keep]
+    if left:
+        log(f"(ncu --query-metrics does not list {', '.join(left)}: left out)")
+    return list(NCU_METRICS) + keep
+
+
+def profile_ladder(log=print, N=1024):
+    """Nsight Compute readings of every ladder step at N x N x N, in one ncu process."""
+    from . import ladder
+
+    if shutil.which("ncu") is None:
+        log("(no ladder counters: ncu is not on PATH)")
+        return []
+    names = [s.function for s in ladder.STEPS]
+
+    def ncu(metrics):
+        cmd = [shutil.which("ncu"), "--clock-control", "none", "--csv", "--print-units", "base",
+               "--metrics", ",".join(metrics),
+               "--kernel-name", "regex:^(" + "|".join(names) + ")$",
+               "--launch-count", str(len(names)),
+               sys.executable, "-m", "tilinglib.bench", "--launch-one", f"ladder:{N}"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        return done, _parse_ncu_details(done.stdout)
+
+    done, launches = ncu(_known_metrics(LADDER_NCU_METRICS, log))
+    if not launches:
+        log(f"!! ncu failed with the extra metrics, again without: {done.stdout[-600:]}")
+        done, launches = ncu(NCU_METRICS)
+    if len(launches) != len(names):
+        log(f"!! ncu profiled {len(launches)} of {len(names)} ladder launches: "
+            f"{done.stderr[-800:]} {done.stdout[-800:]}")
+    out = []
+    for step, (kname, metrics_read) in zip(ladder.STEPS, launches):
+        p = step.resolve()
+        fmas = metrics_read.get("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum")
+        entry = {"kernel": step.kernel, "step": step.name, "params": p, "N": N,
+                 "block": list(step.block(p)), "tile": None, "pad": None,
+                 "ncu_kernel_name": kname, "metrics": metrics_read}
+        out.append(entry)
+        g = metrics_read.get("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")
+        sh = metrics_read.get("smsp__sass_data_bytes_mem_shared_op_ld.sum")
+        log(f"ncu ladder {step.name:<12} FFMA={fmas} global ld bytes={g} shared ld bytes={sh}")
+    return out
+
+
 # ------------------------------------------------------------------------------- ncu
 
 def launch_one(spec: str) -> None:
@@ -265,6 +476,9 @@ def launch_one(spec: str) -> None:
 
     from . import kernels
 
+    if spec.startswith("ladder:"):
+        _launch_ladder(int(spec.split(":")[1]))
+        return
     kernel_file, name, edge, tile, pad, N = spec.split(":")
     edge = int(edge) if edge != "-" else None
     tile = int(tile) if tile != "-" else None
@@ -357,6 +571,14 @@ def device_info():
              "python": sys.version.split()[0], "numpy": np.__version__})
 
 
+def merge_ladder(path: str, new: dict) -> dict:
+    """The reference file at `path` with its ``ladder`` replaced by that of `new`; its other
+    fields and entries are kept as they are (see `tilinglib.reference` for the format)."""
+    with open(path, encoding="utf-8") as fh:
+        old = json.load(fh)
+    return dict(old, ladder=new["ladder"])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tilinglib.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -365,6 +587,11 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--ncu", action="store_true", help="also profile with Nsight Compute")
+    parser.add_argument("--only-ladder", action="store_true",
+                        help="measure the ladder of lessons 07-08 (and cuBLAS) only")
+    parser.add_argument("--merge", metavar="FILE",
+                        help="a reference file whose entries are kept beside the new ladder "
+                             "entries (its old ladder entries are replaced)")
     parser.add_argument("--launch-one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.launch_one:
@@ -376,8 +603,10 @@ def main(argv=None):
     if driver.strip():
         software["driver"] = driver.strip().splitlines()[0]
     print(f"device: {device['name']} ({device['sms']} SMs), driver {software.get('driver')}")
-    runs = measure(args.sizes, args.warmup, args.repeat)
-    counters = profile() if args.ncu else []
+    runs = [] if args.only_ladder else measure(args.sizes, args.warmup, args.repeat)
+    ladder_runs = measure_ladder(args.sizes, args.warmup, args.repeat)
+    counters = profile() if args.ncu and not args.only_ladder else []
+    ladder_counters = profile_ladder() if args.ncu else []
     data = {
         "format": "tilinglib-reference", "format_version": 1,
         "description": f"Every course kernel timed on an {device['name']} by "
@@ -392,7 +621,11 @@ def main(argv=None):
                       "timed",
             "warmup": args.warmup, "repeat": args.repeat, "statistic": "median",
             "gflops": "2 * N**3 / median time (SGEMM)",
-            "validation": f"each SGEMM variant against a float64 product at N={min(args.sizes)}",
+            "validation": f"each SGEMM variant against a float64 product at N={min(args.sizes)}"
+                          + (" and each ladder step that takes any shape at M, N, K = "
+                             f"{ODD_SHAPE}"),
+            "ladder": "tilinglib.ladder.STEPS at their default tile shapes (params in each "
+                      "entry); registers from Function.num_regs, spills from nvcc -Xptxas -v",
             "counters": ("ncu --clock-control none, one launch each, N = 1024"
                          if counters else "none"),
             "clocks": "as found (no clock control)",
@@ -400,11 +633,20 @@ def main(argv=None):
         "source": "python -m tilinglib.bench" + (" --ncu" if args.ncu else ""),
         "runs": runs, "counters": counters,
     }
+    data["ladder"] = {k: data[k] for k in ("description", "device", "software", "date",
+                                           "settings", "source")}
+    data["ladder"].update(
+        description=f"The SGEMM ladder of lessons 07-08 (tilinglib.ladder.STEPS) and cuBLAS, "
+                    f"timed in one run on an {device['name']} by python -m tilinglib.bench.",
+        runs=ladder_runs, counters=ladder_counters)
+    if args.merge:
+        data = merge_ladder(args.merge, data)
     text = json.dumps(data, indent=1)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
-        print(f"wrote {args.out} ({len(runs)} runs, {len(counters)} counter sets) in "
+        print(f"wrote {args.out} ({len(runs)} runs, {len(counters)} counter sets; ladder "
+              f"{len(ladder_runs)} runs, {len(ladder_counters)} counter sets) in "
               f"{time.time() - t0:.0f} s")
     else:
         print(text)

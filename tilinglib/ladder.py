@@ -323,7 +323,7 @@ def _prefetch_registers(p: dict) -> int:
 
 _WARPTILE_DEFAULTS = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "WMITER": 1,
                       "WNITER": 4, "TM": 4, "TN": 4, "APAD": 4}
-_WARPTILE_DB_DEFAULTS = {"BM": 128, "BN": 256, "BK": 8, "WM": 32, "WN": 128, "WMITER": 2,
+_WARPTILE_DB_DEFAULTS = {"BM": 128, "BN": 256, "BK": 12, "WM": 32, "WN": 128, "WMITER": 2,
                          "WNITER": 2, "TM": 8, "TN": 4, "APAD": 4}
 
 VEC4 = Step(

@@ -30,6 +30,20 @@ format (version 1; a benchmark command will write new files in the same format):
   ``gbps``, ``max_relative_error``, ...): they are kept, unread, in `Run.extra`;
 - ``counters``: one entry per profiled launch: ``kernel``, ``N``, ``block``, ``tile``,
   ``pad`` as above, and ``metrics``: Nsight Compute metric name -> value.
+
+The SGEMM ladder of lessons 07-08 (`tilinglib.ladder`) is measured in a run of its own,
+beside cuBLAS, and kept apart under an optional top-level ``ladder``: its ``description``,
+``device``, ``software``, ``date``, ``settings``, ``source``, and its own ``runs`` and
+``counters`` in the format above with two more keys each: ``step`` (a ladder step's name, or
+``"cublas"`` for the cuBLAS run beside them) and ``params`` (the tile shape, macro name ->
+value). `Reference.step` and `Reference.step_counters` find them (`ladder_runs`,
+`ladder_counter_sets`); `runs`, `counter_sets`, `run`, `counters` and `table` are the
+earlier figures only, so the lessons that read them are unchanged::
+
+    ref.step("warptile_db", 4096).gflops                       # the ladder's best kernel
+    ref.step("cublas", 4096).gflops                            # cuBLAS, same run
+    ref.step_counters("vec4", 1024)["dram__bytes_read.sum"]
+    ref.ladder_label                                           # 'measured on an NVIDIA H200 (...)'
 """
 
 from __future__ import annotations
@@ -86,7 +100,9 @@ class Run:
 
 @dataclass(frozen=True)
 class CounterSet:
-    """Nsight Compute metrics of one profiled launch (`metrics`: metric name -> value)."""
+    """Nsight Compute metrics of one profiled launch (`metrics`: metric name -> value).
+
+    `extra`: any further keys of the file's entry (``step``, ``params`` for the ladder)."""
 
     kernel: str
     N: int
@@ -94,6 +110,7 @@ class CounterSet:
     tile: int | None
     pad: int | None
     metrics: Mapping[str, float] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, metric: str):
         return self.metrics[metric]
@@ -104,6 +121,19 @@ def _matches(item, kernel, N, tile, pad, block) -> bool:
             and (tile is None or item.tile == tile)
             and (pad is None or item.pad == pad)
             and (block is None or item.block == _block(block)))
+
+
+def _pick_step(items, what, name, N, params):
+    found = [it for it in items if it.extra.get("step") == name and it.N == N
+             and all(it.extra.get("params", {}).get(k) == v for k, v in dict(params or {}).items())]
+    if len(found) == 1:
+        return found[0]
+    asked = f"step={name!r}, N={N}, params={dict(params or {})}"
+    if not found:
+        have = sorted({(str(it.extra.get("step")), it.N) for it in items})
+        raise KeyError(f"no {what} for {asked}; the file has (step, N): {have}")
+    raise KeyError(f"{len(found)} {what}s match {asked}: narrow it down with params= ("
+                   + "; ".join(str(dict(it.extra.get("params", {}))) for it in found) + ")")
 
 
 def _pick(items, what, kernel, N, tile, pad, block):
@@ -131,6 +161,9 @@ class Reference:
     source: str
     runs: tuple
     counter_sets: tuple
+    ladder: Mapping[str, Any] = field(default_factory=dict)
+    ladder_runs: tuple = ()
+    ladder_counter_sets: tuple = ()
 
     @property
     def label(self) -> str:
@@ -139,6 +172,29 @@ class Reference:
         shown = (("driver", "driver"), ("cuda", "CUDA"), ("pycuda", "PyCUDA"))
         extra = ", ".join(f"{label} {sw[k]}" for k, label in shown if k in sw)
         return f"measured on an {self.device['name']} ({self.date}; {extra})"
+
+    @property
+    def ladder_label(self) -> str:
+        """Where the ladder's figures come from (its own run when the file says so)."""
+        if not self.ladder:
+            return self.label
+        sw = self.ladder.get("software", {})
+        shown = (("driver", "driver"), ("cuda_toolkit", "CUDA"), ("pycuda", "PyCUDA"))
+        extra = ", ".join(f"{label} {sw[k]}" for k, label in shown if k in sw)
+        return (f"measured on an {self.ladder['device']['name']} ({self.ladder['date']}; "
+                f"{extra})")
+
+    def step(self, name: str, N: int, params: Mapping[str, int] | None = None) -> Run:
+        """The one ladder `Run` of step `name` (or ``"cublas"``) at N x N x N, narrowed by
+        `params` (the entries whose tile shape has these values).
+
+        Raises KeyError when none or several match, listing what there is."""
+        return _pick_step(self.ladder_runs, "ladder run", name, N, params)
+
+    def step_counters(self, name: str, N: int,
+                      params: Mapping[str, int] | None = None) -> CounterSet:
+        """The one ladder `CounterSet` of step `name` at N (narrowed as for `step`)."""
+        return _pick_step(self.ladder_counter_sets, "ladder counter set", name, N, params)
 
     def run(self, kernel: str, N: int, *, tile: int | None = None, pad: int | None = None,
             block=None) -> Run:
@@ -167,18 +223,44 @@ class Reference:
         def plain(item):
             is_run = isinstance(item, Run)
             d = {k: getattr(item, k) for k in (_RUN_KEYS if is_run else _COUNTER_KEYS)}
-            if is_run:
-                d.update(item.extra)
+            d.update(item.extra)
             d["block"] = list(d["block"]) if d["block"] is not None else None
             if "metrics" in d:
                 d["metrics"] = dict(d["metrics"])
             return d
-        return {"format": FORMAT, "format_version": FORMAT_VERSION,
-                "description": self.description, "device": dict(self.device),
-                "software": dict(self.software), "date": self.date,
-                "settings": dict(self.settings), "source": self.source,
-                "runs": [plain(r) for r in self.runs],
-                "counters": [plain(c) for c in self.counter_sets]}
+        out = {"format": FORMAT, "format_version": FORMAT_VERSION,
+               "description": self.description, "device": dict(self.device),
+               "software": dict(self.software), "date": self.date,
+               "settings": dict(self.settings), "source": self.source,
+               "runs": [plain(r) for r in self.runs],
+               "counters": [plain(c) for c in self.counter_sets]}
+        if self.ladder:
+            out["ladder"] = dict(self.ladder, runs=[plain(r) for r in self.ladder_runs],
+                                 counters=[plain(c) for c in self.ladder_counter_sets])
+        return out
+
+
+def _entries(data: Mapping, where: str, prefix: str) -> tuple[tuple, tuple]:
+    """The `Run`s and `CounterSet`s of data['runs'] and data['counters']; ValueError naming
+    the entry (``runs[3]``, ``ladder.counters[0]``) and the keys it lacks."""
+    runs, counter_sets = [], []
+    for i, r in enumerate(data["runs"]):
+        lack = [k for k in _RUN_KEYS if k not in r]
+        if lack:
+            raise ValueError(f"{where}: {prefix}runs[{i}] lacks {', '.join(lack)}")
+        gflops = None if r["gflops"] is None else float(r["gflops"])
+        extra = MappingProxyType({k: v for k, v in r.items() if k not in _RUN_KEYS})
+        runs.append(Run(str(r["kernel"]), int(r["N"]), _block(r["block"]), r["tile"],
+                        r["pad"], r["static_shared_bytes"], gflops, extra))
+    for i, c in enumerate(data["counters"]):
+        lack = [k for k in _COUNTER_KEYS if k not in c]
+        if lack:
+            raise ValueError(f"{where}: {prefix}counters[{i}] lacks {', '.join(lack)}")
+        extra = MappingProxyType({k: v for k, v in c.items() if k not in _COUNTER_KEYS})
+        counter_sets.append(CounterSet(str(c["kernel"]), int(c["N"]), _block(c["block"]),
+                                       c["tile"], c["pad"], MappingProxyType(dict(c["metrics"])),
+                                       extra))
+    return tuple(runs), tuple(counter_sets)
 
 
 def from_dict(data: Mapping, name: str = "") -> Reference:
@@ -194,27 +276,27 @@ def from_dict(data: Mapping, name: str = "") -> Reference:
         raise ValueError(f"{where}: missing {', '.join(missing)}")
     if "name" not in data["device"]:
         raise ValueError(f"{where}: device needs a 'name'")
-    runs, counter_sets = [], []
-    for i, r in enumerate(data["runs"]):
-        lack = [k for k in _RUN_KEYS if k not in r]
-        if lack:
-            raise ValueError(f"{where}: runs[{i}] lacks {', '.join(lack)}")
-        gflops = None if r["gflops"] is None else float(r["gflops"])
-        extra = MappingProxyType({k: v for k, v in r.items() if k not in _RUN_KEYS})
-        runs.append(Run(str(r["kernel"]), int(r["N"]), _block(r["block"]), r["tile"],
-                        r["pad"], r["static_shared_bytes"], gflops, extra))
-    for i, c in enumerate(data["counters"]):
-        lack = [k for k in _COUNTER_KEYS if k not in c]
-        if lack:
-            raise ValueError(f"{where}: counters[{i}] lacks {', '.join(lack)}")
-        counter_sets.append(CounterSet(str(c["kernel"]), int(c["N"]), _block(c["block"]),
-                                       c["tile"], c["pad"], MappingProxyType(dict(c["metrics"]))))
+    runs, counter_sets = _entries(data, where, "")
+    ladder = dict(data.get("ladder") or {})
+    ladder_runs, ladder_counter_sets = (), ()
+    if ladder:
+        lack = [k for k in ("device", "date", "runs", "counters") if k not in ladder]
+        if lack or "name" not in ladder.get("device", {}):
+            raise ValueError(f"{where}: 'ladder' needs a device with a 'name', a date, runs "
+                             f"and counters")
+        ladder_runs, ladder_counter_sets = _entries(ladder, where, "ladder.")
+        for item in ladder_runs + ladder_counter_sets:
+            if "step" not in item.extra:
+                raise ValueError(f"{where}: every ladder entry needs a 'step' "
+                                 f"({item.kernel} at N={item.N} has none)")
+        del ladder["runs"], ladder["counters"]
     return Reference(name=name, description=str(data["description"]),
                      device=MappingProxyType(dict(data["device"])),
                      software=MappingProxyType({k: str(v) for k, v in data["software"].items()}),
                      date=str(data["date"]), settings=MappingProxyType(dict(data["settings"])),
-                     source=str(data["source"]), runs=tuple(runs),
-                     counter_sets=tuple(counter_sets))
+                     source=str(data["source"]), runs=runs,
+                     counter_sets=counter_sets, ladder=MappingProxyType(ladder),
+                     ladder_runs=ladder_runs, ladder_counter_sets=ladder_counter_sets)
 
 
 def names() -> list[str]:

@@ -22,7 +22,7 @@
   sub-tile in WMITER x WNITER steps, each lane TM x TN per step (``-DBM -DBN -DBK -DWM -DWN
   -DWMITER -DWNITER -DTM -DTN -DAPAD``, defaults 128, 128, 8, 64, 32, 1, 4, 4, 4, 4; lesson 08);
 - ``sgemm_warptile_db``: ``sgemmWarptileDB``, same parameters and macros: warp tiling with the
-  next tile fetched into registers during the FMAs, two shared buffers (defaults 128, 256, 8,
+  next tile fetched into registers during the FMAs, two shared buffers (defaults 128, 256, 12,
   32, 128, 2, 2, 8, 4, 4: the fastest shape of the H200 sweep; lesson 08);
 - ``transpose``: ``transposeNaive`` and ``transposeShared(int N, const float* in,
   float* out)``, the second through a shared tile read by columns (``-DPAD=1`` pads it;

@@ -20,7 +20,7 @@
 #define BN 256
 #endif
 #ifndef BK
-#define BK 8
+#define BK 12
 #endif
 #ifndef WM
 #define WM 32
