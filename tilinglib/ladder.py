@@ -7,7 +7,7 @@ memory for, as formulas of the tile shape::
 
     from tilinglib import ladder
     step = ladder.get("regtile2d")
-    p = step.resolve({"TM": 4})                   # {'BM': 128, 'BN': 128, 'BK': 8, 'TM': 4, 'TN': 8}
+    p = step.resolve({"TM": 4})       # {'BM': 128, 'BN': 128, 'BK': 8, 'TM': 4, 'TN': 8}
     step.valid(p)                                 # None: it can launch
     step.global_bytes_per_fma(p)                  # 4 (BM + BN) / (BM BN) = 0.0625
     step.shared_bytes_per_fma(p)                  # 4 (TM + TN) / (TM TN) = 1.5
@@ -341,8 +341,9 @@ def _function(backend_name: str, kernel: str, function: str, defines: tuple[str,
 def _matrices(A, B) -> tuple[np.ndarray, np.ndarray]:
     for what, X in (("A", A), ("B", B)):
         if not isinstance(X, np.ndarray) or X.ndim != 2:
-            raise ArgumentError(f"{what} must be a 2-D NumPy array (rows x columns), not "
-                                f"{type(X).__name__}{'' if not hasattr(X, 'ndim') else f' with {X.ndim} dims'}")
+            dims = f" with {X.ndim} dimensions" if hasattr(X, "ndim") else ""
+            raise ArgumentError(f"{what} must be a 2-D NumPy array (rows x columns), not a "
+                                f"{type(X).__name__}{dims}")
         if X.dtype != np.float32:
             raise ArgumentError(f"{what} has dtype {X.dtype}: the SGEMM kernels take float32; "
                                 f"pass {what}.astype(np.float32)")
