@@ -39,7 +39,8 @@ import numpy as np
 
 from .errors import ArgumentError
 
-__all__ = ["Step", "STEPS", "names", "get", "launch", "run", "count", "measured_bytes_per_fma",
+__all__ = ["Step", "STEPS", "names", "get", "launch", "run", "count", "measure", "StepMeasurement",
+           "measured_bytes_per_fma",
            "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
 
 MAX_THREADS = 1024                 # threads per block, every CUDA GPU so far
@@ -421,3 +422,70 @@ def measured_bytes_per_fma(report, *, shared_bytes_per_load: int = FLOAT) -> tup
         raise ArgumentError("the launch did no FMAs, so there are no bytes per FMA to give")
     return (report.global_load_bytes / fmas,
             report.shared_load_requests * WARP * shared_bytes_per_load / fmas)
+
+
+@dataclass(frozen=True)
+class StepMeasurement:
+    """What `measure` found for one step and tile shape at size N (None where the backend
+    cannot say).
+
+    `formula_*_bytes_per_fma`: the step's formulas; `counted_*_bytes_per_fma`: the
+    emulator's counters (emulator only; equal to the formulas when N is a multiple of the
+    block tile). `registers` and `local_bytes` (spills) are ptxas's, read through PyCUDA
+    (GPU only); `occupancy` uses them when known. `gflops` and `median_ms`: GPU only."""
+
+    step: str
+    params: Mapping[str, int]
+    N: int
+    backend: str
+    relative_error: float
+    threads: int
+    static_shared_bytes: int
+    formula_global_bytes_per_fma: float
+    formula_shared_bytes_per_fma: float
+    counted_global_bytes_per_fma: float | None
+    counted_shared_bytes_per_fma: float | None
+    registers: int | None
+    local_bytes: int | None
+    occupancy: object
+    median_ms: float | None
+    gflops: float | None
+
+
+def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int = 0,
+            repeat: int = 10) -> StepMeasurement:
+    """Compile the step with this tile shape, run it on the notebook's backend at N x N, check
+    it against NumPy, and say what it cost.
+
+    On a GPU: timed with `tl.time_kernel` (CUDA events, median of `repeat`), registers per
+    thread and spill bytes from PyCUDA (``num_regs``, ``local_size_bytes``). On the emulator:
+    its counters, as bytes per FMA. Both: the formulas and `tilinglib.occupancy` (with the
+    registers when known). Raises ArgumentError as `launch` does."""
+    from .backend import get_backend
+    from .occupancy import occupancy
+    from .sgemm import random_matrices, relative_error
+    from .timing import time_kernel
+
+    s, p = _checked(step, N, N, N, params)
+    backend = get_backend()
+    A, B = random_matrices(int(N), seed)
+    C = np.zeros_like(A)
+    f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
+    block, grid = s.block(p), s.grid(N, N, p)
+    sizes = (np.int32(N),) if s.square_only else (np.int32(N),) * 3
+    t = time_kernel(f, *sizes, backend.In(A), backend.In(B), backend.Out(C), block=block,
+                    grid=grid, flops=2 * int(N) ** 3, repeat=repeat)
+    counted = (None, None) if t.report is None else measured_bytes_per_fma(t.report)
+    regs = getattr(f, "num_regs", None)
+    local = getattr(f, "local_size_bytes", None) if regs is not None else None
+    occ = occupancy(s.threads(p), registers_per_thread=regs, static_shared=s.shared_bytes(p))
+    return StepMeasurement(
+        step=s.name, params=dict(p), N=int(N), backend=backend.name,
+        relative_error=relative_error(C, A, B), threads=s.threads(p),
+        static_shared_bytes=s.shared_bytes(p),
+        formula_global_bytes_per_fma=s.global_bytes_per_fma(p),
+        formula_shared_bytes_per_fma=s.shared_bytes_per_fma(p),
+        counted_global_bytes_per_fma=counted[0], counted_shared_bytes_per_fma=counted[1],
+        registers=None if regs is None else int(regs),
+        local_bytes=None if local is None else int(local), occupancy=occ,
+        median_ms=t.median_ms, gflops=t.gflops)
