@@ -40,7 +40,8 @@ import numpy as np
 from .errors import ArgumentError
 
 __all__ = ["Step", "STEPS", "names", "get", "launch", "run", "count", "measure", "StepMeasurement",
-           "measured_bytes_per_fma",
+           "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
+           "compiled_registers",
            "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
 
 MAX_THREADS = 1024                 # threads per block, every CUDA GPU so far
@@ -489,3 +490,97 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
         registers=None if regs is None else int(regs),
         local_bytes=None if local is None else int(local), occupancy=occ,
         median_ms=t.median_ms, gflops=t.gflops)
+
+
+# -- the H200's figures for the ladder (filled by `python -m tilinglib.bench`, lesson 08) --
+
+def _params_of(item) -> dict | None:
+    extra = getattr(item, "extra", None) or {}
+    p = extra.get("params", getattr(item, "params", None))
+    return None if p is None else {str(k): int(v) for k, v in dict(p).items()}
+
+
+def reference_run(step: Step | str, params: Params | None = None, N: int = 4096, *,
+                  ref=None):
+    """The reference data's timed run of this step and tile shape at N, or None when the
+    data has none yet ("not measured yet": never a made-up figure).
+
+    `ref`: a `tilinglib.reference.Reference` (default: ``reference.load("h200")``). For
+    ``tiled``: the lesson-03 entry with the same TILE and no padding. For the other steps:
+    a run whose ``kernel`` is the step's kernel file and whose extra key ``params`` equals
+    the resolved tile shape (the form `python -m tilinglib.bench` writes them in). Its
+    ``gflops``; ``registers`` and ``local_bytes`` in `Run.extra` when the bench read them."""
+    from . import reference
+
+    s = get(step)
+    p = s.resolve(params)
+    ref = reference.load("h200") if ref is None else ref
+    for run in ref.runs:
+        if run.kernel != s.kernel or run.N != N:
+            continue
+        if s.square_only:
+            if run.tile == p["TILE"] and run.pad in (0, None):
+                return run
+        elif _params_of(run) == p:
+            return run
+    return None
+
+
+def reference_counters(step: Step | str, params: Params | None = None, N: int = 1024, *,
+                       ref=None):
+    """The reference data's Nsight Compute counters for this step and tile shape at N, or
+    None when there are none yet. Matched as `reference_run` matches runs (a counter set
+    carries the tile shape as ``params``)."""
+    from . import reference
+
+    s = get(step)
+    p = s.resolve(params)
+    ref = reference.load("h200") if ref is None else ref
+    for c in ref.counter_sets:
+        if c.kernel != s.kernel or c.N != N:
+            continue
+        if s.square_only:
+            if c.tile == p["TILE"] and c.pad in (0, None):
+                return c
+        elif _params_of(c) == p:
+            return c
+    return None
+
+
+def ncu_bytes_per_fma(counters) -> tuple[float, float] | None:
+    """(global, shared) load bytes requested per FMA from Nsight Compute counters, or None.
+
+    Global: ``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum`` x 128 B (a full warp of
+    4-byte loads per request, as the ladder's kernels issue them) / FMAs; shared:
+    ``smsp__inst_executed_op_shared_ld.sum`` x 128 B / FMAs, with FMAs
+    ``smsp__sass_thread_inst_executed_op_ffma_pred_on.sum``. The shared figure counts
+    instructions, so where nvcc merged four loads into one LDS.128 it is lower than the
+    source's (lesson 03)."""
+    if counters is None:
+        return None
+    m = counters.metrics
+    try:
+        fmas = float(m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])
+        g = float(m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) * WARP * FLOAT
+        sh = float(m["smsp__inst_executed_op_shared_ld.sum"]) * WARP * FLOAT
+    except (KeyError, TypeError):
+        return None
+    return (g / fmas, sh / fmas) if fmas else None
+
+
+def compiled_registers(step: Step | str, params: Params | None = None):
+    """(registers per thread, local bytes per thread) that ptxas gave this step and tile
+    shape, compiled on this machine's GPU through PyCUDA; None on the emulator (it has no
+    registers: use `reference_run(...).extra`, or `Step.registers_estimate`)."""
+    from .backend import get_backend
+
+    s = get(step)
+    p = s.resolve(params)
+    why = s.valid(p)
+    if why:
+        raise ArgumentError(f"{s.name} with {_shape_text(p)} cannot launch: {why}")
+    backend = get_backend()
+    if backend.name != "pycuda":
+        return None
+    f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
+    return int(f.num_regs), int(f.local_size_bytes)
