@@ -33,7 +33,7 @@ def test_steps_in_ladder_order_and_files_exist():
     assert ladder.names()[:3] == ["tiled", "coarse", "regtile2d"]
     for s in ladder.STEPS:
         src = kernels.load(s.kernel)
-        assert f"void {s.function}(" in src
+        assert f"{s.function}(int " in src
         for name in s.parameters:
             assert f"#ifndef {name}" in src, (s.name, name)
 
@@ -157,3 +157,31 @@ def test_formulas_equal_emulator_counters(name, params, shape):
     assert g == pytest.approx(s.global_bytes_per_fma(params), rel=1e-12)
     assert sh == pytest.approx(s.shared_bytes_per_fma(params), rel=1e-12)
     assert report.shared_bytes == s.shared_bytes(params)
+
+
+def test_measure_on_the_emulator_counts_what_the_formulas_say():
+    m = ladder.measure("regtile2d", 64, {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4})
+    assert m.backend == "emulator" and m.relative_error < 1e-5
+    assert m.counted_global_bytes_per_fma == m.formula_global_bytes_per_fma == 4 * 64 / 32 ** 2
+    assert m.counted_shared_bytes_per_fma == m.formula_shared_bytes_per_fma == 2.0
+    assert m.gflops is None and m.registers is None
+    assert m.threads == 64 and m.static_shared_bytes == 2 * 32 * 8 * 4
+
+
+def test_ladder_explorer_offers_only_valid_shapes_and_recounts():
+    from tilinglib import widgets
+
+    e = widgets.ladder_explorer("regtile2d", 64, value={"BM": 32, "BN": 32, "TM": 4, "TN": 4})
+    # BM = 16 is 32 threads, 64 is 128: offered; 128 and 256 do not divide N = 64
+    assert list(e.sliders["BM"].options) == [16, 32, 64]
+    for name, slider in e.sliders.items():
+        for v in slider.options:
+            assert ladder.get("regtile2d").valid({**e.params, name: v}) is None
+    assert e.values["shared_counted"] == 2.0
+    e.select(TM=8)
+    assert e.params["TM"] == 8 and e.values["shared_counted"] == e.values["shared_formula"] == 1.5
+    assert 'data-state="idle"' in e.status.value
+    with pytest.raises(widgets.WidgetArgumentError, match="not offered"):
+        e.select(TN=3)
+    with pytest.raises(widgets.WidgetArgumentError, match="cannot run"):
+        widgets.ladder_explorer("regtile2d", 64, value={"TM": 3})

@@ -7,7 +7,7 @@ memory for, as formulas of the tile shape::
 
     from tilinglib import ladder
     step = ladder.get("regtile2d")
-    p = step.resolve({"TM": 4})                   # {'BM': 128, 'BN': 128, 'BK': 8, 'TM': 4, 'TN': 8}
+    p = step.resolve({"TM": 4})       # {'BM': 128, 'BN': 128, 'BK': 8, 'TM': 4, 'TN': 8}
     step.valid(p)                                 # None: it can launch
     step.global_bytes_per_fma(p)                  # 4 (BM + BN) / (BM BN) = 0.0625
     step.shared_bytes_per_fma(p)                  # 4 (TM + TN) / (TM TN) = 1.5
@@ -39,7 +39,9 @@ import numpy as np
 
 from .errors import ArgumentError
 
-__all__ = ["Step", "STEPS", "names", "get", "launch", "run", "count", "measured_bytes_per_fma",
+__all__ = ["Step", "STEPS", "names", "get", "launch", "run", "count", "measure", "StepMeasurement",
+           "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
+           "compiled_registers",
            "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
 
 MAX_THREADS = 1024                 # threads per block, every CUDA GPU so far
@@ -444,8 +446,9 @@ def _function(backend_name: str, kernel: str, function: str, defines: tuple[str,
 def _matrices(A, B) -> tuple[np.ndarray, np.ndarray]:
     for what, X in (("A", A), ("B", B)):
         if not isinstance(X, np.ndarray) or X.ndim != 2:
-            raise ArgumentError(f"{what} must be a 2-D NumPy array (rows x columns), not "
-                                f"{type(X).__name__}{'' if not hasattr(X, 'ndim') else f' with {X.ndim} dims'}")
+            dims = f" with {X.ndim} dimensions" if hasattr(X, "ndim") else ""
+            raise ArgumentError(f"{what} must be a 2-D NumPy array (rows x columns), not a "
+                                f"{type(X).__name__}{dims}")
         if X.dtype != np.float32:
             raise ArgumentError(f"{what} has dtype {X.dtype}: the SGEMM kernels take float32; "
                                 f"pass {what}.astype(np.float32)")
@@ -523,3 +526,164 @@ def measured_bytes_per_fma(report, *, shared_bytes_per_load: int = FLOAT) -> tup
         raise ArgumentError("the launch did no FMAs, so there are no bytes per FMA to give")
     return (report.global_load_bytes / fmas,
             report.shared_load_requests * WARP * shared_bytes_per_load / fmas)
+
+
+@dataclass(frozen=True)
+class StepMeasurement:
+    """What `measure` found for one step and tile shape at size N (None where the backend
+    cannot say).
+
+    `formula_*_bytes_per_fma`: the step's formulas; `counted_*_bytes_per_fma`: the
+    emulator's counters (emulator only; equal to the formulas when N is a multiple of the
+    block tile). `registers` and `local_bytes` (spills) are ptxas's, read through PyCUDA
+    (GPU only); `occupancy` uses them when known. `gflops` and `median_ms`: GPU only."""
+
+    step: str
+    params: Mapping[str, int]
+    N: int
+    backend: str
+    relative_error: float
+    threads: int
+    static_shared_bytes: int
+    formula_global_bytes_per_fma: float
+    formula_shared_bytes_per_fma: float
+    counted_global_bytes_per_fma: float | None
+    counted_shared_bytes_per_fma: float | None
+    registers: int | None
+    local_bytes: int | None
+    occupancy: object
+    median_ms: float | None
+    gflops: float | None
+
+
+def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int = 0,
+            repeat: int = 10) -> StepMeasurement:
+    """Compile the step with this tile shape, run it on the notebook's backend at N x N, check
+    it against NumPy, and say what it cost.
+
+    On a GPU: timed with `tl.time_kernel` (CUDA events, median of `repeat`), registers per
+    thread and spill bytes from PyCUDA (``num_regs``, ``local_size_bytes``). On the emulator:
+    its counters, as bytes per FMA. Both: the formulas and `tilinglib.occupancy` (with the
+    registers when known). Raises ArgumentError as `launch` does."""
+    from .backend import get_backend
+    from .occupancy import occupancy
+    from .sgemm import random_matrices, relative_error
+    from .timing import time_kernel
+
+    s, p = _checked(step, N, N, N, params)
+    backend = get_backend()
+    A, B = random_matrices(int(N), seed)
+    C = np.zeros_like(A)
+    f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
+    block, grid = s.block(p), s.grid(N, N, p)
+    sizes = (np.int32(N),) if s.square_only else (np.int32(N),) * 3
+    t = time_kernel(f, *sizes, backend.In(A), backend.In(B), backend.Out(C), block=block,
+                    grid=grid, flops=2 * int(N) ** 3, repeat=repeat)
+    counted = (None, None) if t.report is None else measured_bytes_per_fma(t.report)
+    regs = getattr(f, "num_regs", None)
+    local = getattr(f, "local_size_bytes", None) if regs is not None else None
+    occ = occupancy(s.threads(p), registers_per_thread=regs, static_shared=s.shared_bytes(p))
+    return StepMeasurement(
+        step=s.name, params=dict(p), N=int(N), backend=backend.name,
+        relative_error=relative_error(C, A, B), threads=s.threads(p),
+        static_shared_bytes=s.shared_bytes(p),
+        formula_global_bytes_per_fma=s.global_bytes_per_fma(p),
+        formula_shared_bytes_per_fma=s.shared_bytes_per_fma(p),
+        counted_global_bytes_per_fma=counted[0], counted_shared_bytes_per_fma=counted[1],
+        registers=None if regs is None else int(regs),
+        local_bytes=None if local is None else int(local), occupancy=occ,
+        median_ms=t.median_ms, gflops=t.gflops)
+
+
+# -- the H200's figures for the ladder (filled by `python -m tilinglib.bench`, lesson 08) --
+
+def _params_of(item) -> dict | None:
+    extra = getattr(item, "extra", None) or {}
+    p = extra.get("params", getattr(item, "params", None))
+    return None if p is None else {str(k): int(v) for k, v in dict(p).items()}
+
+
+def reference_run(step: Step | str, params: Params | None = None, N: int = 4096, *,
+                  ref=None):
+    """The reference data's timed run of this step and tile shape at N, or None when the
+    data has none yet ("not measured yet": never a made-up figure).
+
+    `ref`: a `tilinglib.reference.Reference` (default: ``reference.load("h200")``). For
+    ``tiled``: the lesson-03 entry with the same TILE and no padding. For the other steps:
+    a run whose ``kernel`` is the step's kernel file and whose extra key ``params`` equals
+    the resolved tile shape (the form `python -m tilinglib.bench` writes them in). Its
+    ``gflops``; ``registers`` and ``local_bytes`` in `Run.extra` when the bench read them."""
+    from . import reference
+
+    s = get(step)
+    p = s.resolve(params)
+    ref = reference.load("h200") if ref is None else ref
+    for run in ref.runs:
+        if run.kernel != s.kernel or run.N != N:
+            continue
+        if s.square_only:
+            if run.tile == p["TILE"] and run.pad in (0, None):
+                return run
+        elif _params_of(run) == p:
+            return run
+    return None
+
+
+def reference_counters(step: Step | str, params: Params | None = None, N: int = 1024, *,
+                       ref=None):
+    """The reference data's Nsight Compute counters for this step and tile shape at N, or
+    None when there are none yet. Matched as `reference_run` matches runs (a counter set
+    carries the tile shape as ``params``)."""
+    from . import reference
+
+    s = get(step)
+    p = s.resolve(params)
+    ref = reference.load("h200") if ref is None else ref
+    for c in ref.counter_sets:
+        if c.kernel != s.kernel or c.N != N:
+            continue
+        if s.square_only:
+            if c.tile == p["TILE"] and c.pad in (0, None):
+                return c
+        elif _params_of(c) == p:
+            return c
+    return None
+
+
+def ncu_bytes_per_fma(counters) -> tuple[float, float] | None:
+    """(global, shared) load bytes requested per FMA from Nsight Compute counters, or None.
+
+    Global: ``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum`` x 128 B (a full warp of
+    4-byte loads per request, as the ladder's kernels issue them) / FMAs; shared:
+    ``smsp__inst_executed_op_shared_ld.sum`` x 128 B / FMAs, with FMAs
+    ``smsp__sass_thread_inst_executed_op_ffma_pred_on.sum``. The shared figure counts
+    instructions, so where nvcc merged four loads into one LDS.128 it is lower than the
+    source's (lesson 03)."""
+    if counters is None:
+        return None
+    m = counters.metrics
+    try:
+        fmas = float(m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])
+        g = float(m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) * WARP * FLOAT
+        sh = float(m["smsp__inst_executed_op_shared_ld.sum"]) * WARP * FLOAT
+    except (KeyError, TypeError):
+        return None
+    return (g / fmas, sh / fmas) if fmas else None
+
+
+def compiled_registers(step: Step | str, params: Params | None = None):
+    """(registers per thread, local bytes per thread) that ptxas gave this step and tile
+    shape, compiled on this machine's GPU through PyCUDA; None on the emulator (it has no
+    registers: use `reference_run(...).extra`, or `Step.registers_estimate`)."""
+    from .backend import get_backend
+
+    s = get(step)
+    p = s.resolve(params)
+    why = s.valid(p)
+    if why:
+        raise ArgumentError(f"{s.name} with {_shape_text(p)} cannot launch: {why}")
+    backend = get_backend()
+    if backend.name != "pycuda":
+        return None
+    f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
+    return int(f.num_regs), int(f.local_size_bytes)

@@ -5,6 +5,9 @@
 - `tile_explorer` (lesson 03): a TILE slider limited to the tiles the kernel accepts for N;
   on release it recompiles the tiled kernel and re-measures it (GPU) or re-counts its
   memory accesses (emulator).
+- `ladder_explorer` (lesson 07): one slider per tile-shape parameter of a `tilinglib.ladder`
+  step (BM, BN, BK, TM, TN), each offering only the values `Step.valid` accepts with the
+  others; on release it recompiles and re-measures (GPU) or re-counts (emulator).
 
 Both recompute only when the slider is released (``continuous_update=False``), and offer
 only valid tiles, smallest first. A recompute that takes longer than `busy_after` seconds
@@ -31,8 +34,9 @@ from typing import Callable, Sequence
 
 from .errors import ArgumentError
 
-__all__ = ["RooflineExplorer", "TileExplorer", "roofline_explorer", "tile_explorer",
-           "read_values", "WidgetArgumentError", "BUSY_AFTER_S"]
+__all__ = ["RooflineExplorer", "TileExplorer", "LadderExplorer", "roofline_explorer",
+           "tile_explorer", "ladder_explorer", "read_values", "WidgetArgumentError",
+           "BUSY_AFTER_S"]
 
 BUSY_AFTER_S = 1.0     # show "working" when a recompute takes longer than this
 _MAX_MESSAGE = 300     # characters of an error message shown in the status line
@@ -357,3 +361,222 @@ def tile_explorer(N: int, **kwargs) -> TileExplorer:
     (same name and parameters). On a GPU it is timed; on the emulator its accesses are
     counted. `measure=` replaces `tilinglib.sgemm.measure_tiled` (for tests)."""
     return TileExplorer(N, **kwargs)
+
+
+#: The values lesson 07's tile-shape sliders start from (powers of two); each slider offers
+#: those of them that `tilinglib.ladder` accepts with the other sliders where they are.
+LADDER_CANDIDATES = {"TILE": (8, 16, 24, 32), "BM": (16, 32, 64, 128, 256),
+                     "BN": (16, 32, 64, 128, 256), "BK": (4, 8, 16, 32),
+                     "TM": (1, 2, 4, 8, 16), "TN": (1, 2, 4, 8, 16)}
+
+
+class LadderExplorer:
+    """Lesson 07: one slider per tile-shape parameter of a ladder step (`tilinglib.ladder`).
+
+    Each slider offers only the values `Step.valid` accepts with the others where they are
+    (and that divide N, so the counts are the formulas' shape); the options are redone after
+    every release. On release the step is recompiled with the new ``-D`` options and run by
+    `ladder.measure` (timed, with ptxas's registers, on a GPU; counted on the emulator).
+    Attributes as the other explorers: `.sliders` (name -> SelectionSlider), `.status`,
+    `.readout`, `.values`, `.error`, `.select(**params)`, `.widget`."""
+
+    widget_name = "ladder-explorer"
+
+    def __init__(self, step, N: int, *, value=None, candidates=None, measure=None,
+                 busy_after: float = BUSY_AFTER_S):
+        import ipywidgets as w
+
+        from . import ladder
+
+        try:
+            self.step = ladder.get(step)
+        except ArgumentError as exc:
+            raise WidgetArgumentError(str(exc)) from None
+        try:
+            N = operator.index(N)
+        except TypeError:
+            N = 0
+        if N < 1:
+            raise WidgetArgumentError(f"N is the matrix size, a whole number of 1 or more, "
+                                      f"not {N!r}")
+        self.N = N
+        try:
+            params = self.step.resolve(value)
+        except ArgumentError as exc:
+            raise WidgetArgumentError(str(exc)) from None
+        why = self.step.valid(params) or self._shape_error(params)
+        if why:
+            raise WidgetArgumentError(f"the starting shape {params} cannot run: {why}")
+        self.candidates = {k: tuple(LADDER_CANDIDATES.get(k, ())) + (params[k],)
+                           for k in params}
+        if candidates:
+            for k, vs in candidates.items():
+                if k not in params:
+                    raise WidgetArgumentError(f"{self.step.name!r} has no parameter {k!r}")
+                self.candidates[k] = tuple(_choices(vs)) + (params[k],)
+        self.measure = measure or ladder.measure
+        self.busy_after = float(busy_after)
+        self._adjusting = False
+        self.sliders = {}
+        for k in params:
+            s = w.SelectionSlider(options=self._options(k, params), value=params[k],
+                                  description=k, continuous_update=False,
+                                  style={"description_width": "initial"})
+            s.observe(self._on_change, names="value")
+            self.sliders[k] = s
+        self.status = w.HTML(_status("idle"))
+        self.readout = w.HTML()
+        self.values: dict[str, object] = {}
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self.update()
+
+    def _shape_error(self, params) -> str | None:
+        if self.step.square_only:
+            return self.step.shape_error(self.N, self.N, self.N, params)
+        bad = [k for k in ("BM", "BN", "BK") if k in params and self.N % params[k]]
+        if bad:
+            return f"{', '.join(f'{k}={params[k]}' for k in bad)} does not divide N={self.N}"
+        return None
+
+    def _options(self, name: str, params) -> list[int]:
+        out = []
+        for v in sorted(set(self.candidates[name])):
+            p = {**params, name: v}
+            if self.step.valid(p) is None and self._shape_error(p) is None:
+                out.append(v)
+        return out
+
+    @property
+    def params(self) -> dict[str, int]:
+        """The tile shape the sliders show now."""
+        return {k: s.value for k, s in self.sliders.items()}
+
+    def _on_change(self, change) -> None:
+        if not self._adjusting:
+            self.update()
+
+    def select(self, **params) -> None:
+        """Move sliders (e.g. ``select(TM=4)``); one recompute follows. Raises
+        WidgetArgumentError for a value that slider does not offer."""
+        for k, v in params.items():
+            if k not in self.sliders or v not in self.sliders[k].options:
+                offered = list(self.sliders[k].options) if k in self.sliders else "none"
+                raise WidgetArgumentError(f"{k}={v!r} is not offered; the choices are {offered}")
+        self._adjusting = True
+        try:
+            for k, v in params.items():
+                self.sliders[k].value = v
+        finally:
+            self._adjusting = False
+        self.update()
+
+    def _refresh_options(self) -> None:
+        params = self.params
+        self._adjusting = True
+        try:
+            for k, s in self.sliders.items():
+                options = self._options(k, params)
+                if list(s.options) != options:
+                    s.options = options
+                    s.value = params[k]
+        finally:
+            self._adjusting = False
+
+    def _rows(self, m) -> tuple[list, str]:
+        fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
+        rows = [(k, k, v, str(v)) for k, v in m.params.items()]
+        rows += [("backend", "backend", m.backend, m.backend),
+                 ("threads", "threads per block", m.threads, f"{m.threads:,}"),
+                 ("shared_bytes", "shared memory per block (B)", m.static_shared_bytes,
+                  f"{m.static_shared_bytes:,}"),
+                 ("relative_error", "max relative error vs NumPy",
+                  float(f"{m.relative_error:.1e}"), f"{m.relative_error:.1e}"),
+                 ("global_formula", "global bytes/FMA, formula", m.formula_global_bytes_per_fma,
+                  fmt(m.formula_global_bytes_per_fma)),
+                 ("shared_formula", "shared bytes/FMA, formula", m.formula_shared_bytes_per_fma,
+                  fmt(m.formula_shared_bytes_per_fma))]
+        if m.counted_global_bytes_per_fma is not None:
+            rows += [("global_counted", "global bytes/FMA, emulator",
+                      m.counted_global_bytes_per_fma, fmt(m.counted_global_bytes_per_fma)),
+                     ("shared_counted", "shared bytes/FMA, emulator",
+                      m.counted_shared_bytes_per_fma, fmt(m.counted_shared_bytes_per_fma))]
+        if m.registers is not None:
+            rows += [("registers", "registers per thread (ptxas)", m.registers, str(m.registers)),
+                     ("local_bytes", "spill (local) bytes per thread", m.local_bytes,
+                      str(m.local_bytes))]
+        occ = m.occupancy
+        rows.append(("occupancy", "occupancy", round(occ.percent, 1),
+                     f"{occ.percent:.0f}% ({occ.active_blocks} blocks/SM, "
+                     f"{' and '.join(occ.limited_by)})"))
+        if m.gflops is not None:
+            rows += [("median_ms", "median time (ms)", m.median_ms, f"{m.median_ms:.4g}"),
+                     ("gflops", "GFLOP/s", round(m.gflops, 1), f"{m.gflops:,.0f}")]
+            note = (f"Measured on this GPU at N={m.N} with CUDA events; registers from ptxas; "
+                    f"bytes per FMA from the formulas.")
+        else:
+            note = (f"Counted by the CPU emulator at N={m.N}: exact for this source, no time, "
+                    f"and no registers (occupancy without them).")
+        return rows, note
+
+    def update(self) -> None:
+        """Recompute for the sliders' shape; failures end up in the status line."""
+        with self._lock:
+            self._refresh_options()
+            params = self.params
+            shape = ", ".join(f"{k}={v}" for k, v in params.items())
+            done = threading.Event()
+
+            def busy():
+                if not done.is_set():
+                    self.status.value = _status("busy", f"working on {shape} …")
+
+            timer = threading.Timer(self.busy_after, busy)
+            timer.daemon = True
+            timer.start()
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    rows, note = self._rows(self.measure(self.step, self.N, params))
+            except Exception as exc:  # a mistake: one short line, no traceback
+                self.error = _short(exc)
+                self.values = {}
+                self.readout.value = _readout(self.widget_name, [])
+                done.set()
+                timer.cancel()
+                self.status.value = _status("error", f"{shape}: {self.error}")
+                return
+            except BaseException:
+                done.set()
+                timer.cancel()
+                self.error = "interrupted"
+                self.status.value = _status("error", f"{shape}: interrupted")
+                raise
+            done.set()
+            timer.cancel()
+            self.error = None
+            self.values = {name: value for name, _, value, _ in rows}
+            self.readout.value = _readout(self.widget_name, rows, note)
+            warned = [_first_line(str(c.message)) for c in caught]
+            self.status.value = _status("idle", f"Warning: {warned[0]}" if warned else "")
+
+    @property
+    def widget(self):
+        """The whole UI as one ipywidgets box (what the notebook displays)."""
+        import ipywidgets as w
+
+        if not hasattr(self, "_box"):
+            self._box = w.VBox([*self.sliders.values(), self.status, self.readout])
+        return self._box
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def ladder_explorer(step, N: int, **kwargs) -> LadderExplorer:
+    """Lesson 07's sliders: every tile-shape parameter of ladder step `step` ("coarse",
+    "regtile2d", ...) at size `N`, offering only valid shapes; recompiles and re-counts
+    (emulator) or re-measures (GPU) on release. `value=`: the starting shape (a dict, the
+    step's defaults for what it leaves out); `candidates=`: values to offer per parameter;
+    `measure=` replaces `tilinglib.ladder.measure` (for tests)."""
+    return LadderExplorer(step, N, **kwargs)

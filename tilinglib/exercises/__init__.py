@@ -40,7 +40,8 @@ __all__ = ["Feedback", "Wrong", "check", "exercise", "exercise_ids", "TODO"]
 #: The starter value of every answer.
 TODO = ...
 
-_LESSON_MODULES = ("lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06")
+_LESSON_MODULES = ("lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06",
+                   "lesson07", "lesson08")
 _REGISTRY: dict[str, "_Exercise"] = {}
 
 

@@ -26,8 +26,12 @@
 #endif
 #define NTHREADS ((BM / TM) * (BN / TN))
 
-__global__ void sgemmRegtile2d(int M, int N, int K, const float* __restrict__ A,
-                               const float* __restrict__ B, float* __restrict__ C)
+// __launch_bounds__ tells ptxas the block size, so it keeps registers per thread within
+// 65,536 / NTHREADS (spilling to local memory if it must) and the launch cannot fail for
+// lack of registers.
+__global__ void __launch_bounds__(NTHREADS)
+sgemmRegtile2d(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+               float* __restrict__ C)
 {
     __shared__ float As[BM][BK];
     __shared__ float Bs[BK][BN];
