@@ -85,6 +85,7 @@ class Step:
     square_only: bool = False
     notes: str = ""
     may_be_zero: tuple = ()          # parameters for which 0 is a valid value (padding)
+    shared_load_width: int = FLOAT   # bytes per lane of each shared load (16: float4)
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -339,6 +340,7 @@ VEC4 = Step(
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
     _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
     _rules=_vec4_rules,
+    shared_load_width=16,
     notes="2-D register blocking; global loads and shared reads as float4 (LDS.128); "
           "As stored transposed, As[k][m]; the default shape is the fastest of the H200 sweep")
 
@@ -353,6 +355,7 @@ WARPTILE = Step(
     _registers_estimate=lambda p: (_rm_rn(p)[0] * _rm_rn(p)[1] + sum(_rm_rn(p))
                                    + _OVERHEAD_REGISTERS),
     _rules=_warptile_rules, may_be_zero=("APAD",),
+    shared_load_width=16,
     notes="each warp a WM x WN sub-tile swept in WMITER x WNITER steps; each lane "
           "(WMITER*TM) x (WNITER*TN) outputs; float4 and transposed A as in vec4")
 
@@ -367,6 +370,7 @@ WARPTILE_DB = Step(
     _registers_estimate=lambda p: (_rm_rn(p)[0] * _rm_rn(p)[1] + sum(_rm_rn(p))
                                    + _prefetch_registers(p) + _OVERHEAD_REGISTERS),
     _rules=_warptile_rules, may_be_zero=("APAD",),
+    shared_load_width=16,
     notes="sgemm_warptile with the next tile fetched into registers during the FMAs and "
           "stored into a second shared buffer (lesson 06's pipelining); the ladder's best")
 
@@ -618,7 +622,7 @@ def reference_run(step: Step | str, params: Params | None = None, N: int = 4096,
     s = get(step)
     p = s.resolve(params)
     ref = reference.load("h200") if ref is None else ref
-    for run in ref.runs:
+    for run in tuple(ref.runs) + tuple(ref.ladder_runs):     # the ladder's own run: ladder_runs
         if run.kernel != s.kernel or run.N != N:
             continue
         if s.square_only:
@@ -639,7 +643,7 @@ def reference_counters(step: Step | str, params: Params | None = None, N: int = 
     s = get(step)
     p = s.resolve(params)
     ref = reference.load("h200") if ref is None else ref
-    for c in ref.counter_sets:
+    for c in tuple(ref.counter_sets) + tuple(ref.ladder_counter_sets):
         if c.kernel != s.kernel or c.N != N:
             continue
         if s.square_only:
@@ -650,22 +654,29 @@ def reference_counters(step: Step | str, params: Params | None = None, N: int = 
     return None
 
 
-def ncu_bytes_per_fma(counters) -> tuple[float, float] | None:
+def ncu_bytes_per_fma(counters, *, shared_bytes_per_load: int = FLOAT
+                      ) -> tuple[float, float] | None:
     """(global, shared) load bytes requested per FMA from Nsight Compute counters, or None.
 
-    Global: ``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum`` x 128 B (a full warp of
-    4-byte loads per request, as the ladder's kernels issue them) / FMAs; shared:
-    ``smsp__inst_executed_op_shared_ld.sum`` x 128 B / FMAs, with FMAs
-    ``smsp__sass_thread_inst_executed_op_ffma_pred_on.sum``. The shared figure counts
-    instructions, so where nvcc merged four loads into one LDS.128 it is lower than the
-    source's (lesson 03)."""
+    Global: ``l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum`` (the bytes of the 32-byte
+    sectors the loads touch, equal to the bytes requested when every sector is used whole, as
+    in the ladder's kernels) when the counters have it, else
+    ``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum`` x 128 B (a full warp of 4-byte loads
+    per request) / FMAs; shared: ``smsp__inst_executed_op_shared_ld.sum`` x 32 lanes x
+    `shared_bytes_per_load` (`Step.shared_load_width`: 4, or 16 for the float4 kernels of
+    lesson 08) / FMAs, with FMAs ``smsp__sass_thread_inst_executed_op_ffma_pred_on.sum``.
+    The shared figure counts instructions, so where nvcc merged four loads into one LDS.128
+    it is lower than the source's (lesson 03)."""
     if counters is None:
         return None
     m = counters.metrics
     try:
         fmas = float(m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])
-        g = float(m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) * WARP * FLOAT
-        sh = float(m["smsp__inst_executed_op_shared_ld.sum"]) * WARP * FLOAT
+        if "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum" in m:
+            g = float(m["l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"])
+        else:
+            g = float(m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) * WARP * FLOAT
+        sh = float(m["smsp__inst_executed_op_shared_ld.sum"]) * WARP * shared_bytes_per_load
     except (KeyError, TypeError):
         return None
     return (g / fmas, sh / fmas) if fmas else None
