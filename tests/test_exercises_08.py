@@ -1,0 +1,120 @@
+"""The exercises of lesson 08: every starter is "todo", every reference answer "correct", and
+the usual wrong answers are "wrong" with a message that says why, in the course's terms
+(the emulator's counters, the H200's Nsight Compute readings, the roofline's peaks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from exercise_harness import exercise_cells, run_cell
+
+import tilinglib as tl
+
+LESSON = "08_to_cublas"
+SHAPES = "shapes = [(32, 16, 1, 1, 4, 4), (64, 32, 2, 2, 4, 4), (32, 64, 1, 4, 4, 4), (64, 32, 2, 1, 8, 4)]\n"
+AREAS = "((16, 128), (8, 128), (64, 32))"
+
+
+def _lane(body):
+    return (f"def shared_bytes(WM, WN, WMITER, WNITER, TM, TN):\n    return {body}\n" + SHAPES
+            + "tl.exercises.check('08.2', {s: shared_bytes(*s) for s in shapes})")
+
+
+def _warp(body):
+    return (f"def warp_bytes(WM, WN):\n    return {body}\n"
+            f"tl.exercises.check('08.3', {{a: warp_bytes(*a) for a in {AREAS}}})")
+
+
+def _limit(limit, tile):
+    return ("h200 = tl.roofline.GPUS['H200 SXM']\n"
+            f"tl.exercises.check('08.4', ({limit}, {tile}))")
+
+
+# {exercise id: [(cell code, phrase the message must contain), ...]}
+WRONG = {
+    "08.1": [
+        # the untransposed index: a column of As, past the end of the array
+        ("tl.exercises.check('08.1', 'float4 v = *(const float4*)&As[tRow * TM + i][k];')",
+         "MemoryAccessError"),
+        # one float, not four
+        ("tl.exercises.check('08.1', 'float4 v = As[k][tRow * TM + i];')", "one float4 load"),
+        # TN where TM belongs: wrong rows (caught at TM != TN)
+        ("tl.exercises.check('08.1', 'float4 v = *(const float4*)&As[k][tRow * TN + i];')",
+         "does not match NumPy"),
+        ("tl.exercises.check('08.1', 'a[i] = As[k][tRow * TM + i];')", "keep the form"),
+    ],
+    "08.2": [
+        (_lane("4 * (TM + TN) / (TM * TN)"), "one warp step"),
+        (_lane("4 * (WM + WN) / (WM * WN)"), "exercise 08.3"),
+        (_lane("(WMITER * TM + WNITER * TN) / (WMITER * TM * WNITER * TN)"), "4 bytes each"),
+        ("def shared_bytes(WM, WN, WMITER, WNITER, TM, TN):\n    return 1.0\n"
+         "tl.exercises.check('08.2', {(1, 2): shared_bytes(1, 2, 3, 4, 5, 6)})",
+         "keep the cell's last line"),
+    ],
+    "08.3": [
+        (_warp("4 * (WM + WN)"), "divide by the WM x WN FMAs"),
+        (_warp("(WM + WN) / (WM * WN)"), "Nsight Compute read"),
+        (_warp("4 * 2 / 8"), "per k the warp's lanes touch WM distinct floats"),
+    ],
+    "08.4": [
+        (_limit("h200.dram_bandwidth / h200.fp32_flops", 64), "bytes per FLOP"),
+        (_limit("2 * h200.dram_bandwidth / h200.fp32_flops", 32), "smallest power of two"),
+        (_limit("2 * h200.dram_bandwidth / h200.fp32_flops", 128), "8 / T"),
+        (_limit("h200.fp32_flops / h200.dram_bandwidth", 64), "their ratio"),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def cells():
+    return exercise_cells(LESSON)
+
+
+def test_every_registered_exercise_is_in_the_notebook(cells):
+    registered = [i for i in tl.exercises.exercise_ids() if i.startswith("08.")]
+    assert registered == ["08.1", "08.2", "08.3", "08.4"]
+    assert sorted(cells) == registered
+
+
+def test_every_exercise_has_wrong_answers_here(cells):
+    for exercise_id in cells:
+        assert len(WRONG.get(exercise_id, ())) >= 2, f"{exercise_id} needs two wrong answers"
+
+
+def test_starters_are_todo_and_references_correct(cells):
+    for exercise_id, cell in cells.items():
+        assert "..." in cell.starter, exercise_id
+        todo = run_cell(cell.starter)
+        assert (todo.exercise, todo.status) == (exercise_id, "todo"), (exercise_id, todo)
+        assert "not done yet" in str(todo)
+        right = run_cell(cell.reference)
+        assert (right.exercise, right.status) == (exercise_id, "correct"), (exercise_id, right)
+
+
+@pytest.mark.parametrize("exercise_id, code, phrase",
+                         [(i, c, p) for i, cases in sorted(WRONG.items()) for c, p in cases],
+                         ids=[f"{i}-wrong{k}" for i, cases in sorted(WRONG.items())
+                              for k in range(len(cases))])
+def test_wrong_answers_are_explained(exercise_id, code, phrase):
+    fb = run_cell(code)
+    assert (fb.exercise, fb.status) == (exercise_id, "wrong"), fb
+    assert phrase in fb.message, fb.message
+    assert len(fb.message.splitlines()) <= 12
+
+
+def test_right_answers_in_other_forms_are_accepted():
+    # 08.2 with RM, RN written out; 08.3 as 4 / WN + 4 / WM; 08.4 with the numbers typed in
+    fb = run_cell(_lane("4 / (WMITER * TM) + 4 / (WNITER * TN)"))
+    assert fb.status == "correct", fb
+    fb = run_cell(_warp("4 / WN + 4 / WM"))
+    assert fb.status == "correct", fb
+    fb = run_cell(_limit("4.8e12 / (67e12 / 2)", 64))
+    assert fb.status == "correct", fb
+    assert "0.1433" in fb.message
+
+
+def test_the_warp_check_quotes_the_h200s_counters():
+    fb = run_cell(_warp("4 * (WM + WN) / (WM * WN)"))
+    # Nsight Compute on the H200, 2026-12-01 (tilinglib/data/reference_h200.json, ladder):
+    # smsp__sass_data_bytes_mem_shared_op_ld.sum / FFMA for regtile2d, vec4, warptile
+    assert "regtile2d 0.2812, vec4 0.5312, warptile 0.1875" in fb.message

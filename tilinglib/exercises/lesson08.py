@@ -1,0 +1,217 @@
+"""Checks of lesson 08's exercises (to cuBLAS): the float4 read of the transposed A tile, the
+shared bytes per FMA of warp tiling (per lane and per warp), and the block tile at which
+global traffic stops bounding FP32 SGEMM.
+
+Kernels run on the CPU emulator whatever the notebook's backend; the per-warp figures are
+checked against the Nsight Compute counters the course read on the H200
+(`tilinglib.reference`, the ladder's run), the peaks against `tilinglib.roofline.GPUS`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from . import Wrong, exercise
+from .common import as_tuple, close, explain_failure, first_wrong, launch_checked, one_line, \
+    require_number, require_whole, substitute
+
+VEC4_A_READ = "float4 v = *(const float4*)&As[k][tRow * TM + i];"
+
+#: (M, N, K, params) 08.1 runs the vec4 kernel at: TM != TN and two block shapes, edges cut.
+VEC4_RUNS = ((40, 72, 24, {"BM": 32, "BN": 64, "BK": 8, "TM": 8, "TN": 4}),
+             (70, 40, 20, {"BM": 64, "BN": 32, "BK": 4, "TM": 4, "TN": 8}))
+
+
+def _run_vec4(source: str, M: int, N: int, K: int, params: dict):
+    from .. import ladder
+    from ..emulator import In, Out, SourceModule
+    from ..errors import CompileError, LaunchError
+
+    step = ladder.get("vec4")
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    C = np.zeros((M, N), dtype=np.float32)
+    try:
+        f = SourceModule(source, options=step.defines(params)).get_function(step.function)
+    except (CompileError, LaunchError) as exc:
+        raise Wrong(explain_failure(exc, source)) from None
+    block, grid = ladder.launch(step, M, N, K, params)
+    launch_checked(f, source, np.int32(M), np.int32(N), np.int32(K), In(A), In(B), Out(C),
+                   block=block, grid=grid, hazards="ignore")
+    return f, C, (A.astype(np.float64) @ B).astype(np.float32)
+
+
+def _shape(params: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in params.items())
+
+
+# --- 08.1 ------------------------------------------------------------------------------------
+
+@exercise("08.1", "the float4 read of the transposed A tile")
+def vec4_a_read(answer):
+    line = one_line(answer, "a_read")
+    if not line.startswith("float4 v ="):
+        raise Wrong("keep the form float4 v = ...; : the line reads four floats of the A tile "
+                    "at once into v, which the next line spreads into a[i .. i + 3].")
+    if "float4" not in line.split("=", 1)[1]:
+        raise Wrong("the right-hand side must be one float4 load, *(const float4*)&As[..][..]: "
+                    "reading As[..][..] alone gives one float, not four.")
+    from .. import kernels
+
+    source = substitute(kernels.load("sgemm_vec4"), VEC4_A_READ, line)
+    for M, N, K, params in VEC4_RUNS:
+        f, C, expected = _run_vec4(source, M, N, K, params)
+        bad = first_wrong(C, expected)
+        if bad is not None:
+            r, c = bad
+            raise Wrong(f"C does not match NumPy at {_shape(params)} (M = {M}, N = {N}, "
+                        f"K = {K}): C[{r}][{c}] is {C[r, c]:.4g}, NumPy gives "
+                        f"{expected[r, c]:.4g}. The tile is stored transposed, As[k][m] = "
+                        f"A[m][k]: the thread's TM rows tRow * TM .. are consecutive in As[k], "
+                        f"and i steps through them four at a time.")
+        report = f.last_report
+        if report.shared_load_bank_conflicts:
+            raise Wrong(f"C matches NumPy, but the emulator counts "
+                        f"{report.shared_load_bank_conflicts:,} shared-load bank conflicts at "
+                        f"{_shape(params)}: the lanes of a warp should read a few adjacent "
+                        f"float4 of one row As[k], not a column.")
+    return ("C matches NumPy at both tile shapes, with no bank conflict: each lane reads its TM "
+            "rows of column k as TM / 4 float4 of the row As[k], and the lanes of a thread row "
+            "read the same address (a broadcast).")
+
+
+# --- 08.2 ------------------------------------------------------------------------------------
+
+#: Warp-tile shapes 08.2 evaluates the student's formula at (all valid; RM != RN somewhere).
+WARP_SHAPES = ({"BM": 32, "BN": 32, "BK": 8, "WM": 32, "WN": 16, "WMITER": 1, "WNITER": 1,
+                "TM": 4, "TN": 4, "APAD": 4},
+               {"BM": 64, "BN": 32, "BK": 8, "WM": 64, "WN": 32, "WMITER": 2, "WNITER": 2,
+                "TM": 4, "TN": 4, "APAD": 4},
+               {"BM": 32, "BN": 64, "BK": 8, "WM": 32, "WN": 64, "WMITER": 1, "WNITER": 4,
+                "TM": 4, "TN": 4, "APAD": 4},
+               {"BM": 64, "BN": 64, "BK": 4, "WM": 64, "WN": 32, "WMITER": 2, "WNITER": 1,
+                "TM": 8, "TN": 4, "APAD": 4})
+_WARP_ARGS = ("WM", "WN", "WMITER", "WNITER", "TM", "TN")
+
+
+@lru_cache(maxsize=None)
+def _warp_counted(items: tuple) -> float:
+    """Shared bytes requested per FMA of the warptile kernel at this shape (emulator)."""
+    from .. import ladder
+
+    p = dict(items)
+    report = ladder.count("warptile", p["BM"], p["BN"], 2 * p["BK"], p)
+    return ladder.measured_bytes_per_fma(report, shared_bytes_per_load=16)[1]
+
+
+def _values(answer, keys, what: str) -> dict:
+    """The dict the cell builds, {arguments: value}, checked to have exactly `keys`."""
+    if not isinstance(answer, dict):
+        raise Wrong(f"the answer is the dict the cell builds, {{arguments: {what}(*arguments)}}; "
+                    f"got {type(answer).__name__}.")
+    if set(answer) != set(keys):
+        raise Wrong(f"keep the cell's last line as it is: it evaluates {what} at "
+                    f"{', '.join(map(str, keys))}.")
+    return {k: require_number(answer[k], f"{what}{k}") for k in keys}
+
+
+@exercise("08.2", "shared bytes per FMA of warp tiling, per lane")
+def warp_lane_bytes(answer):
+    keys = [tuple(p[k] for k in _WARP_ARGS) for p in WARP_SHAPES]
+    got_all = _values(answer, keys, "shared_bytes")
+    for p, args in zip(WARP_SHAPES, keys):
+        got = got_all[args]
+        want = _warp_counted(tuple(p.items()))
+        if not close(got, want, 1e-9):
+            rm, rn = p["WMITER"] * p["TM"], p["WNITER"] * p["TN"]
+            if close(got, 4 * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]), 1e-9) and (rm, rn) != (
+                    p["TM"], p["TN"]):
+                hint = ("that is the TM x TN piece of one warp step; a lane holds the pieces of "
+                        "all WMITER x WNITER steps and reads all their A and B values per k.")
+            elif close(got, 4 * (p["WM"] + p["WN"]) / (p["WM"] * p["WN"]), 1e-9):
+                hint = ("that is the warp's whole tile (exercise 08.3's question); here count "
+                        "what each lane requests, broadcasts included.")
+            else:
+                hint = (f"per k a lane reads WMITER x TM = {rm} floats of A and WNITER x TN = "
+                        f"{rn} of B (4 bytes each) for {rm} x {rn} FMAs.")
+            raise Wrong(f"at {_shape({k: p[k] for k in _WARP_ARGS})} your shared_bytes gives "
+                        f"{got:.6g}; the emulator counts {want:.6g} shared bytes requested per "
+                        f"FMA: {hint}")
+    return ("equal to the emulator's counts at four warp shapes: 4 (RM + RN) / (RM RN) with "
+            "RM = WMITER x TM and RN = WNITER x TN, the rows and columns of C a lane holds. "
+            "WM and WN do not appear: per lane, warp tiling is 2-D register blocking.")
+
+
+# --- 08.3 ------------------------------------------------------------------------------------
+
+#: The C area one warp covers, (rows, columns), in the ladder's default shapes: regtile2d's
+#: 16 x 8 threads of 8 x 8 (a warp: 2 thread rows of 16); vec4's 16 threads across of 8 x 4
+#: (a warp: one thread row of 32); warptile's WM x WN.
+WARP_AREAS = {"regtile2d": (16, 128), "vec4": (8, 128), "warptile": (64, 32)}
+
+
+def _ncu_bank_bytes(name: str) -> float | None:
+    """Shared bytes read from the banks per FFMA, from the H200 counters of the ladder's run."""
+    from .. import reference
+
+    try:
+        m = reference.load("h200").step_counters(name, 1024).metrics
+        return (m["smsp__sass_data_bytes_mem_shared_op_ld.sum"]
+                / m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])
+    except (KeyError, ZeroDivisionError):
+        return None
+
+
+@exercise("08.3", "shared bytes per FMA of a warp, as Nsight Compute counts them")
+def warp_bank_bytes(answer):
+    got_all = _values(answer, list(WARP_AREAS.values()), "warp_bytes")
+    for name, (wm, wn) in WARP_AREAS.items():
+        got = got_all[(wm, wn)]
+        want = 4 * (wm + wn) / (wm * wn)
+        if not close(got, want, 1e-9):
+            ncu = _ncu_bank_bytes(name)
+            seen = (f"Nsight Compute read {ncu:.6g} on the H200 for {name}" if ncu is not None
+                    else f"the count is {want:.6g} for {name}")
+            hint = ("per k the warp's lanes touch WM distinct floats of A (a column of its "
+                    "sub-tile, As[k][..]) and WN of B, 4 bytes each, whatever the number of "
+                    "lanes asking for each; the warp does WM x WN FMAs with them.")
+            if close(got, 4 * (wm + wn), 1e-9):
+                hint = "that is bytes per k for the warp: divide by the WM x WN FMAs it feeds."
+            raise Wrong(f"warp_bytes({wm}, {wn}) gives {got:.6g}; {seen}. {hint}")
+    ncu = {n: _ncu_bank_bytes(n) for n in WARP_AREAS}
+    shown = ", ".join(f"{n} {v:.4g}" for n, v in ncu.items() if v is not None)
+    return ("4 (WM + WN) / (WM WN): the bytes that leave the shared-memory banks, once per warp "
+            "whatever the broadcasts. " + (f"Nsight Compute on the H200: {shown} B/FMA, equal."
+                                           if shown else ""))
+
+
+# --- 08.4 ------------------------------------------------------------------------------------
+
+@exercise("08.4", "the block tile at which FP32 SGEMM stops being memory-bound")
+def memory_bound_tile(answer):
+    from ..roofline import GPUS
+
+    h200 = GPUS["H200 SXM"]
+    limit, tile = as_tuple(answer, 2, "(bytes_per_fma_limit, smallest_tile)")
+    limit = require_number(limit, "bytes_per_fma_limit")
+    tile = require_whole(tile, "smallest_tile")
+    want = 2 * h200.dram_bandwidth / h200.fp32_flops
+    if not close(limit, want, 1e-6):
+        if close(limit, h200.dram_bandwidth / h200.fp32_flops, 1e-6):
+            raise Wrong(f"bytes_per_fma_limit = {limit:.4g}: that is bytes per FLOP; an FMA is "
+                        f"2 FLOPs, so at the FP32 peak the GPU does {h200.fp32_flops / 2:.3g} "
+                        f"FMAs per second.")
+        raise Wrong(f"bytes_per_fma_limit = {limit:.4g}: at the FP32 peak the H200 does "
+                    f"{h200.fp32_flops / 2:.3g} FMAs per second and DRAM delivers "
+                    f"{h200.dram_bandwidth:.3g} B/s; the limit is their ratio, in bytes per FMA.")
+    best = next(t for t in (2 ** e for e in range(1, 12)) if 8 / t <= want)
+    if tile != best:
+        raise Wrong(f"smallest_tile = {tile}: a square block tile T x T requests 4 (T + T) / T^2 "
+                    f"= 8 / T bytes per FMA; {tile} gives {8 / tile:.4g}, the limit is "
+                    f"{want:.4g}. Find the smallest power of two T with 8 / T at or under it.")
+    return (f"{want:.4g} bytes per FMA: from T = {best} (8 / T = {8 / best:.4g}) even a kernel "
+            f"whose every request went to DRAM could run at the FP32 peak. The ladder's blocks "
+            f"are 128 x 128 and 128 x 256: global memory is not what stops them.")
