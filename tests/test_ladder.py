@@ -185,3 +185,38 @@ def test_ladder_explorer_offers_only_valid_shapes_and_recounts():
         e.select(TN=3)
     with pytest.raises(widgets.WidgetArgumentError, match="cannot run"):
         widgets.ladder_explorer("regtile2d", 64, value={"TM": 3})
+
+
+def _reference_with(runs, counters):
+    from tilinglib import reference
+
+    data = reference.load("h200").to_dict()
+    data["runs"] = data["runs"] + runs
+    data["counters"] = data["counters"] + counters
+    return reference.from_dict(data, "test")
+
+
+def test_reference_lookups_find_a_step_by_its_params_and_say_none_otherwise():
+    p = ladder.get("regtile2d").resolve({"TM": 4})
+    run = {"kernel": "sgemm_regtile2d", "N": 4096, "block": [512, 1, 1], "tile": None,
+           "pad": None, "static_shared_bytes": 8192, "gflops": 1234.5, "params": p,
+           "registers": 90}
+    counters = {"kernel": "sgemm_regtile2d", "N": 1024, "block": [512, 1, 1], "tile": None,
+                "pad": None, "metrics": {
+                    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 2 * 1024 ** 3 / 4096,
+                    "smsp__inst_executed_op_shared_ld.sum": 12 * 1024 ** 3 / 1024,
+                    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 1024 ** 3}}
+    ref = _reference_with([run], [counters])
+    found = ladder.reference_run("regtile2d", {"TM": 4}, ref=ref)
+    assert found.gflops == 1234.5 and found.extra["registers"] == 90
+    assert ladder.reference_run("regtile2d", {"TM": 8}, ref=ref) is None
+    assert ladder.reference_run("regtile2d", {"TM": 4}, N=1024, ref=ref) is None
+    # reference.py does not keep a counter set's params (yet): no match, never a wrong one.
+    assert ladder.reference_counters("regtile2d", {"TM": 4}, ref=ref) is None
+    # requests x 128 B / FMAs: 2 N^3 / 4,096 requests -> 1/16 B; 12 N^3 / 1,024 LDS -> 1.5 B
+    cs = [c for c in ref.counter_sets if c.kernel == "sgemm_regtile2d"][0]
+    assert ladder.ncu_bytes_per_fma(cs) == (0.0625, 1.5)
+    tiled = ladder.reference_counters("tiled", {"TILE": 32})   # lesson 03's, measured
+    g, s = ladder.ncu_bytes_per_fma(tiled)
+    assert g == 0.25 and s == 5.0   # 8/TILE; nvcc's LDS.128 leaves 5/8 of the source's 8
+    assert ladder.reference_run("tiled", {"TILE": 32}).gflops == 8997.2
