@@ -220,3 +220,20 @@ def test_reference_lookups_find_a_step_by_its_params_and_say_none_otherwise():
     g, s = ladder.ncu_bytes_per_fma(tiled)
     assert g == 0.25 and s == 5.0   # 8/TILE; nvcc's LDS.128 leaves 5/8 of the source's 8
     assert ladder.reference_run("tiled", {"TILE": 32}).gflops == 8997.2
+
+
+def test_ptxas_table_covers_the_lesson_shapes_and_agrees_with_valid():
+    # Read by bench/ptxas_registers.py from nvcc -Xptxas -v for sm_90 (CUDA 13.0).
+    r = ladder.ptxas_registers("regtile2d")
+    assert r["registers"] == 113 and r["spill_store_bytes"] == 0 and r["shared_bytes"] == 8192
+    assert "sm_90" in r["label"]
+    assert ladder.ptxas_registers("regtile2d", {"TM": 2}) is None      # not compiled
+    big = {"TM": 16, "TN": 16}
+    spilled = ladder.ptxas_registers("regtile2d", big)
+    assert spilled["registers"] == 255 and spilled["spill_store_bytes"] > 0
+    assert "registers" in ladder.get("regtile2d").valid(big)          # refused, and rightly
+    for s, p in [("coarse", {}), ("tiled", {"TILE": 32}), ("regtile2d", {"TM": 16})]:
+        row = ladder.ptxas_registers(s, p)
+        assert row["shared_bytes"] == ladder.get(s).shared_bytes(p)
+        # __launch_bounds__: ptxas keeps every block within an SM's 65,536 registers
+        assert row["registers"] * ladder.get(s).threads(p) <= 65536
