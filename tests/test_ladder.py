@@ -237,3 +237,23 @@ def test_ptxas_table_covers_the_lesson_shapes_and_agrees_with_valid():
         assert row["shared_bytes"] == ladder.get(s).shared_bytes(p)
         # __launch_bounds__: ptxas keeps every block within an SM's 65,536 registers
         assert row["registers"] * ladder.get(s).threads(p) <= 65536
+
+
+def test_gpu_script_launches_as_the_ladder_does():
+    # bench/gpu_regtile.py is standalone (no tilinglib on the GPU machine): its launch
+    # shapes must be the ladder's, and every shape it times must be valid.
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "gpu_regtile.py"
+    spec = importlib.util.spec_from_file_location("gpu_regtile", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name, kernel, p in mod.SHAPES:
+        step = ladder.get(name)
+        assert step.kernel == kernel and step.valid(p) is None, (name, p)
+        assert mod.FUNCTIONS[kernel] == step.function
+        for M, N in ((4096, 4096), (1000, 1030)):
+            if step.square_only and M != N:
+                continue
+            assert mod.launch_shape(kernel, p, M, N) == ladder.launch(step, M, N, M, p)
