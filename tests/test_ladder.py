@@ -185,3 +185,76 @@ def test_ladder_explorer_offers_only_valid_shapes_and_recounts():
         e.select(TN=3)
     with pytest.raises(widgets.WidgetArgumentError, match="cannot run"):
         widgets.ladder_explorer("regtile2d", 64, value={"TM": 3})
+
+
+def _reference_with(runs, counters):
+    from tilinglib import reference
+
+    data = reference.load("h200").to_dict()
+    data["runs"] = data["runs"] + runs
+    data["counters"] = data["counters"] + counters
+    return reference.from_dict(data, "test")
+
+
+def test_reference_lookups_find_a_step_by_its_params_and_say_none_otherwise():
+    p = ladder.get("regtile2d").resolve({"TM": 4})
+    run = {"kernel": "sgemm_regtile2d", "N": 4096, "block": [512, 1, 1], "tile": None,
+           "pad": None, "static_shared_bytes": 8192, "gflops": 1234.5, "params": p,
+           "registers": 90}
+    counters = {"kernel": "sgemm_regtile2d", "N": 1024, "block": [512, 1, 1], "tile": None,
+                "pad": None, "metrics": {
+                    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 2 * 1024 ** 3 / 4096,
+                    "smsp__inst_executed_op_shared_ld.sum": 12 * 1024 ** 3 / 1024,
+                    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 1024 ** 3}}
+    ref = _reference_with([run], [counters])
+    found = ladder.reference_run("regtile2d", {"TM": 4}, ref=ref)
+    assert found.gflops == 1234.5 and found.extra["registers"] == 90
+    # a shape the data does not hold (the ladder's own run is at the defaults, TM = 8)
+    assert ladder.reference_run("regtile2d", {"TM": 2}, ref=ref) is None
+    assert ladder.reference_run("regtile2d", {"TM": 4}, N=1024, ref=ref) is None
+    # reference.py does not keep a counter set's params (yet): no match, never a wrong one.
+    assert ladder.reference_counters("regtile2d", {"TM": 4}, ref=ref) is None
+    # requests x 128 B / FMAs: 2 N^3 / 4,096 requests -> 1/16 B; 12 N^3 / 1,024 LDS -> 1.5 B
+    cs = [c for c in ref.counter_sets if c.kernel == "sgemm_regtile2d"][0]
+    assert ladder.ncu_bytes_per_fma(cs) == (0.0625, 1.5)
+    tiled = ladder.reference_counters("tiled", {"TILE": 32})   # lesson 03's, measured
+    g, s = ladder.ncu_bytes_per_fma(tiled)
+    assert g == 0.25 and s == 5.0   # 8/TILE; nvcc's LDS.128 leaves 5/8 of the source's 8
+    assert ladder.reference_run("tiled", {"TILE": 32}).gflops == 8997.2
+
+
+def test_ptxas_table_covers_the_lesson_shapes_and_agrees_with_valid():
+    # Read by bench/ptxas_registers.py from nvcc -Xptxas -v for sm_90 (CUDA 13.0).
+    r = ladder.ptxas_registers("regtile2d")
+    assert r["registers"] == 113 and r["spill_store_bytes"] == 0 and r["shared_bytes"] == 8192
+    assert "sm_90" in r["label"]
+    assert ladder.ptxas_registers("regtile2d", {"TM": 2}) is None      # not compiled
+    big = {"TM": 16, "TN": 16}
+    spilled = ladder.ptxas_registers("regtile2d", big)
+    assert spilled["registers"] == 255 and spilled["spill_store_bytes"] > 0
+    assert "registers" in ladder.get("regtile2d").valid(big)          # refused, and rightly
+    for s, p in [("coarse", {}), ("tiled", {"TILE": 32}), ("regtile2d", {"TM": 16})]:
+        row = ladder.ptxas_registers(s, p)
+        assert row["shared_bytes"] == ladder.get(s).shared_bytes(p)
+        # __launch_bounds__: ptxas keeps every block within an SM's 65,536 registers
+        assert row["registers"] * ladder.get(s).threads(p) <= 65536
+
+
+def test_gpu_script_launches_as_the_ladder_does():
+    # bench/gpu_regtile.py is standalone (no tilinglib on the GPU machine): its launch
+    # shapes must be the ladder's, and every shape it times must be valid.
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "gpu_regtile.py"
+    spec = importlib.util.spec_from_file_location("gpu_regtile", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name, kernel, p in mod.SHAPES:
+        step = ladder.get(name)
+        assert step.kernel == kernel and step.valid(p) is None, (name, p)
+        assert mod.FUNCTIONS[kernel] == step.function
+        for M, N in ((4096, 4096), (1000, 1030)):
+            if step.square_only and M != N:
+                continue
+            assert mod.launch_shape(kernel, p, M, N) == ladder.launch(step, M, N, M, p)

@@ -41,7 +41,7 @@ from .errors import ArgumentError
 
 __all__ = ["Step", "STEPS", "names", "get", "launch", "run", "count", "measure", "StepMeasurement",
            "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
-           "compiled_registers",
+           "compiled_registers", "ptxas_registers",
            "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
 
 MAX_THREADS = 1024                 # threads per block, every CUDA GPU so far
@@ -539,8 +539,10 @@ class StepMeasurement:
 
     `formula_*_bytes_per_fma`: the step's formulas; `counted_*_bytes_per_fma`: the
     emulator's counters (emulator only; equal to the formulas when N is a multiple of the
-    block tile). `registers` and `local_bytes` (spills) are ptxas's, read through PyCUDA
-    (GPU only); `occupancy` uses them when known. `gflops` and `median_ms`: GPU only."""
+    block tile). `registers` and `local_bytes` (spills) are ptxas's: read through PyCUDA on a
+    GPU, else from the sm_90 table of `ptxas_registers` when it has the shape (None
+    otherwise); `registers_source` says which. `occupancy` uses them when known. `gflops`
+    and `median_ms`: GPU only."""
 
     step: str
     params: Mapping[str, int]
@@ -555,6 +557,7 @@ class StepMeasurement:
     counted_shared_bytes_per_fma: float | None
     registers: int | None
     local_bytes: int | None
+    registers_source: str | None
     occupancy: object
     median_ms: float | None
     gflops: float | None
@@ -586,6 +589,10 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
     counted = (None, None) if t.report is None else measured_bytes_per_fma(t.report)
     regs = getattr(f, "num_regs", None)
     local = getattr(f, "local_size_bytes", None) if regs is not None else None
+    source = None if regs is None else "ptxas on this GPU (PyCUDA num_regs)"
+    table = ptxas_registers(s, p) if regs is None else None
+    if table is not None:
+        regs, local, source = table["registers"], table["spill_store_bytes"], table["label"]
     occ = occupancy(s.threads(p), registers_per_thread=regs, static_shared=s.shared_bytes(p))
     return StepMeasurement(
         step=s.name, params=dict(p), N=int(N), backend=backend.name,
@@ -595,7 +602,8 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
         formula_shared_bytes_per_fma=s.shared_bytes_per_fma(p),
         counted_global_bytes_per_fma=counted[0], counted_shared_bytes_per_fma=counted[1],
         registers=None if regs is None else int(regs),
-        local_bytes=None if local is None else int(local), occupancy=occ,
+        local_bytes=None if local is None else int(local), registers_source=source,
+        occupancy=occ,
         median_ms=t.median_ms, gflops=t.gflops)
 
 
@@ -698,3 +706,33 @@ def compiled_registers(step: Step | str, params: Params | None = None):
         return None
     f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
     return int(f.num_regs), int(f.local_size_bytes)
+
+
+@functools.lru_cache(maxsize=None)
+def _ptxas_table() -> dict:
+    import json
+    from importlib import resources
+
+    path = resources.files("tilinglib") / "data" / "ptxas_sm90.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {"nvcc": data.get("nvcc", ""), "arch": data.get("arch", ""),
+            "rows": {(r["step"], tuple(sorted(r["params"].items()))): r for r in data["shapes"]}}
+
+
+def ptxas_registers(step: Step | str, params: Params | None = None) -> dict | None:
+    """What ptxas reported for this step and tile shape, compiled for sm_90 (the H200) by
+    ``bench/ptxas_registers.py`` without a GPU, or None for a shape it did not compile.
+
+    A dict: ``registers`` (per thread, what PyCUDA's ``num_regs`` gives), ``spill_store_bytes``,
+    ``spill_load_bytes``, ``stack_frame_bytes``, ``shared_bytes``, and ``label`` (the
+    compiler and architecture, for a caption)."""
+    s = get(step)
+    table = _ptxas_table()
+    row = table.get("rows", {}).get((s.name, tuple(sorted(s.resolve(params).items()))))
+    if row is None:
+        return None
+    label = f"ptxas for {table['arch']} ({table['nvcc']}), compiled without a GPU"
+    return {k: row[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes",
+                                "stack_frame_bytes", "shared_bytes")} | {"label": label}

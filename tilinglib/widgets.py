@@ -503,7 +503,7 @@ class LadderExplorer:
                       m.counted_shared_bytes_per_fma, fmt(m.counted_shared_bytes_per_fma))]
         if m.registers is not None:
             rows += [("registers", "registers per thread (ptxas)", m.registers, str(m.registers)),
-                     ("local_bytes", "spill (local) bytes per thread", m.local_bytes,
+                     ("local_bytes", "spilled bytes per thread", m.local_bytes,
                       str(m.local_bytes))]
         occ = m.occupancy
         rows.append(("occupancy", "occupancy", round(occ.percent, 1),
@@ -515,8 +515,10 @@ class LadderExplorer:
             note = (f"Measured on this GPU at N={m.N} with CUDA events; registers from ptxas; "
                     f"bytes per FMA from the formulas.")
         else:
-            note = (f"Counted by the CPU emulator at N={m.N}: exact for this source, no time, "
-                    f"and no registers (occupancy without them).")
+            regs = (f"registers: {m.registers_source}" if m.registers is not None else
+                    "no register count for this shape (occupancy without registers)")
+            note = (f"Counted by the CPU emulator at N={m.N}: exact for this source, no time; "
+                    f"{regs}.")
         return rows, note
 
     def update(self) -> None:

@@ -134,8 +134,9 @@ def regtile_loads(answer):
 
 # --- 07.3 ------------------------------------------------------------------------------------
 
-#: The tile shapes 07.3 evaluates the student's formulas at (all valid, all different
-#: BM and BN or TM and TN somewhere, so a formula that swaps them is caught).
+#: The tile shapes 07.3 evaluates the student's formulas at (all valid; BM and BN, TM and TN
+#: differ somewhere, so a formula that swaps them is caught). The lesson's cell lists the same
+#: shapes as (BM, BN, BK, TM, TN) tuples.
 FORMULA_SHAPES = ({"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4},
                   {"BM": 64, "BN": 32, "BK": 4, "TM": 8, "TN": 2},
                   {"BM": 32, "BN": 64, "BK": 8, "TM": 2, "TN": 8},
@@ -190,17 +191,18 @@ def _formula_hint(kind: str, got: dict) -> str:
 
 @exercise("07.3", "bytes per FMA of 2-D register blocking, as formulas")
 def bytes_formulas(answer):
-    global_fn, shared_fn = as_tuple(answer, 2, "two functions, (global_bytes, shared_bytes)")
-    for fn, name in ((global_fn, "global_bytes"), (shared_fn, "shared_bytes")):
-        if not callable(fn):
-            raise Wrong(f"{name} should be a function of (BM, BN, BK, TM, TN), as the cell "
-                        f"defines it; got {type(fn).__name__}.")
+    if not isinstance(answer, dict):
+        raise Wrong("the answer is the dict the cell builds: {(kind, shape): bytes per FMA}, "
+                    "kind 'global' or 'shared'; keep the cell's last line as it is.")
     counted = [_counted(tuple(p.items())) for p in FORMULA_SHAPES]
-    for index, (kind, fn) in enumerate((("global", global_fn), ("shared", shared_fn))):
+    for index, kind in enumerate(("global", "shared")):
         got = {}
         for i, p in enumerate(FORMULA_SHAPES):
-            args = (p["BM"], p["BN"], p["BK"], p["TM"], p["TN"])
-            got[i] = require_number(fn(*args), f"{kind}_bytes{args}")
+            shape = (p["BM"], p["BN"], p["BK"], p["TM"], p["TN"])
+            if (kind, shape) not in answer:
+                raise Wrong(f"the dict has no entry for ({kind!r}, {shape}); keep the cell's "
+                            f"last line as it is.")
+            got[i] = require_number(answer[kind, shape], f"{kind}_bytes{shape}")
         for i, p in enumerate(FORMULA_SHAPES):
             want = counted[i][index]
             if not close(got[i], want, 1e-9):
@@ -256,7 +258,9 @@ def register_budget(answer):
 
 # --- 07.5 ------------------------------------------------------------------------------------
 
-OCCUPANCY_CASE = {"params": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}, "registers": 128}
+#: The default 2-D shape, with the registers ptxas gives it for sm_90 (CUDA 13.0, the
+#: course's table tilinglib/data/ptxas_sm90.json; the lesson's cell says so).
+OCCUPANCY_CASE = {"params": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}, "registers": 113}
 
 
 @exercise("07.5", "occupancy of the 2-D register-blocked kernel")
@@ -277,9 +281,9 @@ def regtile_occupancy(answer):
         if blocks == free.active_blocks:
             raise Wrong(f"{blocks} blocks is what warps allow ({free.blocks_by_warps} blocks of "
                         f"{occ.warps_per_block} warps) and shared memory allows more, but "
-                        f"registers bind first: {regs} registers x 32 lanes x "
-                        f"{occ.warps_per_block} warps = {occ.registers_per_block:,} per block, "
-                        f"of the SM's 65,536.")
+                        f"registers bind first: {regs} registers x 32 lanes, rounded up to "
+                        f"the allocation unit of 256, x {occ.warps_per_block} warps = "
+                        f"{occ.registers_per_block:,} per block, of the SM's 65,536.")
         raise Wrong(f"blocks_per_sm = {blocks}; tl.occupancy gives {occ.active_blocks} "
                     f"(warps allow {occ.blocks_by_warps}, registers {occ.blocks_by_registers}, "
                     f"shared memory {occ.blocks_by_shared}): the smallest of the caps.")
