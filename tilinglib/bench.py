@@ -23,7 +23,7 @@ inputs copied to the GPU once, outside the timed region; random normal float32 d
   8 bytes per element.
 
 - The SGEMM ladder of lessons 07-08 (`tilinglib.ladder.STEPS`, each at its default tile
-  shape) at each `--sizes` N, beside cuBLAS timed in the same run: GFLOP/s, the registers
+  shape at each `--sizes` N, and at each shape of its ``also_measured`` at the largest N), beside cuBLAS timed in the same run: GFLOP/s, the registers
   per thread and the local (spill) bytes from the loaded function, and ptxas's own report
   (``nvcc -Xptxas -v``: registers, spill stores and loads, stack). Each step is first
   checked at the smallest N and at an odd shape (1000 x 1003 x 999 for the steps that take
@@ -315,9 +315,19 @@ def _ladder_inputs(M, N, K, seed):
             rng.standard_normal((K, N), dtype=np.float32))
 
 
+def ladder_shapes() -> list:
+    """[(step, params)]: every `ladder.STEPS` entry at its default tile shape, then at each
+    shape of its `also_measured` (the shapes lessons 07-08 show), in that order."""
+    from . import ladder
+
+    return [(step, step.resolve(extra)) for step in ladder.STEPS
+            for extra in ({},) + tuple(step.also_measured)]
+
+
 def measure_ladder(sizes, warmup, repeat, log=print):
-    """Time every `ladder.STEPS` entry (default tile shapes) and cuBLAS at each N of `sizes`,
-    in this one process; returns the run entries (see the module docstring)."""
+    """Time every `ladder.STEPS` entry and cuBLAS, in this one process: the default tile shape
+    at each N of `sizes`, the `also_measured` shapes at the largest N only; returns the run
+    entries (see the module docstring)."""
     import pycuda.driver as drv
 
     import tilinglib as tl
@@ -330,8 +340,8 @@ def measure_ladder(sizes, warmup, repeat, log=print):
     arch = f"sm_{cc[0]}{cc[1]}"
     runs = []
     small = min(sizes)
-    for step in ladder.STEPS:
-        p = step.resolve()
+    for step, p in ladder_shapes():
+        extra = p != step.resolve()
         src = kernels.load(step.kernel)
         f = tl.SourceModule(src, options=step.defines(p)).get_function(step.function)
         ptx = ptxas_report(src, step.defines(p), arch)
@@ -349,7 +359,7 @@ def measure_ladder(sizes, warmup, repeat, log=print):
         if not (err < 1e-4 and (odd is None or odd < 1e-4)):
             log(f"!! ladder step {step.name}: relative error {err:.2e} / {odd}: left out")
             continue
-        for N in sizes:
+        for N in ([max(sizes)] if extra else sizes):
             A, B = _ladder_inputs(N, N, N, N)
             C = np.empty((N, N), dtype=np.float32)
             block, grid = step.block(p), step.grid(N, N, p)
@@ -384,8 +394,7 @@ def _launch_ladder(N: int) -> None:
 
     from . import kernels, ladder
 
-    for step in ladder.STEPS:
-        p = step.resolve()
+    for step, p in ladder_shapes():
         f = tl.SourceModule(kernels.load(step.kernel), options=step.defines(p)).get_function(
             step.function)
         A, B = _ladder_inputs(N, N, N, 1)
@@ -436,13 +445,14 @@ def profile_ladder(log=print, N=1024):
     if shutil.which("ncu") is None:
         log("(no ladder counters: ncu is not on PATH)")
         return []
-    names = [s.function for s in ladder.STEPS]
+    shapes = ladder_shapes()
+    names = sorted({s.function for s in ladder.STEPS})
 
     def ncu(metrics):
         cmd = [shutil.which("ncu"), "--clock-control", "none", "--csv", "--print-units", "base",
                "--metrics", ",".join(metrics),
                "--kernel-name", "regex:^(" + "|".join(names) + ")$",
-               "--launch-count", str(len(names)),
+               "--launch-count", str(len(shapes)),
                sys.executable, "-m", "tilinglib.bench", "--launch-one", f"ladder:{N}"]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         return done, _parse_ncu_details(done.stdout)
@@ -451,12 +461,11 @@ def profile_ladder(log=print, N=1024):
     if not launches:
         log(f"!! ncu failed with the extra metrics, again without: {done.stdout[-600:]}")
         done, launches = ncu(NCU_METRICS)
-    if len(launches) != len(names):
-        log(f"!! ncu profiled {len(launches)} of {len(names)} ladder launches: "
+    if len(launches) != len(shapes):
+        log(f"!! ncu profiled {len(launches)} of {len(shapes)} ladder launches: "
             f"{done.stderr[-800:]} {done.stdout[-800:]}")
     out = []
-    for step, (kname, metrics_read) in zip(ladder.STEPS, launches):
-        p = step.resolve()
+    for (step, p), (kname, metrics_read) in zip(shapes, launches):
         fmas = metrics_read.get("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum")
         entry = {"kernel": step.kernel, "step": step.name, "params": p, "N": N,
                  "block": list(step.block(p)), "tile": None, "pad": None,
@@ -624,8 +633,8 @@ def main(argv=None):
             "validation": f"each SGEMM variant against a float64 product at N={min(args.sizes)}"
                           + (" and each ladder step that takes any shape at M, N, K = "
                              f"{ODD_SHAPE}"),
-            "ladder": "tilinglib.ladder.STEPS at their default tile shapes (params in each "
-                      "entry); registers from Function.num_regs, spills from nvcc -Xptxas -v",
+            "ladder": "tilinglib.ladder.STEPS at their default tile shapes and the "
+                      "also_measured ones (params in each entry); registers from Function.num_regs, spills from nvcc -Xptxas -v",
             "counters": ("ncu --clock-control none, one launch each, N = 1024"
                          if counters else "none"),
             "clocks": "as found (no clock control)",

@@ -86,6 +86,7 @@ class Step:
     notes: str = ""
     may_be_zero: tuple = ()          # parameters for which 0 is a valid value (padding)
     shared_load_width: int = FLOAT   # bytes per lane of each shared load (16: float4)
+    also_measured: tuple = ()        # tile shapes besides the default that the bench measures
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -271,7 +272,10 @@ REGTILE2D = Step(
     _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
     _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
-    _rules=_regtile2d_rules)
+    _rules=_regtile2d_rules,
+    also_measured=({"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4},
+                   {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 4},
+                   {"BM": 128, "BN": 128, "BK": 8, "TM": 16, "TN": 8}))
 
 def _vec4_rules(p: dict) -> str | None:
     why = _regtile2d_rules(p)
