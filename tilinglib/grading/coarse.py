@@ -154,7 +154,8 @@ def _traffic(runner: _Runner, coarse: int, measured, measured_ok: bool):
     # 2. The shared target, with the work spread over the warps' lanes.
     per_request = s_bytes / counters.shared_load_requests if s_bytes else 0.0
     if s_bytes == 0:
-        s_fail = f"{where}: the kernel loads nothing from shared memory: there is no reuse to count."
+        s_fail = (f"{where}: the kernel loads nothing from shared memory: there is no reuse "
+                  f"to count.")
     elif s > targets["shared"] + 1e-12:
         words = (" 8 B/FMA is the tiled kernel's count: both operands read from shared memory "
                  "for every FMA." if abs(s - 8) < 0.05 else "")
