@@ -42,8 +42,8 @@ from .sgemm import (_SYNC, SGEMM_SIGNATURE, Check, GradeReport, _accumulator, _c
                     _contained, _correctness, _default_grid, _index_width, _probe_tile, _Runner,
                     _synchronisation, _weigh, sgemm_cases)
 
-__all__ = ["check_coarsened", "coarse_targets", "COARSE_TILE", "COARSE_VALUES",
-           "COARSE_KERNEL"]
+__all__ = ["check_coarsened", "coarse_targets", "declared_coarse", "COARSE_TILE",
+           "COARSE_VALUES", "COARSE_KERNEL"]
 
 COARSE_KERNEL = "sgemmCoarse"
 COARSE_TILE = 32
@@ -70,6 +70,14 @@ def coarse_targets(coarse: int, tile: int = COARSE_TILE) -> dict:
     if int(coarse) < 1 or int(tile) < 1:
         raise ValueError(f"coarse and tile must be at least 1, not {coarse} and {tile}")
     return {"global": 8 / int(tile), "shared": 4 + 4 / int(coarse)}
+
+
+def declared_coarse(source: str, options: Sequence[str] | None = None) -> int:
+    """The COARSE a kernel source declares: the value of the macro COARSE after the source's
+    own ``#define`` and the ``-DCOARSE=...`` in `options` (nvcc-style strings).
+
+    Raises `CompileError` if the source does not compile or does not define COARSE."""
+    return _probe_tile(source, [str(o) for o in (options or [])], macro="COARSE")
 
 
 def _seed_of(source: str, options) -> int:
