@@ -174,6 +174,35 @@ def test_it_raises_only_for_arguments_of_the_wrong_type():
     assert "did not finish within the grader's step budget" in report.failures[0]
 
 
+SIG = "__global__ void sgemmCoarse(int M, int N, int K, const float* A, const float* B, float* C)"
+HEAD = "#define TILE 32\n#define COARSE 4\n"
+
+
+@pytest.mark.parametrize("name, source", [
+    ("include a host file", '#include "/etc/passwd"\n' + GOOD),
+    ("macro bomb", HEAD + "#define X0 1\n" + "".join(f"#define X{i} X{i-1}+X{i-1}\n"
+                                                    for i in range(1, 21))
+     + SIG + "\n{ C[0] = X20; }\n"),
+    ("deep parentheses", HEAD + SIG + "\n{ C[0] = " + "(" * 400 + "1" + ")" * 400 + "; }\n"),
+    ("huge shared array", HEAD + SIG + "\n{ __shared__ float big[1 << 28]; big[threadIdx.x] = 1; "
+     "C[0] = big[0]; }\n"),
+    ("endless device loop", HEAD + "__device__ int spin(int x) { for (;;) { x = x + 1; } "
+     "return x; }\n" + SIG + "\n{ C[0] = spin(M); }\n"),
+    ("printf in the inner loop", GOOD.replace(
+        "acc[c] += As[ty * COARSE + c][k] * b;",
+        '{ acc[c] += As[ty * COARSE + c][k] * b; printf("%d %f\\n", k, b); }')),
+])
+def test_hostile_sources_end_in_a_report_never_an_exception(name, source, capsys):
+    report = check_coarsened(source, time_limit=15)
+    capsys.readouterr()
+    assert report.max_score == 100
+    if name == "printf in the inner loop":      # correct, and its flood is cut at 1 MB
+        assert report.score == 100
+    else:
+        assert report.score == 0 and report.failures, report
+        assert "root:" not in str(report)
+
+
 # --------------------------------------------------------------------------- gaming
 def test_a_hard_coded_answer_fails_because_the_data_depend_on_the_source():
     # The grader's 1x1x1 data with seed 0, hard-coded: right with that seed, wrong with the
