@@ -128,6 +128,8 @@ def test_the_weights_add_up_to_100():
      "8 B/FMA is the tiled kernel's count"),
     ("bad_missing_barrier", 85, {_SYNC}, "write-after-read"),
     ("bad_int32_index", 95, {INDEX}, "line 20: arow * K"),
+    # acc[COARSE] never zeroed: the emulator starts it at 0, a GPU does not
+    ("bad_uninitialised_accumulators", 95, {ACCUMULATOR}, "'acc[0]' is read at line 25 before"),
 ])
 def test_faulty_kernels_lose_what_their_mistake_is_worth(name, score, failed, says):
     report = check_coarsened((A4 / f"{name}.cu").read_text())

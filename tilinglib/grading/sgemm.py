@@ -330,11 +330,12 @@ class _Runner:
     sync_errors: list = field(default_factory=list)     # (shape, BarrierError/RaceError)
     step_scale: int = 1          # multiplies _step_budget (kernels whose threads loop more)
     counters: dict = field(default_factory=dict)        # shape -> the emulator's Counters
+    unset_reads: list = field(default_factory=list)     # (shape, UninitializedReadWarning text)
 
     def run(self, shape, *, hazards="warn"):
         """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
         from ..emulator import In, InOut
-        from ..errors import InputWriteWarning
+        from ..errors import InputWriteWarning, UninitializedReadWarning
 
         M, N, K = shape
         A, B = _inputs(M, N, K, self.seed)
@@ -352,6 +353,7 @@ class _Runner:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore")
             warnings.simplefilter("always", InputWriteWarning)
+            warnings.simplefilter("always", UninitializedReadWarning)
             self.function(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
                           block=self.block, grid=grid, hazards=hazards, max_steps=budget,
                           max_seconds=_seconds_left(self.deadline))
@@ -360,6 +362,8 @@ class _Runner:
         self.counters[shape] = getattr(self.function, "last_counters", None)
         for h in report.hazards:
             self.hazards.append((shape, h))
+        self.unset_reads += [(shape, str(w.message)) for w in caught
+                             if issubclass(w.category, UninitializedReadWarning)]
         writes = [w for w in caught if issubclass(w.category, InputWriteWarning)]
         if writes:
             w = min(writes, key=lambda w: w.lineno)
