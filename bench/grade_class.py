@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/grade_class.py                 # 300 submissions of a1_tiled_sgemm
     .venv/bin/python bench/grade_class.py --n 20 --jobs 2 --keep /tmp/class
+    .venv/bin/python bench/grade_class.py --assignment a4_coarsen --n 26 --jobs 2
 
 Builds, in a temporary folder laid out as nbgrader's ``submitted/``, a class of `--n`
 submissions of ``a1_tiled_sgemm``: correct kernels in several styles and tile sizes and cell
@@ -21,6 +22,10 @@ RUSAGE_CHILDREN) and the count per status. It checks that:
   on time or memory) has the same status and score as the same notebook graded alone, so no
   hostile submission changed any other's score, its neighbours' included;
 - every hostile submission ended with one of the statuses its kind allows and a score.
+
+With ``--assignment a4_coarsen`` the class is Assignment 4's instead (`a4_class`): the
+instructor's solution and every kernel of ``tests/submissions/a4/``, dealt round-robin; each
+row must equal the same answers graded in this process, without a sandbox.
 
 Exit status 0 when every check holds, 1 otherwise. `build_class` and `verify` are used by
 ``tests/test_grading_cli.py`` for CI's small version.
@@ -343,6 +348,57 @@ def verify(plan: dict, rows: dict, alone: dict, feedback_dir) -> list:
     return problems
 
 
+A4 = "a4_coarsen"
+
+
+def a4_class(base: Path, n: int, *, jobs: int, timeout: float, memory_mib: int) -> int:
+    """Build and grade a class of `n` Assignment 4 submissions under `base`; print the wall
+    time and the scores per kind; return the number of problems (rows missing, doubled, or
+    different from the grader run in this process)."""
+    import nbformat
+
+    from tilinglib.grading.assignments import ASSIGNMENTS, grade
+    from tilinglib.grading.extract import extract_from_notebook
+
+    source_nb = ROOT / "notebooks" / "assignments" / A4 / f"{A4}.ipynb"
+    template = nbformat.read(source_nb, as_version=4)
+    pool = {"solution": extract_from_notebook(template, ASSIGNMENTS[A4]).values["KERNEL"]}
+    for path in sorted((SUBMISSIONS / "a4").glob("*.cu")):
+        pool[path.stem] = path.read_text()
+    names = sorted(pool)
+    plan = {f"s{i:03d}": names[i % len(names)] for i in range(n)}
+    submitted = base / "submitted"
+    for student, kind in plan.items():
+        nb = nbformat.from_dict(template)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "a4-kernel":
+                cell.source = _cell(pool[kind])
+        folder = submitted / student / A4
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, folder / f"{A4}.ipynb")
+    print(f"class: {n} submissions of {A4} ({len(names)} kinds); grading with --jobs {jobs} "
+          f"on {os.cpu_count()} cores...", flush=True)
+    rows, wall, proc = grade_command(submitted, base, jobs=jobs, timeout=timeout,
+                                     memory_mib=memory_mib, extra=("--assignment", A4))
+    print(f"wall time: {wall:.1f} s for {n} submissions ({60 * n / wall:.1f} per minute)")
+    here = {k: grade(A4, {"KERNEL": "\n" + pool[k] + "\n"}).score for k in names}
+    problems = [] if proc.returncode == 0 else [f"the command exited with {proc.returncode}"]
+    for student, kind in sorted(plan.items()):
+        got = rows.get(student, [])
+        if len(got) != 1:
+            problems.append(f"{student} ({kind}): {len(got)} rows in grades.csv, not 1")
+        elif (got[0]["status"], float(got[0]["score"])) != ("graded", here[kind]):
+            problems.append(f"{student} ({kind}): {got[0]['status']} {got[0]['score']} in the "
+                            f"class, {here[kind]:g} graded here")
+    for kind in names:
+        print(f"  {kind:<36} {here[kind]:g}")
+    for line in problems:
+        print("  problem: " + line)
+    if not problems:
+        print(f"verified: {n} rows, each the score its kernel gets graded here")
+    return len(problems)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=300, help="submissions (default 300)")
@@ -354,7 +410,15 @@ def main(argv=None) -> int:
     p.add_argument("--memory", type=int, default=1536, help="--memory per submission, MiB")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--keep", metavar="DIR", help="build the class in DIR and keep it")
+    p.add_argument("--assignment", default=ASSIGNMENT, choices=[ASSIGNMENT, A4],
+                   help=f"the assignment (default {ASSIGNMENT})")
     args = p.parse_args(argv)
+    if args.assignment == A4:
+        with tempfile.TemporaryDirectory(prefix="tilinglib-class-a4-") as tmp_a4:
+            base = Path(args.keep) if args.keep else Path(tmp_a4)
+            base.mkdir(parents=True, exist_ok=True)
+            return 1 if a4_class(base, args.n, jobs=args.jobs, timeout=args.timeout,
+                                 memory_mib=args.memory) else 0
 
     tmp = None
     if args.keep:

@@ -33,7 +33,7 @@ from tilinglib.grading.assignments import (A2_BUGGY_KERNEL, ASSIGNMENTS,  # noqa
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS_DIR = ROOT / "notebooks" / "assignments"
-NAMES = ["a1_tiled_sgemm", "a2_fix_the_kernel", "a3_choose_tile"]
+NAMES = ["a1_tiled_sgemm", "a2_fix_the_kernel", "a3_choose_tile", "a4_coarsen"]
 SUBMISSIONS = ROOT / "tests" / "submissions"
 
 
@@ -59,7 +59,7 @@ def nbgrader_cli(course: Path, *args) -> str:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """A course directory with the three assignments in source/ and generated in release/."""
+    """A course directory with the assignments in source/ and generated in release/."""
     root = tmp_path_factory.mktemp("course")
     shutil.copy(ASSIGNMENTS_DIR / "nbgrader_config.py", root / "nbgrader_config.py")
     for name in NAMES:
@@ -339,3 +339,22 @@ def test_autograde_assignment_3(course):
         assert g.needs_manual_grade and g.max_score == 30 and g.auto_score is None
         g = gb.find_grade("a3-justification", name, name, "frank")
         assert not g.needs_manual_grade and g.auto_score == 0
+
+
+def test_autograde_a4_coarsen(course):
+    name = "a4_coarsen"
+    a4 = SUBMISSIONS / "a4"
+    submit(course, name, "alice", {"a4-kernel": solution_of(name, "a4-kernel")})
+    submit(course, name, "bob", {"a4-kernel": kernel_cell(a4 / "bad_no_register_reuse.cu")})
+    submit(course, name, "carol", {"a4-kernel": kernel_cell(a4 / "bad_untiled.cu")})
+    submit(course, name, "dave", {})        # the release untouched: the skeleton
+    submit(course, name, "erin", {"a4-kernel": kernel_cell(a4 / "bad_missing_barrier.cu")})
+    nbgrader_cli(course, "autograde", name, "--create", "--force")
+    # bob re-reads Bs[k][tx] for every output (8 B/FMA of shared loads, over 5): 100 - 25;
+    # carol reads A and B from global memory: only the 30 correctness points; dave's
+    # skeleton writes no C: 0; erin's missing second barrier costs the 15 of synchronisation
+    assert scores(course, name) == {"alice": 100, "bob": 75, "carol": 30, "dave": 0,
+                                    "erin": 85}
+    graded = (course / "autograded" / "bob" / name / f"{name}.ipynb").read_text()
+    assert "8 bytes of shared loads per FMA, over the target of 5" in graded
+    assert_notebook_equals_command(course, name, ["alice", "bob", "carol", "dave", "erin"])

@@ -172,7 +172,9 @@ class Function:
     Emulator-only keywords: `hazards` ("warn", "raise" or "ignore"), `max_steps`,
     `max_seconds` (default 60; None for no limit),
     `check_uninitialized`, `trace` (record warp 0 of block (0, 0, 0): `last_trace`, a tuple
-    of `trace.WarpAccess`). After each call, `last_report` holds the `LaunchReport`.
+    of `trace.WarpAccess`). After each call, `last_report` holds the `LaunchReport`, and
+    `last_counters` the launch's running totals (`memory.Counters`), which also hold the
+    bytes requested by shared loads and stores (`shared_load_bytes`, `shared_store_bytes`).
     """
 
     max_threads_per_block = 1024
@@ -189,6 +191,7 @@ class Function:
         self.const_size_bytes = sum(t.size for _, t, _ in program.constants)
         self.last_report = None
         self.last_trace = None
+        self.last_counters = None
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
@@ -244,6 +247,7 @@ class Function:
         launch.warn_unwritten()
         report = launch.report()
         self.last_report = report
+        self.last_counters = launch.counters
         self.last_trace = tuple(launch.tracer.records) if launch.tracer is not None else None
         if hazards == "warn" and report.hazards:
             warn_hazards(report, launch.block_hint)

@@ -9,12 +9,14 @@ Two ways in, one set of rules:
 - For the grade to trust: ``python -m tilinglib.grading DIR`` reads the submitted notebooks
   without executing them and grades every submission in a fresh, resource-limited process.
 
-Modules: `sgemm` (check_sgemm and its report types), `assignments` (what each assignment
-grades and where in the notebook its answers live).
+Modules: `sgemm` (check_sgemm and its report types), `coarse` (check_coarsened, for
+Assignment 4's coarsened kernel), `assignments` (what each assignment grades and where in
+the notebook its answers live).
 """
 
+from .coarse import check_coarsened
 from .sgemm import (SGEMM_SIGNATURE, Check, GradeReport, check_sgemm, declared_tile,
                     sgemm_cases)
 
-__all__ = ["Check", "GradeReport", "check_sgemm", "declared_tile", "sgemm_cases",
-           "SGEMM_SIGNATURE"]
+__all__ = ["Check", "GradeReport", "check_sgemm", "check_coarsened", "declared_tile",
+           "sgemm_cases", "SGEMM_SIGNATURE"]

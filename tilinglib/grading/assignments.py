@@ -35,6 +35,7 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
+from .coarse import check_coarsened
 from .sgemm import Check, GradeReport, check_sgemm
 
 __all__ = ["Answer", "Part", "Assignment", "ASSIGNMENTS", "grade", "grade_part",
@@ -488,6 +489,28 @@ _A3_PARTS = (Part("a3-test-shared", 10, ("SHARED_BYTES",), _a3_shared),
              Part("a3-test-choice", 20, ("CHOSEN_TILE",), _a3_choice))
 
 
+# --------------------------------------------------------------------------- a4
+A4_KERNEL = Answer("KERNEL", "a4-kernel")
+
+
+def _a4_kernel(answers) -> list:
+    return list(_grade_a4(answers).checks)
+
+
+_A4_PARTS = (Part("a4-test-grader", 100, ("KERNEL",), _a4_kernel),)
+
+
+def _grade_a4(answers: Mapping[str, object]) -> GradeReport:
+    """Assignment 4: `check_coarsened` on KERNEL (the whole report, its notes included)."""
+    t0 = time.perf_counter()
+    source = _given(answers, A4_KERNEL)
+    if isinstance(source, str) and source.strip():
+        return check_coarsened(source)
+    return _report("a4_coarsen", [Check("KERNEL", 0, 100, False, "no kernel: set KERNEL = "
+                                        "r\"\"\"...\"\"\" to your CUDA C source (a string literal) "
+                                        "in the answer cell")], t0)
+
+
 # --------------------------------------------------------------------------- registry
 ASSIGNMENTS: dict[str, Assignment] = {
     "a1_tiled_sgemm": Assignment("a1_tiled_sgemm", (A1_KERNEL,), 100.0, _grade_a1,
@@ -499,7 +522,12 @@ ASSIGNMENTS: dict[str, Assignment] = {
                                                     A3_CHOSEN),
                                  70.0, _combine("a3_choose_tile", _A3_PARTS),
                                  manual=("a3-justification",), parts=_A3_PARTS),
+    "a4_coarsen": Assignment("a4_coarsen", (A4_KERNEL,), 100.0, _grade_a4, parts=_A4_PARTS),
 }
+
+# Assignments of one kernel graded whole: grade_part gives their full report (TILE, block
+# and notes included), not only the checks.
+_WHOLE_REPORT = {"a1_tiled_sgemm": _grade_a1, "a4_coarsen": _grade_a4}
 
 
 def _spec(assignment: str) -> Assignment:
@@ -539,8 +567,8 @@ def grade_part(assignment: str, cell: str, answers: Mapping[str, object]) -> Gra
         notes.append(f"{name} is computed by code, not written as a literal: the grader reads "
                      f"the answer cell as text, without running it, so it sees no {name}. "
                      f"Write the value itself (numbers, a string, a dict of numbers).")
-    if spec.name == "a1_tiled_sgemm":
-        report = _grade_a1(picked)
+    if spec.name in _WHOLE_REPORT:
+        report = _WHOLE_REPORT[spec.name](picked)
         return replace(report, seconds=time.perf_counter() - t0,
                        notes=tuple(report.notes) + tuple(notes))
     return replace(_report(f"{spec.name} [{cell}]", part.grader(picked), t0),

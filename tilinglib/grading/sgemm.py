@@ -200,12 +200,13 @@ def declared_tile(source: str, options: Sequence[str] | None = None) -> int:
     return _probe_tile(source, list(options or []))
 
 
-def _probe_tile(source: str, options, deadline: float | None = None) -> int:
-    """The value of TILE after the submission's own #defines and the -D options (the probe
-    launch stops at `deadline`, a time.perf_counter() value, or after 10 s)."""
+def _probe_tile(source: str, options, deadline: float | None = None, macro: str = "TILE") -> int:
+    """The value of TILE (or of the integer macro `macro`) after the submission's own
+    #defines and the -D options (the probe launch stops at `deadline`, a time.perf_counter()
+    value, or after 10 s). Raises `CompileError` if the macro is not defined."""
     from ..emulator import Out, SourceModule
 
-    probe = (source + f"\n__global__ void {PROBE}(int* out) {{ out[0] = (int)(TILE); }}\n")
+    probe = (source + f"\n__global__ void {PROBE}(int* out) {{ out[0] = (int)({macro}); }}\n")
     f = SourceModule(probe, options=options).get_function(PROBE)
     out = np.zeros(1, dtype=np.int32)
     f(Out(out), block=(1, 1, 1), grid=(1, 1), max_steps=100_000,
@@ -327,11 +328,14 @@ class _Runner:
     hazards: list = field(default_factory=list)
     reports: dict = field(default_factory=dict)
     sync_errors: list = field(default_factory=list)     # (shape, BarrierError/RaceError)
+    step_scale: int = 1          # multiplies _step_budget (kernels whose threads loop more)
+    counters: dict = field(default_factory=dict)        # shape -> the emulator's Counters
+    unset_reads: list = field(default_factory=list)     # (shape, UninitializedReadWarning text)
 
     def run(self, shape, *, hazards="warn"):
         """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
         from ..emulator import In, InOut
-        from ..errors import InputWriteWarning
+        from ..errors import InputWriteWarning, UninitializedReadWarning
 
         M, N, K = shape
         A, B = _inputs(M, N, K, self.seed)
@@ -345,17 +349,21 @@ class _Runner:
                               f"{needed:,}): over the grader's budget of "
                               f"{4 * needed + (1 << 16):,}. Launch ceil(N/TILE) x "
                               f"ceil(M/TILE) blocks.")
-        budget = _step_budget(M, N, K, self.tile, threads)
+        budget = _step_budget(M, N, K, self.tile, threads) * self.step_scale
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore")
             warnings.simplefilter("always", InputWriteWarning)
+            warnings.simplefilter("always", UninitializedReadWarning)
             self.function(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
                           block=self.block, grid=grid, hazards=hazards, max_steps=budget,
                           max_seconds=_seconds_left(self.deadline))
         report = self.function.last_report
         self.reports[shape] = report
+        self.counters[shape] = getattr(self.function, "last_counters", None)
         for h in report.hazards:
             self.hazards.append((shape, h))
+        self.unset_reads += [(shape, str(w.message)) for w in caught
+                             if issubclass(w.category, UninitializedReadWarning)]
         writes = [w for w in caught if issubclass(w.category, InputWriteWarning)]
         if writes:
             w = min(writes, key=lambda w: w.lineno)
@@ -420,11 +428,14 @@ def _time_box(seconds: float):
 GRACE_SECONDS = 1.5      # the time box's margin past time_limit
 
 
-def _contained(grade):
+def _contained(grade, fail_all=None):
     """Make a grader raise nothing for any source string: whatever escapes it (a
     RecursionError, MemoryError or OverflowError from a hostile source, the time box's
     alarm) becomes a failing report whose first message starts with a status word
-    ("timeout:", "memory:", "error:"). Arguments of the wrong type still raise TypeError."""
+    ("timeout:", "memory:", "error:"). Arguments of the wrong type still raise TypeError.
+    `fail_all(kernel_name, why, t0=...)` builds that report (default: check_sgemm's checks);
+    use ``functools.partial(_contained, fail_all=...)`` as the decorator for another grader."""
+    fail_all = fail_all or _fail_all
 
     @functools.wraps(grade)
     def contained(source, kernel_name, *args, time_limit: float = 60.0, **kwargs):
@@ -448,7 +459,7 @@ def _contained(grade):
         except Exception as exc:     # noqa: BLE001 (a hostile source must not crash grading)
             text = str(exc).splitlines()[0][:300] if str(exc) else ""
             why = f"error: the grader could not run this kernel ({type(exc).__name__}: {text})"
-        return _fail_all(kernel_name, why, t0=t0)
+        return fail_all(kernel_name, why, t0=t0)
 
     return contained
 
@@ -469,23 +480,25 @@ _OTHER_CHECKS = [(_TILING, 25),
                  ("accumulator initialised", 10)]
 
 
-def _weigh(checks: list) -> list:
+def _weigh(checks: list, gate: str = _TILING, gate_why: str | None = None) -> list:
     """The final points of every check, from checks that each hold full or no points.
 
     Correctness checks keep their points. Every other check counts in proportion to the
     correctness points earned (an empty kernel, or one that never writes C, scores 0 whatever
     else it gets right), and only when the tiling check passed (a kernel that stages no tiles,
     or reuses nothing because TILE < 4, keeps only its correctness points: at most 30).
-    Messages say why a passed check counts for less than its points."""
+    Messages say why a passed check counts for less than its points. `gate` names the
+    gating check (another grader's own tiling check) and `gate_why` what the message says
+    when it failed."""
     correct = [c for c in checks if c.name.startswith("correct: ")]
     earned = sum(c.points for c in correct)
     total = sum(c.max_points for c in correct) or 1.0
     share = earned / total
-    tiled = any(c.name == _TILING and c.passed for c in checks)
+    tiled = any(c.name == gate and c.passed for c in checks)
     why_share = (f"counted at {share:.0%}: the checks after correctness count in proportion "
                  f"to the correctness points earned ({earned:g} of {total:g})")
-    why_gate = ("not counted: without tiling (see 'tiling') a kernel keeps only its "
-                "correctness points")
+    why_gate = gate_why or ("not counted: without tiling (see 'tiling') a kernel keeps only "
+                            "its correctness points")
     out = []
     for c in checks:
         if c.name.startswith("correct: ") or c.name == "compiles and launches":
@@ -493,7 +506,7 @@ def _weigh(checks: list) -> list:
         elif earned == 0:
             out.append(Check(c.name, 0, c.max_points, c.passed,
                              f"ok, but {why_share}" if c.passed else c.message))
-        elif c.name != _TILING and not tiled:
+        elif c.name != gate and not tiled:
             out.append(Check(c.name, 0, c.max_points, c.passed,
                              f"ok, but {why_gate}" if c.passed
                              else f"{c.message}\n({why_gate[0].upper() + why_gate[1:]}.)"))
