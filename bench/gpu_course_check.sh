@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The course on a GPU: the gpu-marked tests, the six lessons and the three assignments'
-# source notebooks under nbval, all on the PyCUDA backend. Run from the repository root in
+# The course on a GPU: the gpu-marked tests, every lesson and every assignment's
+# source notebook under nbval, all on the PyCUDA backend. Run from the repository root in
 # an environment with the "gpu" and "test" extras (pip install -e ".[gpu,test]").
 # Logs go to $OUT (default: artifacts/gpu/).
 set -o pipefail
