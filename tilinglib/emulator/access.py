@@ -11,8 +11,9 @@ thread and the block.
 `MemoryAccess` owns the batch's shared memory (one copy per block) and local memory (one
 copy per thread, with which of its words have been written when the kernel declares a local
 array without a value). It reads the batch's thread indices from a `warps.Warps` and the
-launch's layout (shared-memory offsets, allocations, tracer) and diagnostics (lost writes,
-unset locals, hazards) from the `execute.Launch`; it never calls back into the `Context`
+launch's layout (shared-memory offsets, allocations, tracer) from the `execute.Launch`, and
+hands lost writes, unset locals and hazards to its `diagnostics.Diagnostics`; it never calls
+back into the `Context`
 that owns it. The address encoding, the counting rules and the messages' wording are
 memory.py's; atomic read-modify-write in lane order is atomics.py's.
 """
@@ -40,7 +41,8 @@ class MemoryAccess:
     """Shared and local memory of one batch, and every access the batch's threads make.
 
     launch: the `execute.Launch` (layout of shared and local memory, global allocations,
-    counters, tracer, options, and the sink of kernel warnings and hazards); warps: the
+    counters, tracer, options, and its `diagnostics.Diagnostics`, where kernel warnings and
+    hazards go); warps: the
     batch's `warps.Warps`. The methods that closures call take the active mask last
     (`mask`: a bool array of `warps.T` entries, or None when every thread is active).
     """
@@ -48,6 +50,7 @@ class MemoryAccess:
     def __init__(self, launch, warps):
         kc = launch.kernel
         self.launch = launch
+        self.diagnostics = launch.diagnostics
         self.warps = warps
         # The thread indices every access needs, read once (Warps never changes).
         self.kernel_name = warps.kernel_name
@@ -319,10 +322,10 @@ class MemoryAccess:
             h = Hazard(kind, self.kernel_name, var.name if var else "shared",
                        self._element_of("shared", offset, None), line, other_line, block,
                        thread, other, count)
-            if self.launch.mismatches and var is not None:
+            if self.diagnostics.mismatches and var is not None:
                 start = self.launch.dynamic_offset if var.dynamic else var.offset
-                self.launch.shape_evidence(kind, var, offset - start)
-            self.launch.add_hazard(h)
+                self.diagnostics.shape_evidence(kind, var, offset - start)
+            self.diagnostics.add_hazard(h)
 
     def load(self, addr, t, line, mask=None):
         """Load a scalar of C type `t` at `addr` in every active lane."""
@@ -456,7 +459,7 @@ class MemoryAccess:
                 self._fault(lanes, 0, f"Invalid write to __constant__ memory '{key.name}'",
                             line)
             if not key.copied_back:
-                self.launch.lost_write(key, line)
+                self.diagnostics.lost_write(key, line)
             if key.written is not None:
                 key.mark_written(index, t.size)
         elif space == "local" and self.local_set is not None:
@@ -495,7 +498,7 @@ class MemoryAccess:
             return
         space, index, off, key = self._resolve(a, lanes, t, line, "write")
         if space == "global" and not key.copied_back:
-            self.launch.lost_write(key, line)
+            self.diagnostics.lost_write(key, line)
         elif space == "local" and self.local_set is not None:
             self._mark_local_set(index, t.size)
         if space == "global" and key.written is not None:
@@ -530,7 +533,8 @@ class MemoryAccess:
         if unset.any():
             i = int(np.argmax(unset))
             lane = int(i if lanes is None else lanes[i])
-            self.launch.warn_unset_local(self.warps, lane, int(index[i]) % self.local_bytes, line)
+            self.diagnostics.warn_unset_local(self.warps, lane,
+                                              int(index[i]) % self.local_bytes, line)
 
 
     def atomic(self, op, addr, t, vals, line, mask=None):
@@ -542,7 +546,7 @@ class MemoryAccess:
         if space == "global" and key.readonly:
             self._fault(lanes, 0, "Invalid atomic on __constant__ memory", line)
         if space == "global" and not key.copied_back:
-            self.launch.lost_write(key, line)
+            self.diagnostics.lost_write(key, line)
         if space == "global" and key.written is not None:
             key.mark_written(index, t.size)
         view = self._view(space, key.buf if space == "global" else None, t.dtype)

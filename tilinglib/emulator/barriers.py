@@ -20,7 +20,7 @@ from .races import Hazard
 class Barriers:
     """The barriers of one batch. warps: its `warps.Warps`; counters: the launch's
     `memory.Counters`; races: the batch's `races.RaceTracker` (None when nothing is
-    tracked); add_hazard: where a hazard goes (`execute.Launch.add_hazard`)."""
+    tracked); add_hazard: where a hazard goes (`diagnostics.Diagnostics.add_hazard`)."""
 
     def __init__(self, warps, counters, races, add_hazard):
         self.warps = warps
