@@ -197,9 +197,14 @@ def test_the_graph_of_tilinglib_has_the_emulator_pipeline():
             "tilinglib.emulator.barriers"} <= graph["tilinglib.emulator.execute"]
     assert "tilinglib.errors" in graph["tilinglib.emulator.memory"]
     assert "tilinglib.emulator" in graph["tilinglib.backend"]          # a lazy import
-    # Memory, barriers and warps are below execute: none imports it.
-    for part in ("access", "barriers", "warps", "memory", "builtins"):
-        assert "tilinglib.emulator.execute" not in graph[f"tilinglib.emulator.{part}"]
+    # The runtime's parts are below execute, and codegen is below the runtime: none of
+    # them imports execute.py or its parts.
+    runtime = {f"tilinglib.emulator.{m}" for m in
+               ("execute", "access", "barriers", "warps", "diagnostics")}
+    for m in ("access", "barriers", "warps", "diagnostics", "memory", "races", "trace",
+              "compiler", "expressions", "statements", "builtins", "closures", "values"):
+        name = f"tilinglib.emulator.{m}"
+        assert not (graph[name] & (runtime | {"tilinglib.emulator.module"})), name
 
 
 def _without_front_end(graph):

@@ -70,6 +70,6 @@ class Barriers:
         if self.races is None or not any_active:
             return
         w = self.warps
-        wpb = -(-w.tpb // WARP)
+        wpb = w.warps_per_block
         keys = np.unique(w.blk[mask] * wpb + w.tib[mask] // WARP)
         self.races.warp_barrier(keys, wpb)
