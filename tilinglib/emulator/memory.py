@@ -1,9 +1,10 @@
-"""Memory of an emulated launch: global, shared and local spaces, byte-addressed and checked.
+"""Memory of an emulated launch: global, shared and local spaces, byte-addressed, and its rules.
 
-Input: addresses (int64 NumPy arrays, one per thread, or one uniform scalar) and the active
-mask of the threads doing the access. Output: loaded values, stores, the Nsight-Compute-style
-counters of each access (requests, sectors, wavefronts), and `MemoryAccessError` for an
-out-of-bounds or misaligned access naming the array, the element, the thread and the block.
+What every access shares, written once: the address encoding below, the global
+allocations of a launch (`GlobalMemory`), the launch's `Counters`, the counting rules of one
+access (Nsight Compute's requests, sectors, wavefronts and bank conflicts, per warp), and the
+wording of a fault (`MemoryAccessError` naming the array, the element, the thread and the
+block). The accesses themselves (resolve, check, count, load, store) are access.py's.
 
 Addresses. A pointer is a 64-bit integer ``(region << 40) + 2**39 + offset``. Each global
 allocation (one per kernel argument) has its own region; shared memory is region 1 (the same
