@@ -4,7 +4,8 @@ The import graph is read from the source files with `ast` (nothing is imported):
 per module, an edge for every `import` / `from ... import` that names a tilinglib module,
 wherever it stands (a function-level import is a dependency too, only a later one). Importing
 a submodule runs its packages' `__init__` first, but Python has already started those, so
-that implicit edge is not counted; an explicit `from . import emulator` is.
+that implicit edge is not counted; an explicit `from . import emulator` is. Imports under
+`if TYPE_CHECKING:` never run and are not counted.
 """
 
 from __future__ import annotations
@@ -46,6 +47,25 @@ def _target(name: str, modules) -> str | None:
     return None
 
 
+def _runtime_nodes(tree):
+    """Every node of `tree` except those under `if TYPE_CHECKING:` (imports for type
+    checkers only, which never run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                todo.extend(child.orelse)
+            else:
+                todo.append(child)
+
+
+def _is_type_checking(test) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+            or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def import_graph(package_dir: Path) -> dict[str, set[str]]:
     """{module: modules of the same package it imports}, from the sources' `ast`."""
     modules = module_names(package_dir)
@@ -54,7 +74,7 @@ def import_graph(package_dir: Path) -> dict[str, set[str]]:
         is_package = path.name == "__init__.py"
         here = name if is_package else name.rpartition(".")[0]
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
+        for node in _runtime_nodes(tree):
             targets = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -161,11 +181,12 @@ def test_the_reader_finds_a_circle_through_a_function_level_relative_import(tmp_
         "pkg/d.py": "from pkg import a\nfrom .sub.e import g\n",
         "pkg/sub/__init__.py": "",
         "pkg/sub/e.py": "from ..a import x\nimport numpy\n",
+        "pkg/f.py": "import typing\nif typing.TYPE_CHECKING:\n    from .d import y\n",
     })
     graph = import_graph(pkg)
     assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": {"pkg.a"},
                      "pkg.d": {"pkg.a", "pkg.sub.e"}, "pkg.sub": set(),
-                     "pkg.sub.e": {"pkg.a"}}
+                     "pkg.sub.e": {"pkg.a"}, "pkg.f": set()}
     assert circles(graph) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"]]
 
 
