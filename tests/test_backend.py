@@ -124,6 +124,26 @@ def test_real_probe_without_pycuda(monkeypatch, fresh_choice):
         be.get_backend()
 
 
+def test_the_pycuda_probe_builds_its_backend_from_the_session(monkeypatch, fresh_choice):
+    # backend.py builds the Backend from _pycuda.backend_fields() (_pycuda imports no
+    # backend): with a stand-in pycuda.driver and session, the fields land where they belong.
+    import types
+
+    from tilinglib import _pycuda
+
+    driver = types.SimpleNamespace(In="drv.In", Out="drv.Out", InOut="drv.InOut")
+    monkeypatch.setitem(sys.modules, "pycuda", types.ModuleType("pycuda"))
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    sys.modules["pycuda"].driver = driver
+    limits = DeviceLimits(max_shared_per_block=1234)
+    session = types.SimpleNamespace(device_name="NVIDIA Test GPU", limits=limits)
+    monkeypatch.setattr(_pycuda.CudaSession, "current", staticmethod(lambda: session))
+    monkeypatch.setenv(be.ENV_VAR, "pycuda")
+    got = be.get_backend()
+    assert got == be.Backend("pycuda", _pycuda.SourceModule, "drv.In", "drv.Out",
+                             "drv.InOut", "NVIDIA Test GPU", limits, f"{be.ENV_VAR}=pycuda")
+
+
 def test_import_does_no_work():
     code = ("import sys, tilinglib; "
             "print(tilinglib.backend.get_backend.cache_info().currsize, "

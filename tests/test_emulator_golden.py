@@ -286,7 +286,7 @@ def _generic_wavefronts(warp, words):
 
 def test_wavefronts_do_not_change_under_a_uniform_shift():
     # Shifting every lane's word by d maps banks onto banks one to one: the same wavefronts
-    # (Context.count_shared_words reuses them for a load site whose index shifted so).
+    # (access.MemoryAccess.count_shared_words reuses them for a load site whose index shifted so).
     rng = np.random.default_rng(7)
     for _ in range(300):
         nwarps = int(rng.integers(1, 6))
@@ -301,7 +301,7 @@ def test_wavefronts_do_not_change_under_a_uniform_shift():
 @pytest.mark.parametrize("block", [(1, 1, 1), (2, 2, 1), (7, 5, 1), (32, 1, 1), (24, 5, 1),
                                    (33, 1, 1), (16, 16, 1), (100, 3, 1)])
 def test_warp_rows_count_as_the_general_path(block):
-    # Context.split_warps + memory._wavefronts / distinct_per_row against the sorting path
+    # warps.Warps.split_warps + memory._wavefronts / distinct_per_row against the sorting path
     # over (warp, key) pairs, for random keys and blocks that are not whole warps.
     from tilinglib.emulator import memory as M
     from tilinglib.emulator.execute import Context, Launch, LaunchOptions
@@ -314,13 +314,14 @@ def test_warp_rows_count_as_the_general_path(block):
     rng = np.random.default_rng(sum(block))
     for span in (3, 50, 4000):
         key = rng.integers(0, span, ctx.T).astype(np.int64)
-        assert ctx.distinct_per_warp(key) == M._distinct_per_warp(ctx.warp, key, False)
+        assert ctx.warps.distinct_per_warp(key) == M._distinct_per_warp(ctx.warp, key, False)
         c = M.Counters()
         M.count_shared(c, False, ctx.warp, ctx.lane, key * 4, 4, False)
-        ctx.counters = M.Counters()
-        ctx.count_shared_words(False, key)
-        assert (ctx.counters.shared_load_requests, ctx.counters.shared_load_wavefronts,
-                ctx.counters.shared_load_bytes) == (c.shared_load_requests,
+        mem = ctx.memory
+        mem.counters = M.Counters()
+        mem.count_shared_words(False, key)
+        assert (mem.counters.shared_load_requests, mem.counters.shared_load_wavefronts,
+                mem.counters.shared_load_bytes) == (c.shared_load_requests,
                                                     c.shared_load_wavefronts,
                                                     c.shared_load_bytes)
 

@@ -15,7 +15,8 @@ What students call is PyCUDA (``pycuda.compiler.SourceModule``, ``get_function``
    process restarts. It is reported once as `ContextLostError` with what to do, and every
    later call raises the same short error instead of a cascade of driver errors.
 
-Nothing here imports PyCUDA at module import; `make_backend` does, when the backend is chosen.
+Nothing here imports PyCUDA at module import; `backend_fields` does, when the backend is
+chosen (tilinglib.backend builds its `Backend` from them; this module imports no backend).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from .errors import CompileError, ContextLostError, KernelNotFoundError, LaunchError
 from .launch import DeviceLimits, check_launch
 
-__all__ = ["SourceModule", "CheckedFunction", "CudaSession", "make_backend",
+__all__ = ["SourceModule", "CheckedFunction", "CudaSession", "backend_fields",
            "wrap_source", "compile_error_from_nvcc", "is_sticky_error"]
 
 
@@ -117,15 +118,15 @@ class CudaSession:
                 f"and the grid size.") from None
 
 
-def make_backend():
-    """The `tilinglib.backend.Backend` for PyCUDA; raises if no GPU can be opened."""
+def backend_fields() -> dict:
+    """The fields of `tilinglib.backend.Backend` for PyCUDA (all but `name` and `reason`):
+    SourceModule, In, Out, InOut, device_name and limits. Opens the GPU; raises whatever
+    stops it (ImportError without PyCUDA, pycuda's errors without a device)."""
     import pycuda.driver as drv
 
-    from .backend import Backend
-
     session = CudaSession.current()
-    return Backend("pycuda", SourceModule, drv.In, drv.Out, drv.InOut,
-                   session.device_name, session.limits, "")
+    return dict(SourceModule=SourceModule, In=drv.In, Out=drv.Out, InOut=drv.InOut,
+                device_name=session.device_name, limits=session.limits)
 
 
 # ---------------------------------------------------------------------------------------

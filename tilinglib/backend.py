@@ -69,7 +69,7 @@ def _probe_pycuda() -> Backend:
     """Open the GPU through PyCUDA; raises whatever stops it (ImportError, pycuda errors)."""
     from . import _pycuda
 
-    return _pycuda.make_backend()
+    return Backend("pycuda", reason="", **_pycuda.backend_fields())
 
 
 def _emulator() -> Backend:

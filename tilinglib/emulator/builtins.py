@@ -17,9 +17,8 @@ import numpy as np
 from ..errors import KernelRuntimeError
 from . import ctypes_ as ct
 from . import values as _values
-from .closures import LiteralError, string_bytes
-from .compiler import X, _line
-from .execute import PRINTF_BUFFER_BYTES
+from .closures import LiteralError, X, _line, string_bytes
+from .memory import PRINTF_BUFFER_BYTES
 
 ct_float_to_int = _values.float_to_int
 F, D, I, U = ct.FLOAT, ct.DOUBLE, ct.INT, ct.UINT

@@ -1,9 +1,10 @@
-"""Memory of an emulated launch: global, shared and local spaces, byte-addressed and checked.
+"""Memory of an emulated launch: global, shared and local spaces, byte-addressed, and its rules.
 
-Input: addresses (int64 NumPy arrays, one per thread, or one uniform scalar) and the active
-mask of the threads doing the access. Output: loaded values, stores, the Nsight-Compute-style
-counters of each access (requests, sectors, wavefronts), and `MemoryAccessError` for an
-out-of-bounds or misaligned access naming the array, the element, the thread and the block.
+What every access shares, written once: the address encoding below, the global
+allocations of a launch (`GlobalMemory`), the launch's `Counters`, the counting rules of one
+access (Nsight Compute's requests, sectors, wavefronts and bank conflicts, per warp), and the
+wording of a fault (`MemoryAccessError` naming the array, the element, the thread and the
+block). The accesses themselves (resolve, check, count, load, store) are access.py's.
 
 Addresses. A pointer is a 64-bit integer ``(region << 40) + 2**39 + offset``. Each global
 allocation (one per kernel argument) has its own region; shared memory is region 1 (the same
@@ -27,6 +28,7 @@ SHARED_REGION = 1
 LOCAL_REGION = 2
 FIRST_GLOBAL_REGION = 3
 
+PRINTF_BUFFER_BYTES = 1 << 20       # a GPU's printf buffer (cudaLimitPrintfFifoSize) default
 SECTOR_BYTES = 32       # L1/L2 sector size on every NVIDIA GPU since Maxwell
 BANKS = 32              # shared-memory banks, 4 bytes wide
 WARP = 32
@@ -80,7 +82,7 @@ class Allocation:
     written: np.ndarray | None = None
 
     def mark_written(self, off: np.ndarray, size: int) -> None:
-        """Record a store of `size` bytes at byte offsets `off` (Context.store)."""
+        """Record a store of `size` bytes at byte offsets `off` (access.MemoryAccess.store)."""
         e = off // self.elem_size
         self.written[e] = True
         for k in range(1, -(-size // self.elem_size)):
@@ -222,7 +224,7 @@ def count_global(counters: Counters, is_store: bool, warp: np.ndarray, addr: np.
 
     Sectors: distinct 32-byte segments per warp; an access of 16 bytes that is aligned never
     straddles two sectors. `split`, when given, maps a per-lane array to 2-D arrays whose
-    rows are the warps (every lane active; execute.Context.split_warps).
+    rows are the warps (every lane active; warps.Warps.split_warps).
     """
     if split is not None:
         requests = sectors = 0
@@ -397,11 +399,13 @@ def out_of_bounds(kind: str, what: str, size: int, offset: int, nbytes: int) -> 
     return f"Invalid {kind} of size {size} bytes: the address is {where}"
 
 
-def raise_access_error(ctx, lane: int, message: str, line: int | None) -> None:
-    """Raise MemoryAccessError for `lane` of the current batch, compute-sanitizer style."""
-    block, thread = ctx.coords(lane)
+def raise_access_error(warps, lane: int, message: str, line: int | None) -> None:
+    """Raise MemoryAccessError for `lane` of the current batch (`warps`: its
+    `warps.Warps`, which names the kernel and the lane's block and thread), compute-sanitizer
+    style."""
+    block, thread = warps.coords(lane)
     raise MemoryAccessError(
-        f"{message}\n  at {ctx.kernel_name}, kernel.cu:{line}\n"
+        f"{message}\n  at {warps.kernel_name}, kernel.cu:{line}\n"
         f"  by thread {thread} in block {block}\n"
         f"Check the index arithmetic on that line and the guard (if) around it.",
-        kernel=ctx.kernel_name, line=line, block=block, thread=thread)
+        kernel=warps.kernel_name, line=line, block=block, thread=thread)

@@ -66,10 +66,13 @@ class Tracer:
         self.records: list = []
         self._seen: set = set()
 
-    def record(self, ctx, space, is_store, lanes, a, off, size, line) -> None:
-        if int(ctx.block_ids[0]) != 0:
+    def record(self, mem, space, is_store, lanes, a, off, size, line) -> None:
+        """Record the first warp of block 0's part of one access, once per (line, kind,
+        array). `mem`: the batch's `access.MemoryAccess`; `lanes` the active lanes (None:
+        all), `a` their addresses, `off` their byte offsets in the space, `size` bytes."""
+        if int(mem.warps.block_ids[0]) != 0:
             return
-        width = min(M.WARP, ctx.tpb)
+        width = min(M.WARP, mem.warps.tpb)
         if lanes is None:
             sel = np.arange(min(width, a.shape[0]))
             lane_ids = sel
@@ -80,9 +83,9 @@ class Tracer:
             return
         a_w, off_w = a[sel], off[sel]
         if space == "shared":
-            var = ctx._shared_var(int(off_w[0]))
+            var = mem.shared_var(int(off_w[0]))
             name = var.name if var is not None else "shared"
-            start = (ctx.launch.dynamic_offset if var is not None and var.dynamic
+            start = (mem.dynamic_offset if var is not None and var.dynamic
                      else (var.offset if var is not None else 0))
             rel = off_w - start
             words = off_w >> 2
@@ -92,7 +95,7 @@ class Tracer:
                 off_w.astype(np.int64), size, is_store, False)
             sectors = 0
         else:
-            alloc = ctx.gmem.lookup(int(a_w[0]) >> M.REGION_SHIFT)
+            alloc = mem.gmem.lookup(int(a_w[0]) >> M.REGION_SHIFT)
             name = alloc.name if alloc is not None else "global"
             rel = off_w
             words = off_w >> 2

@@ -1,0 +1,563 @@
+"""The memory accesses of one batch of blocks: resolve, check, count, load and store.
+
+Input: the addresses of one access (an int64 NumPy array with one entry per thread of the
+batch, or one uniform scalar), its C type, its kernel line, and the active mask (None when
+every thread of the batch is active). Output: the loaded values (one per thread; inactive
+lanes 0), the stores done, the access added to the launch's counters (and trace), hazards
+handed to the race tracker, and `MemoryAccessError` for an access out of bounds, misaligned,
+through a null pointer or into `__constant__` memory, naming the array, the element, the
+thread and the block.
+
+`MemoryAccess` owns the batch's shared memory (one copy per block) and local memory (one
+copy per thread, with which of its words have been written when the kernel declares a local
+array without a value). It reads the batch's thread indices from a `warps.Warps` and the
+launch's layout (shared-memory offsets, allocations, tracer) from the `execute.Launch`, and
+hands lost writes, unset locals and hazards to its `diagnostics.Diagnostics`; it never calls
+back into the `Context`
+that owns it. The address encoding, the counting rules and the messages' wording are
+memory.py's; atomic read-modify-write in lane order is atomics.py's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import atomics
+from . import memory as M
+from .closures import SharedVar
+from .races import Hazard, RaceTracker
+
+_SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _elements(byte_index: np.ndarray, size: int) -> np.ndarray:
+    """Element indices of a view of `size`-byte elements (a shift, not a division)."""
+    shift = _SHIFTS.get(size)
+    return byte_index >> shift if shift is not None else byte_index // size
+
+
+class MemoryAccess:
+    """Shared and local memory of one batch, and every access the batch's threads make.
+
+    launch: the `execute.Launch` (layout of shared and local memory, global allocations,
+    counters, tracer, options, and its `diagnostics.Diagnostics`, where kernel warnings and
+    hazards go); warps: the
+    batch's `warps.Warps`. The methods that closures call take the active mask last
+    (`mask`: a bool array of `warps.T` entries, or None when every thread is active).
+    """
+
+    def __init__(self, launch, warps):
+        kc = launch.kernel
+        self.launch = launch
+        self.diagnostics = launch.diagnostics
+        self.warps = warps
+        # The thread indices every access needs, read once (Warps never changes).
+        self.kernel_name = warps.kernel_name
+        self.T = T = warps.T
+        self.nblocks = nb = warps.nblocks
+        self.warps_per_block = warps.warps_per_block
+        self.tib, self.blk = warps.tib, warps.blk
+        self.warp, self.lane = warps.warp, warps.lane
+        self.full_warps, self.warp_rows = warps.full_warps, warps.warp_rows
+        self.split_warps = warps.split_warps
+        self.distinct_per_warp = warps.distinct_per_warp
+        self.counters = launch.counters
+        self.gmem = launch.gmem
+        self.shared_bytes = launch.shared_stride
+        self.shared = np.zeros(nb * self.shared_bytes, dtype=np.uint8)
+        self.blk_base = self.blk * self.shared_bytes
+        self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
+        self.site_cache: dict = {}                   # fast loads: the last one per site
+        self.shared_bases: dict = {}                 # blk_base4 + an element offset
+        self.shared_views = {}
+        self.local_bytes = launch.local_stride
+        self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
+        self.local_views = {}
+        # Which 4-byte words of each thread's local memory have been written, when the
+        # kernel declares a local array without a value (reads of unset words warn).
+        self.local_set = (np.zeros(T * (self.local_bytes // 4), dtype=bool)
+                          if kc.check_local and self.local_bytes else None)
+        opts = launch.options
+        track = opts.hazards != "ignore"
+        self.races = None
+        if kc.static_shared_bytes or launch.dynamic_bytes:
+            if track or opts.check_uninitialized:
+                self.races = RaceTracker(nb, self.shared_bytes, check_races=track,
+                                         check_uninitialized=opts.check_uninitialized)
+
+    @property
+    def dynamic_offset(self) -> int:
+        """Byte offset of extern (dynamic) shared memory in a block's shared memory."""
+        return self.launch.dynamic_offset
+
+    def count_shared_words(self, is_store: bool, words, reuse=None) -> int:
+        """Count a 4-byte shared access of every lane of the batch, given as word indices
+        (the wavefronts of each warp by `memory._wavefronts`, warp rows of equal length);
+        returns the wavefronts.
+
+        `reuse`: the wavefronts of an access whose words were these shifted by one amount
+        in every lane (`words` may then be None). A uniform shift maps banks onto banks one
+        to one and keeps distinct words distinct, so every warp needs the same wavefronts."""
+        requests = self.nblocks * self.warps_per_block
+        wavefronts = reuse
+        if wavefronts is None:
+            wavefronts = 0
+            for w, g in zip(self.split_warps(words), self.warp_rows):
+                wavefronts += M._wavefronts(g.reshape(-1), w.reshape(-1), w.shape[0])
+        # Every lane of the batch is active and a 4-byte access serves a warp in one phase
+        # (memory.shared_wavefronts), so the ideal is one wavefront per warp: the requests.
+        M._add_shared(self.counters, is_store, requests, wavefronts, wavefronts - requests,
+                      self.T * 4)
+        return wavefronts
+
+
+    def _active(self, addr, mask):
+        """Active lanes (None when all) and their addresses as an int64 array."""
+        if mask is None:
+            lanes = None
+            a = addr if isinstance(addr, np.ndarray) else np.full(self.T, addr, dtype=np.int64)
+        else:
+            lanes = np.flatnonzero(mask)
+            a = addr[lanes] if isinstance(addr, np.ndarray) else np.full(lanes.shape[0], addr,
+                                                                        dtype=np.int64)
+        return lanes, a
+
+    def _resolve(self, a: np.ndarray, lanes, t, line, what):
+        """Decode addresses of one access: (space, view getter args, flat element index)."""
+        size = t.size
+        amin, amax = int(a.min()), int(a.max())
+        r0 = amin >> M.REGION_SHIFT
+        if (amax >> M.REGION_SHIFT) != r0:
+            region = a >> M.REGION_SHIFT
+            bad = int(np.argmax(region != r0))
+            self._fault(lanes, bad, "Invalid address: the threads of one access point into "
+                        "different memory spaces (mixing pointers is not supported)", line)
+        base = (r0 << M.REGION_SHIFT) + M.BIAS
+        span = (amin - base, amax - base)
+        off = a - base
+        align = t.align
+        if r0 == M.SHARED_REGION:
+            if span[1] >= M.SHARED_TAG_HALF:
+                off, span, var = self._untag(off, span)
+            else:
+                var = None
+            if var is not None:
+                # A static array is its own allocation: bounded by its own bytes.
+                self._check(off, span, size, align, var.ctype.size, lanes, line, what,
+                            "shared", var, start=var.offset)
+            else:
+                self._check(off, span, size, align, self.launch.shared_total, lanes, line,
+                            what, "shared", None)
+            # Byte index in the batch's shared storage (block base + offset): used for the
+            # data, and as the location key of the hazard tracker.
+            flat = (self.blk_base if lanes is None else self.blk_base[lanes]) + off
+            return "shared", flat, off, flat
+        if r0 == M.LOCAL_REGION:
+            limit = self.launch.kernel.local_bytes
+            self._check(off, span, size, align, limit, lanes, line, what, "local", None)
+            th = np.arange(self.T) if lanes is None else lanes
+            return "local", (th * self.local_bytes + off), off, None
+        alloc = self.gmem.lookup(r0)
+        if alloc is None:
+            kind = "a null pointer" if r0 == M.NULL_REGION else "an address that is not in " \
+                                                                 "any allocation"
+            self._fault(lanes, 0, f"Invalid {what} of size {size} bytes: {kind}", line)
+        self._check(off, span, size, align, alloc.size, lanes, line, what, "global", alloc)
+        return "global", off, off, alloc
+
+    def _untag(self, off, span):
+        """Shared offsets `off` (tagged, see memory.SHARED_TAG_SHIFT; `span` their min and
+        max) without their tag: (offsets, (min, max), the static SharedVar all of them point
+        into, or None)."""
+        lo, hi = span
+        t0 = (lo + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
+        t1 = (hi + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
+        shared = self.launch.kernel.shared
+        if t0 == t1:                     # one array for all lanes: scalars only
+            base = t0 << M.SHARED_TAG_SHIFT
+            return off - base, (lo - base, hi - base), \
+                shared[t0 - 1] if 0 < t0 <= len(shared) else None
+        off = off - (((off + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT) << M.SHARED_TAG_SHIFT)
+        return off, (int(off.min()), int(off.max())), None
+
+    def _check(self, off, span, size, align, limit, lanes, line, what, space, alloc,
+               start=0):
+        """Bounds and alignment of one access: the `limit` bytes from offset `start` of
+        `alloc`, an Allocation (global), a static SharedVar (shared), or None (all of the
+        block's shared memory, the thread's local memory)."""
+        if span[0] < start or span[1] > start + limit - size:
+            bad = (off < start) | (off > start + limit - size)
+            i = int(np.argmax(bad))
+            o = int(off[i]) - start
+            name = self._name_of(space, o, alloc)
+            msg = M.out_of_bounds(f"__{space}__ {what}" if space != "local" else f"local {what}",
+                                  name, size, o, limit)
+            var = self.shared_var(o) if space == "shared" and alloc is None else None
+            if var is not None and var.dynamic and self.launch.dynamic_bytes == 0:
+                msg += (f"\n  '{var.name}' is extern __shared__: its size comes from the launch, "
+                        f"and this launch passed shared=0. Pass the bytes it needs, e.g. "
+                        f"f(..., shared=TILE * TILE * 4).")
+            self._fault(lanes, i, f"{msg}\n  element: {self._element_of(space, o, alloc)}", line)
+        # One reduction: the OR of all offsets has a low bit set iff some offset has.
+        if align > 1 and int(np.bitwise_or.reduce(off)) & (align - 1):
+            mis = (off & (align - 1)) != 0
+            if mis.any():
+                i = int(np.argmax(mis))
+                o = int(off[i])
+                self._fault(lanes, i, f"Misaligned {space} {what} of size {size} bytes at "
+                            f"{self._element_of(space, o - start, alloc)}: the address must be a "
+                            f"multiple of {align}", line)
+
+    def _fault(self, lanes, i, message, line):
+        lane = int(i if lanes is None else lanes[i])
+        M.raise_access_error(self.warps, lane, message, line)
+
+    def _name_of(self, space, offset, alloc):
+        if isinstance(alloc, SharedVar):
+            return f"the __shared__ array '{alloc.name}'"
+        if alloc is not None:
+            return f"the array '{alloc.name}'"
+        if space == "shared":
+            var = self.shared_var(offset)
+            return f"the __shared__ array '{var.name}'" if var else "shared memory"
+        return "the thread's local memory"
+
+    def shared_var(self, offset):
+        """The __shared__ variable at byte `offset` (or the nearest one before it). Offsets
+        from the start of dynamic shared memory on belong to the extern array(s)."""
+        best = None
+        dynamic = [v for v in self.launch.kernel.shared if v.dynamic]
+        if dynamic and offset >= self.launch.dynamic_offset:
+            return dynamic[0]
+        for v in self.launch.kernel.shared:
+            start = self.launch.dynamic_offset if v.dynamic else v.offset
+            end = start + (v.ctype.size if not v.dynamic else self.launch.dynamic_bytes)
+            if start <= offset < end or best is None and offset < start:
+                return v
+            if offset >= start:
+                best = v
+        return best
+
+    def _element_of(self, space, offset, alloc):
+        if isinstance(alloc, SharedVar):
+            t = alloc.ctype
+            base = t.base_elem if t.is_array else t
+            return M.describe_element(alloc.name, t.shape if t.is_array else None, base.size,
+                                      offset)
+        if alloc is not None:
+            return M.describe_element(alloc.name, None, alloc.elem_size, offset)
+        if space == "shared":
+            var = self.shared_var(offset)
+            if var is not None:
+                start = self.launch.dynamic_offset if var.dynamic else var.offset
+                t = var.ctype
+                base = t.base_elem if t.is_array else t
+                shape = t.shape if t.is_array else None
+                return M.describe_element(var.name, shape, base.size, offset - start)
+        return f"byte {offset}"
+
+    def _view(self, space, key, dtype):
+        if space == "shared":
+            v = self.shared_views.get(dtype)
+            if v is None:
+                v = self.shared_views[dtype] = self.shared.view(dtype)
+            return v
+        if space == "local":
+            v = self.local_views.get(dtype)
+            if v is None:
+                v = self.local_views[dtype] = self.local.view(dtype)
+            return v
+        return key.view(dtype)
+
+    def _count(self, space, is_store, lanes, a, off, key, size, line):
+        """Add one access to the counters (and the trace). `key` is the allocation of a
+        global access, the byte index in the batch's shared storage of a shared one. Local
+        memory (registers to a GPU) and __constant__ memory (the constant cache, not L1TEX)
+        are not counted."""
+        if space == "local" or space == "global" and key is not None and key.readonly:
+            return
+        if space == "global":
+            key = None
+        if self.launch.tracer is not None:
+            self.launch.tracer.record(self, space, is_store, lanes, a, off, size, line)
+        full = lanes is None and self.full_warps
+        warp = self.warp if lanes is None else self.warp[lanes]
+        if space == "global":
+            M.count_global(self.counters, is_store, warp, a, size, full,
+                           self.split_warps if lanes is None and not full else None)
+        elif space == "shared":
+            if lanes is None and size == 4 and not full:
+                self.count_shared_words(is_store, off >> 2)
+            else:
+                lane = self.lane if lanes is None else self.lane[lanes]
+                M.count_shared(self.counters, is_store, warp, lane, off, size, full)
+            if self.races is not None:
+                tib = self.tib if lanes is None else self.tib[lanes]
+                track = self.races.on_write if is_store else self.races.on_read
+                found = track(key, tib, line or 0, size)
+                if found:
+                    self._hazards(found, lanes, line)
+
+    def _count_atomic(self, space, lanes, a, off, key, size):
+        """Count an atomic (its own counters: not a load or store in ncu's metrics). Atomics
+        are never hazards among themselves; on shared memory they initialise what they hit."""
+        warp = self.warp if lanes is None else self.warp[lanes]
+        requests = int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
+        if space == "global":
+            self.counters.global_atomic_requests += requests
+        elif space == "shared":
+            self.counters.shared_atomic_requests += requests
+            if self.races is not None:
+                self.races.on_atomic(key, size)
+
+    def _hazards(self, found, lanes, line):
+        for kind, i, flat, other_tid, other_line, count in found:
+            lane = int(i if lanes is None else lanes[i])
+            offset = flat % self.shared_bytes
+            var = self.shared_var(offset)
+            block, thread = self.warps.coords(lane)
+            other = self.warps.thread_of(other_tid) if other_tid is not None and other_tid >= 0 \
+                else None
+            h = Hazard(kind, self.kernel_name, var.name if var else "shared",
+                       self._element_of("shared", offset, None), line, other_line, block,
+                       thread, other, count)
+            if self.diagnostics.mismatches and var is not None:
+                start = self.launch.dynamic_offset if var.dynamic else var.offset
+                self.diagnostics.shape_evidence(kind, var, offset - start)
+            self.diagnostics.add_hazard(h)
+
+    def load(self, addr, t, line, mask=None):
+        """Load a scalar of C type `t` at `addr` in every active lane."""
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return t.dtype.type(0)
+        space, index, off, key = self._resolve(a, lanes, t, line, "read")
+        size = t.size
+        if space == "local" and self.local_set is not None:
+            self._check_local_set(index, lanes, line)
+        view = self._view(space, key.buf if space == "global" else None, t.dtype)
+        values = view[_elements(index, size)]
+        self._count(space, False, lanes, a, off, key if space != "local" else None, size, line)
+        if lanes is None:
+            return values
+        out = np.zeros(self.T, dtype=t.dtype)
+        out[lanes] = values
+        return out
+
+    def load_fast(self, base, index, t, line, site=None):
+        """`base[index]` for every thread of the batch, `base` one pointer for all: element
+        indices instead of addresses, no lane selection. Returns None whenever the general
+        `load` must run instead (a fault to report, a trace to record, local or constant
+        memory, a misaligned base, a shared access other than 4 bytes).
+
+        Per `site` (the load expression) the batch keeps its previous fast load: when the
+        element indices are the previous ones shifted by one amount `d` in every lane
+        (`A[row * N + k]` in a loop over k), their bounds are the previous bounds plus `d`
+        and the counters may be reused (see `count_shared_words`, `_count_global_fast`)."""
+        if self.launch.tracer is not None:
+            return None
+        b = int(base)
+        region = b >> M.REGION_SHIFT
+        size = t.size
+        off0 = b - ((region << M.REGION_SHIFT) + M.BIAS)
+        low, tagged = 0, None                # lowest element index in bounds; its array
+        if region == M.SHARED_REGION and off0 >= M.SHARED_TAG_HALF:
+            # A static shared array (memory.SHARED_TAG_SHIFT): bounded by its own bytes.
+            tag = (off0 + M.SHARED_TAG_HALF) >> M.SHARED_TAG_SHIFT
+            if tag > len(self.launch.kernel.shared):
+                return None
+            var = self.launch.kernel.shared[tag - 1]
+            off0 -= tag << M.SHARED_TAG_SHIFT
+            if var.offset % size:
+                return None
+            low, tagged = var.offset // size, var
+        shift = _SHIFTS.get(size)
+        if shift is None or off0 % size:
+            return None
+        if region == M.SHARED_REGION:
+            if size != 4:
+                return None
+            limit = self.launch.shared_total if tagged is None else \
+                tagged.offset + tagged.ctype.size
+            alloc = None
+        else:
+            alloc = self.gmem.lookup(region) if region >= M.FIRST_GLOBAL_REGION else None
+            if alloc is None or alloc.readonly or size > M.SECTOR_BYTES:
+                return None
+            limit = alloc.size
+        if index.dtype.kind == "b":         # NumPy would read a bool index as a mask
+            index = index.astype(np.int64)
+        first = off0 >> shift                # element index of the base in its space
+        rec = self.site_cache.get(site, False) if site is not None else None
+        d = e = None
+        if rec and rec[0] == region and rec[1] == first and rec[2].dtype == index.dtype:
+            delta = index - rec[2]
+            d = int(delta[0])
+            # Bounds in range after the shift also rule out wrap-around in `delta`: then
+            # every index = previous + d.
+            if rec[3] + d < low or (rec[4] + d + 1) * size > limit or np.count_nonzero(delta != d):
+                d = None
+        if d is None:
+            e = index + np.int64(first) if first else index
+            # One reduction bounds both ends: a negative index is huge as unsigned.
+            hi = int(e.view(_UNSIGNED[e.dtype.itemsize]).max())
+            if (hi + 1) * size > limit or low and int(e.min()) < low:
+                return None
+        if region == M.SHARED_REGION:
+            base = self.shared_bases.get(first)
+            if base is None:
+                base = self.shared_bases[first] = self.blk_base4 + np.int64(first)
+            flat_elems = base + index
+            values = np.take(self._view("shared", None, t.dtype), flat_elems)
+            counts = (self.count_shared_words(False, e, rec[5][0] if d is not None else None),)
+        else:
+            if e is None:
+                e = index + np.int64(first) if first else index
+            values = np.take(alloc.view(t.dtype), e)
+            counts = self._count_global_fast(e, size, shift, d, rec[5] if d is not None
+                                             else None)
+        if site is not None:
+            if d is not None:
+                self.site_cache[site] = (region, first, index, rec[3] + d, rec[4] + d, counts)
+            elif rec is False:
+                self.site_cache[site] = (region, first, index, int(e.min()), hi, counts)
+            else:
+                self.site_cache[site] = None        # this site does not repeat: stop trying
+        if region == M.SHARED_REGION and self.races is not None:
+            found = self.races.on_read_words(flat_elems, self.tib, line or 0)
+            if found:
+                self._hazards(found, None, line)
+        return values
+
+    def _count_global_fast(self, e, size, shift, d, prev) -> tuple:
+        """Count a fast global load of element indices `e`; returns (requests, sectors,
+        whether each warp read one address). `prev`: those of this site's previous load,
+        whose indices were these minus `d` in every lane; when the shift is whole sectors
+        (or each warp read a single address) the per-warp sector counts are the same as
+        then and are reused; otherwise they are counted afresh."""
+        c = self.counters
+        if prev is not None and (prev[2] or (d * size) % M.SECTOR_BYTES == 0):
+            requests, sectors, one = prev
+        else:
+            requests, sectors = self.distinct_per_warp(e >> (5 - shift))
+            one = prev[2] if prev is not None else \
+                all(bool((k == k[:, :1]).all()) for k in self.split_warps(e))
+        c.global_load_requests += requests
+        c.global_load_sectors += sectors
+        c.global_load_bytes += e.shape[0] * size
+        return requests, sectors, one
+
+    def store(self, addr, t, value, line, mask=None):
+        """Store `value` (of C type `t`) at `addr` in every active lane."""
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return
+        space, index, off, key = self._resolve(a, lanes, t, line, "write")
+        if space == "global":
+            if key.readonly:
+                self._fault(lanes, 0, f"Invalid write to __constant__ memory '{key.name}'",
+                            line)
+            if not key.copied_back:
+                self.diagnostics.lost_write(key, line)
+            if key.written is not None:
+                key.mark_written(index, t.size)
+        elif space == "local" and self.local_set is not None:
+            self._mark_local_set(index, t.size)
+        size = t.size
+        view = self._view(space, key.buf if space == "global" else None, t.dtype)
+        if isinstance(value, np.ndarray) and lanes is not None:
+            value = value[lanes]
+        view[_elements(index, size)] = value
+        self._count(space, True, lanes, a, off, key if space == "shared" else None, size, line)
+
+    def load_struct(self, addr, t, line, mask=None):
+        """Load a struct (float2, float4, ...) as one access; returns a tuple of components."""
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return tuple(f[1].dtype.type(0) for f in t.fields)
+        space, index, off, key = self._resolve(a, lanes, t, line, "read")
+        if space == "local" and self.local_set is not None:
+            self._check_local_set(index, lanes, line)
+        self._count(space, False, lanes, a, off, key if space != "local" else None, t.size,
+                    line)
+        parts = []
+        for _, ft, foff in t.fields:
+            view = self._view(space, key.buf if space == "global" else None, ft.dtype)
+            vals = view[_elements(index + foff, ft.size)]
+            if lanes is not None:
+                full = np.zeros(self.T, dtype=ft.dtype)
+                full[lanes] = vals
+                vals = full
+            parts.append(vals)
+        return tuple(parts)
+
+    def store_struct(self, addr, t, value, line, mask=None):
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return
+        space, index, off, key = self._resolve(a, lanes, t, line, "write")
+        if space == "global" and not key.copied_back:
+            self.diagnostics.lost_write(key, line)
+        elif space == "local" and self.local_set is not None:
+            self._mark_local_set(index, t.size)
+        if space == "global" and key.written is not None:
+            key.mark_written(index, t.size)
+        for (_, ft, foff), v in zip(t.fields, value):
+            view = self._view(space, key.buf if space == "global" else None, ft.dtype)
+            if isinstance(v, np.ndarray) and lanes is not None:
+                v = v[lanes]
+            view[_elements(index + foff, ft.size)] = v
+        self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
+
+
+    # ------------------------------------------------------------------ reads before writes
+    def forget_local(self, w0: int, w1: int, mask=None) -> None:
+        """The active threads (`mask`; None: all) enter a local array's declaration (words
+        w0..w1-1 of their local memory): its elements have no value again."""
+        words = self.local_bytes // 4
+        rows = self.local_set.reshape(self.T, words)
+        if mask is None:
+            rows[:, w0:w1] = False
+        else:
+            rows[mask, w0:w1] = False
+
+    def _mark_local_set(self, index, size) -> None:
+        w = index >> 2
+        self.local_set[w] = True
+        for k in range(1, size // 4):
+            self.local_set[w + k] = True
+
+    def _check_local_set(self, index, lanes, line) -> None:
+        unset = ~self.local_set[index >> 2]
+        if unset.any():
+            i = int(np.argmax(unset))
+            lane = int(i if lanes is None else lanes[i])
+            self.diagnostics.warn_unset_local(self.warps, lane,
+                                              int(index[i]) % self.local_bytes, line)
+
+
+    def atomic(self, op, addr, t, vals, line, mask=None):
+        """Atomic read-modify-write; lanes that hit one address are applied in lane order."""
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return t.dtype.type(0)
+        space, index, off, key = self._resolve(a, lanes, t, line, "atomic")
+        if space == "global" and key.readonly:
+            self._fault(lanes, 0, "Invalid atomic on __constant__ memory", line)
+        if space == "global" and not key.copied_back:
+            self.diagnostics.lost_write(key, line)
+        if space == "global" and key.written is not None:
+            key.mark_written(index, t.size)
+        view = self._view(space, key.buf if space == "global" else None, t.dtype)
+        idx = _elements(index, t.size)
+        vs = [np.broadcast_to(v, (self.T,))[lanes] if lanes is not None else
+              np.broadcast_to(v, (self.T,)) for v in vals]
+        old = atomics.apply(op, view, idx, vs, t.dtype)
+        self._count_atomic(space, lanes, a, off, key if space == "shared" else None, t.size)
+        if lanes is None:
+            return old
+        out = np.zeros(self.T, dtype=t.dtype)
+        out[lanes] = old
+        return out
+

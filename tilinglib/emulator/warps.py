@@ -1,0 +1,129 @@
+"""The threads of one batch of blocks: who is who, and the warp-wide operations.
+
+Input: the launch's block and grid, and the linear ids of the blocks in the batch. Output:
+`Warps`, one entry per thread of the batch for every index a kernel can ask for (threadIdx,
+blockIdx, the linear thread id in its block, the warp and lane of each thread), the warp rows
+the counters sum over, (blockIdx, threadIdx) of a lane for error messages, and the warp
+collectives that need nothing but these indices and the active mask: `__shfl_*_sync` and
+`__ballot_sync` / `__any_sync` / `__all_sync`.
+
+A `Warps` never changes after it is made and holds no per-launch state; the active mask is
+passed in by the caller (execute.Context owns it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .memory import WARP, distinct_per_row
+
+
+class Warps:
+    """The thread and warp indices of one batch of `len(block_ids)` whole blocks.
+
+    Every array has one entry per thread of the batch (`T` of them), threads of a block
+    consecutive, in linear thread-id order (x fastest). `tid` and `bid` are threadIdx and
+    blockIdx as 3-tuples of uint32 arrays; `tib` the linear thread id in its block, `blk`
+    the block's position in the batch, `warp` the warp's number in the batch (32
+    consecutive linear thread ids of one block, the last warp of a block partial when the
+    block is not a whole number of warps), `lane` the position in the warp (int64 arrays).
+    """
+
+    def __init__(self, kernel_name: str, block: tuple, grid: tuple, block_ids: np.ndarray):
+        self.kernel_name = kernel_name
+        bx, by, bz = block
+        gx, gy, _ = grid
+        self.block = block
+        tpb = bx * by * bz
+        self.tpb = tpb
+        self.nblocks = nb = len(block_ids)
+        self.T = T = nb * tpb
+        lin = np.arange(T, dtype=np.int64)
+        self.tib = tib = lin % tpb                      # linear thread id in its block
+        self.blk = blk = lin // tpb                     # block index within the batch
+        self.tid = ((tib % bx).astype(np.uint32), ((tib // bx) % by).astype(np.uint32),
+                    (tib // (bx * by)).astype(np.uint32))
+        b = block_ids[blk]
+        self.block_ids = block_ids
+        self.bid = ((b % gx).astype(np.uint32), ((b // gx) % gy).astype(np.uint32),
+                    (b // (gx * gy)).astype(np.uint32))
+        self.bdim = tuple(np.uint32(d) for d in block)
+        self.gdim = tuple(np.uint32(d) for d in grid)
+        self.warps_per_block = warps_per_block = -(-tpb // WARP)
+        self.warp = blk * warps_per_block + tib // WARP
+        self.lane = tib % WARP
+        self.full_warps = tpb % WARP == 0
+        self.whole = tpb - tpb % WARP                 # lanes of a block in full warps
+        self.warp_rows = self.split_warps(self.warp)
+
+    def split_warps(self, v: np.ndarray) -> tuple:
+        """`v` (one entry per thread of the batch) as 2-D arrays whose rows are warps: the
+        full warps of every block, then (when the block is not a whole number of warps) the
+        last, partial, warp of every block. Counts summed over warps need no other order."""
+        if self.full_warps:
+            return (v.reshape(-1, WARP),)
+        m = v.reshape(self.nblocks, self.tpb)
+        if not self.whole:
+            return (m,)
+        return (m[:, :self.whole].reshape(-1, WARP), m[:, self.whole:])
+
+    def distinct_per_warp(self, key: np.ndarray) -> tuple[int, int]:
+        """(warps, distinct (warp, key) pairs) of an access of every lane of the batch;
+        `key` is an integer array of `T` entries."""
+        requests = distinct = 0
+        for rows in self.split_warps(key):
+            r, d = distinct_per_row(rows)
+            requests, distinct = requests + r, distinct + d
+        return requests, distinct
+
+    def coords(self, lane: int) -> tuple[tuple, tuple]:
+        """(blockIdx, threadIdx) of a lane of this batch, as 3-tuples of ints."""
+        return (tuple(int(c[lane]) for c in self.bid), tuple(int(c[lane]) for c in self.tid))
+
+    def thread_of(self, tib: int) -> tuple:
+        """threadIdx (a 3-tuple of ints) of linear thread id `tib` in a block."""
+        bx, by, _ = self.block
+        return (tib % bx, (tib // bx) % by, tib // (bx * by))
+
+    # ------------------------------------------------------------------ warp collectives
+    def shuffle(self, kind, value, arg, width, t, line):
+        """__shfl_*_sync within each warp (inactive source lanes give their last value).
+
+        kind: "idx", "up", "down" or "xor"; `value` one entry per thread (a scalar is the
+        same in every lane and is returned as it is); `arg` the source lane, delta or lane
+        mask; `width` a power of two up to 32 (segments of the warp)."""
+        if not isinstance(value, np.ndarray):
+            return value
+        lane = self.lane
+        arg = np.asarray(arg).astype(np.int64)
+        width = int(width) if not isinstance(width, np.ndarray) else int(width.flat[0])
+        seg = lane & ~(width - 1)
+        if kind == "idx":
+            src = seg + (arg & (width - 1))
+        elif kind == "up":
+            src = np.where(lane - seg >= arg, lane - arg, lane)
+        elif kind == "down":
+            src = np.where(lane - seg + arg < width, lane + arg, lane)
+        else:
+            other = lane ^ arg
+            src = np.where((other & ~(width - 1)) == seg, other, lane)
+        index = np.arange(self.T) - lane + src
+        index = np.clip(index, 0, self.T - 1)
+        return value[index]
+
+    def vote(self, kind, pred, mask):
+        """__ballot_sync ("ballot": uint32 bits of the active lanes whose `pred` holds),
+        __any_sync ("any") or __all_sync (otherwise) over the active lanes (`mask`, one
+        bool per thread) of each warp; int32 0/1 for any/all."""
+        pred = np.broadcast_to(np.asarray(pred, dtype=bool), (self.T,)) & mask
+        wid = self.warp - self.warp[0]
+        if kind == "ballot":
+            bits = np.where(pred, np.left_shift(np.int64(1), self.lane), 0)
+            sums = np.bincount(wid, weights=bits).astype(np.int64)
+            return sums[wid].astype(np.uint32)
+        if kind == "any":
+            s = np.bincount(wid, weights=pred)
+            return (s[wid] > 0).astype(np.int32)
+        total = np.bincount(wid, weights=mask)
+        s = np.bincount(wid, weights=pred)
+        return (s[wid] == total[wid]).astype(np.int32)
