@@ -56,6 +56,11 @@ WRONG = {
         (_formulas(_RIGHT_G, "8 / (TM * TN)"), "it loads TM values of A and TN of B"),
         (_formulas(_RIGHT_G, "8.0"), "the tiled kernel's two loads per FMA"),
         (_formulas(_RIGHT_G, "4 * (TM + TN) / (TM * TN * BK)"), "the emulator counts 2 shared"),
+        # operator precedence: "/ TM * TN" multiplies by TN (a student's first try, 2026-12-01)
+        (_formulas(_RIGHT_G, "4 * (TM + TN) / TM * TN"),
+         "Check the parentheses: 4 * (TM + TN) / TM * TN divides by TM"),
+        (_formulas("4 * (BM + BN) / BM * BN", _RIGHT_S),
+         "Check the parentheses: 4 * (BM + BN) / BM * BN divides by BM"),
         ("tl.exercises.check('07.3', (lambda *a: 1, lambda *a: 1))", "the dict the cell builds"),
     ],
     "07.4": [

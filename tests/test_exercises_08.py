@@ -46,7 +46,9 @@ WRONG = {
     "08.2": [
         (_lane("4 * (TM + TN) / (TM * TN)"), "one warp step"),
         (_lane("4 * (WM + WN) / (WM * WN)"), "exercise 08.3"),
-        (_lane("(WMITER * TM + WNITER * TN) / (WMITER * TM * WNITER * TN)"), "4 bytes each"),
+        (_lane("(WMITER * TM + WNITER * TN) / (WMITER * TM * WNITER * TN)"),
+         "that counts floats, not bytes"),
+        (_lane("4 * (WMITER + WNITER) / (WMITER * WNITER)"), "4 bytes each"),
         ("def shared_bytes(WM, WN, WMITER, WNITER, TM, TN):\n    return 1.0\n"
          "tl.exercises.check('08.2', {(1, 2): shared_bytes(1, 2, 3, 4, 5, 6)})",
          "keep the cell's last line"),
@@ -54,13 +56,18 @@ WRONG = {
     "08.3": [
         (_warp("4 * (WM + WN)"), "divide by the WM x WN FMAs"),
         (_warp("(WM + WN) / (WM * WN)"), "Nsight Compute read"),
-        (_warp("4 * 2 / 8"), "per k the warp's lanes touch WM distinct floats"),
+        (_warp("(WM + WN) / (WM * WN)"), "That counts floats, not bytes"),
+        (_warp("4 * (WM + WN) / (WM * WN) / 32"), "Do not divide among the 32 lanes"),
+        (_warp("4 * 2 / 8"), "on the H200 for regtile2d. Per k the warp's lanes touch WM distinct"),
     ],
     "08.4": [
         (_limit("h200.dram_bandwidth / h200.fp32_flops", 64), "bytes per FLOP"),
         (_limit("2 * h200.dram_bandwidth / h200.fp32_flops", 32), "smallest power of two"),
         (_limit("2 * h200.dram_bandwidth / h200.fp32_flops", 128), "8 / T"),
-        (_limit("h200.fp32_flops / h200.dram_bandwidth", 64), "their ratio"),
+        (_limit("h200.fp32_flops / h200.dram_bandwidth", 64), "the ridge point of lesson 01, upside down"),
+        (_limit("1.0", 64), "their ratio"),
+        # the prose's rounded "about 0.14", typed in
+        (_limit("0.14", 64), "is near the limit, rounded"),
     ],
 }
 
@@ -111,6 +118,7 @@ def test_right_answers_in_other_forms_are_accepted():
     fb = run_cell(_limit("4.8e12 / (67e12 / 2)", 64))
     assert fb.status == "correct", fb
     assert "0.1433" in fb.message
+    assert "from lesson 07's coarse kernel (64 x 64, 0.125) to 128 x 256" in fb.message
 
 
 def test_the_warp_check_quotes_the_h200s_counters():
@@ -118,3 +126,28 @@ def test_the_warp_check_quotes_the_h200s_counters():
     # Nsight Compute on the H200, 2026-12-01 (tilinglib/data/reference_h200.json, ladder):
     # smsp__sass_data_bytes_mem_shared_op_ld.sum / FFMA for regtile2d, vec4, warptile
     assert "regtile2d 0.2812, vec4 0.5312, warptile 0.1875" in fb.message
+
+
+def test_warptile_db_global_sectors_exceed_requests_as_ncu_read_them():
+    # Lesson 08, section 6: Nsight Compute's global figure for warptile_db (0.0520 B/FMA
+    # against the formula's 0.0469) is whole 32-byte sectors; BK = 12 cuts A's rows into
+    # 48-byte pieces that straddle sectors. The emulator counts the same sectors, and at
+    # BK = 8 none are wasted. H200 figures: tilinglib/data/reference_h200.json, ladder run of
+    # 2026-12-01, N = 1024: l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum 56,315,904 over
+    # smsp__sass_data_bytes_mem_global_op_ld.sum 50,331,648 = 1.11890.
+    from tilinglib import ladder
+
+    db = ladder.get("warptile_db")
+    ratios = {}
+    for BK in (8, 12):
+        p = db.resolve({"BK": BK})
+        r = ladder.count(db, p["BM"], p["BN"], 4 * BK, p)
+        ratios[BK] = 32 * r.global_load_sectors / r.global_load_bytes
+    assert ratios[8] == 1.0
+    m = tl.reference.load("h200").step_counters("warptile_db", 1024).metrics
+    ncu = (m["l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"]
+           / m["smsp__sass_data_bytes_mem_global_op_ld.sum"])
+    assert ncu == pytest.approx(56_315_904 / 50_331_648)
+    # one block, K = 48 (no partial tile) against the whole N = 1024 grid: within 0.1%
+    assert ratios[12] == pytest.approx(ncu, rel=1e-3)
+    assert ratios[12] == pytest.approx(1.1180556, rel=1e-6)   # 2,576 sectors for 73,728 B

@@ -671,8 +671,10 @@ def ncu_bytes_per_fma(counters, *, shared_bytes_per_load: int = FLOAT
     """(global, shared) load bytes requested per FMA from Nsight Compute counters, or None.
 
     Global: ``l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum`` (the bytes of the 32-byte
-    sectors the loads touch, equal to the bytes requested when every sector is used whole, as
-    in the ladder's kernels) when the counters have it, else
+    sectors the loads touch: equal to the bytes requested when every sector is used whole, as
+    in the ladder's kernels at their default shapes except ``warptile_db``, whose BK = 12
+    cuts A's rows into 48-byte pieces that straddle sectors: 12% more) when the counters have
+    it, else
     ``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum`` x 128 B (a full warp of 4-byte loads
     per request) / FMAs; shared: ``smsp__inst_executed_op_shared_ld.sum`` x 32 lanes x
     `shared_bytes_per_load` (`Step.shared_load_width`: 4, or 16 for the float4 kernels of

@@ -174,6 +174,12 @@ _MISTAKES = (
      "registers, for TM x TN FMAs."),
     ("shared", lambda p: 8.0,
      "that is the tiled kernel's two loads per FMA; here each register is reused."),
+    ("global", lambda p: 4 * (p["BM"] + p["BN"]) / p["BM"] * p["BN"],
+     "check the parentheses: 4 * (BM + BN) / BM * BN divides by BM and then multiplies by "
+     "BN; the denominator is (BM * BN)."),
+    ("shared", lambda p: 4 * (p["TM"] + p["TN"]) / p["TM"] * p["TN"],
+     "check the parentheses: 4 * (TM + TN) / TM * TN divides by TM and then multiplies by "
+     "TN; the denominator is (TM * TN)."),
 )
 
 

@@ -131,6 +131,10 @@ def warp_lane_bytes(answer):
                     p["TM"], p["TN"]):
                 hint = ("that is the TM x TN piece of one warp step; a lane holds the pieces of "
                         "all WMITER x WNITER steps and reads all their A and B values per k.")
+            elif close(got, (rm + rn) / (rm * rn), 1e-9):
+                hint = ("that counts floats, not bytes: a float is 4 bytes. Per k a lane reads "
+                        f"WMITER x TM = {rm} floats of A and WNITER x TN = {rn} of B for "
+                        f"{rm} x {rn} FMAs.")
             elif close(got, 4 * (p["WM"] + p["WN"]) / (p["WM"] * p["WN"]), 1e-9):
                 hint = ("that is the warp's whole tile (exercise 08.3's question); here count "
                         "what each lane requests, broadcasts included.")
@@ -175,11 +179,17 @@ def warp_bank_bytes(answer):
             ncu = _ncu_bank_bytes(name)
             seen = (f"Nsight Compute read {ncu:.6g} on the H200 for {name}" if ncu is not None
                     else f"the count is {want:.6g} for {name}")
-            hint = ("per k the warp's lanes touch WM distinct floats of A (a column of its "
+            hint = ("Per k the warp's lanes touch WM distinct floats of A (a column of its "
                     "sub-tile, As[k][..]) and WN of B, 4 bytes each, whatever the number of "
                     "lanes asking for each; the warp does WM x WN FMAs with them.")
             if close(got, 4 * (wm + wn), 1e-9):
-                hint = "that is bytes per k for the warp: divide by the WM x WN FMAs it feeds."
+                hint = "That is bytes per k for the warp: divide by the WM x WN FMAs it feeds."
+            elif close(got, (wm + wn) / (wm * wn), 1e-9):
+                hint = ("That counts floats, not bytes: a float is 4 bytes. The WM + WN floats "
+                        "the warp reads per k feed its WM x WN FMAs.")
+            elif close(got, 4 * (wm + wn) / (wm * wn) / 32, 1e-9):
+                hint = ("Do not divide among the 32 lanes: the WM x WN FMAs are already all "
+                        "the warp's FMAs (each lane does WM x WN / 32 of them).")
             raise Wrong(f"warp_bytes({wm}, {wn}) gives {got:.6g}; {seen}. {hint}")
     ncu = {n: _ncu_bank_bytes(n) for n in WARP_AREAS}
     shown = ", ".join(f"{n} {v:.4g}" for n, v in ncu.items() if v is not None)
@@ -204,6 +214,15 @@ def memory_bound_tile(answer):
             raise Wrong(f"bytes_per_fma_limit = {limit:.4g}: that is bytes per FLOP; an FMA is "
                         f"2 FLOPs, so at the FP32 peak the GPU does {h200.fp32_flops / 2:.3g} "
                         f"FMAs per second.")
+        if close(limit, h200.fp32_flops / h200.dram_bandwidth, 1e-6):
+            raise Wrong(f"bytes_per_fma_limit = {limit:.4g}: that is FLOPs per byte, the ridge "
+                        f"point of lesson 01, upside down. The limit is bytes per FMA: DRAM's "
+                        f"{h200.dram_bandwidth:.3g} B/s over the {h200.fp32_flops / 2:.3g} FMAs "
+                        f"per second of the FP32 peak.")
+        if close(limit, want, 0.05):
+            raise Wrong(f"bytes_per_fma_limit = {limit:.4g} is near the limit, rounded: "
+                        f"compute it from h200.dram_bandwidth and h200.fp32_flops rather than "
+                        f"typing a rounded figure (the check compares to 6 digits).")
         raise Wrong(f"bytes_per_fma_limit = {limit:.4g}: at the FP32 peak the H200 does "
                     f"{h200.fp32_flops / 2:.3g} FMAs per second and DRAM delivers "
                     f"{h200.dram_bandwidth:.3g} B/s; the limit is their ratio, in bytes per FMA.")
@@ -213,5 +232,6 @@ def memory_bound_tile(answer):
                     f"= 8 / T bytes per FMA; {tile} gives {8 / tile:.4g}, the limit is "
                     f"{want:.4g}. Find the smallest power of two T with 8 / T at or under it.")
     return (f"{want:.4g} bytes per FMA: from T = {best} (8 / T = {8 / best:.4g}) even a kernel "
-            f"whose every request went to DRAM could run at the FP32 peak. The ladder's blocks "
-            f"are 128 x 128 and 128 x 256: global memory is not what stops them.")
+            f"whose every request went to DRAM could run at the FP32 peak. The ladder's block "
+            f"tiles, from lesson 07's coarse kernel (64 x 64, 0.125) to 128 x 256, are all "
+            f"past it: global memory is not what stops them.")
