@@ -149,6 +149,7 @@ class Translator:
         self._ctors: dict = {}           # record id -> [(ctor type text, node)]
         self._enums: list = []
         self._defaults: set = set()
+        self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
 
     # ------------------------------------------------------------------ errors
@@ -222,6 +223,7 @@ class Translator:
                 self._collect(n.get("inner", []), scope, bodies, in_template)
             elif kind == "FunctionTemplateDecl":
                 inner = n.get("inner", [])
+                self._note_template_params(n)
                 for f in inner:
                     if f.get("kind") in _FUNCTION_KINDS and "mangledName" not in f:
                         if any(a.get("kind") == "CUDAGlobalAttr" for a in f.get("inner", [])) \
@@ -230,6 +232,7 @@ class Translator:
                 self._collect([f for f in inner if f.get("kind") in _FUNCTION_KINDS
                                and "mangledName" in f], scope, bodies, in_template)
             elif kind == "ClassTemplateDecl":
+                self._note_template_params(n)
                 self._collect([r for r in n.get("inner", [])
                                if r.get("kind") == "ClassTemplateSpecializationDecl"],
                               scope, bodies, in_template)
@@ -306,13 +309,27 @@ class Translator:
             if "CUDAGlobalAttr" in attrs:
                 self.kernel_names[qual] = f.get("mangledName", qual)
 
+    def _note_template_params(self, n):
+        """Remember a template's parameter types for its instantiations' names (clang
+        writes a bool argument as an integer)."""
+        types = [p.get("type", {}).get("qualType") if p.get("kind") == "NonTypeTemplateParmDecl"
+                 else None for p in n.get("inner", []) if p.get("kind", "").endswith("ParmDecl")]
+        for f in n.get("inner", []):
+            if f.get("kind") in _FUNCTION_KINDS or f.get("kind") in _RECORD_KINDS:
+                self._tparams[f.get("id")] = types
+
     def _template_args(self, n) -> list[str]:
         out = []
+        types = self._tparams.get(n.get("id"), [])
         for a in n.get("inner", []):
             if a.get("kind") != "TemplateArgument":
                 continue
+            i = len(out)
             if "value" in a:
-                out.append(str(a["value"]))
+                if i < len(types) and types[i] == "bool":
+                    out.append("true" if a["value"] else "false")
+                else:
+                    out.append(str(a["value"]))
             elif "type" in a:
                 t = a["type"]
                 out.append(t.get("desugaredQualType", t["qualType"]))
