@@ -115,16 +115,18 @@ def _atomic_decls() -> list[str]:
     return out
 
 
-_FIXED = r"""
-typedef unsigned int uint;
-typedef unsigned short ushort;
-typedef unsigned long ulong;
-typedef unsigned long size_t;
-typedef long ptrdiff_t;
-typedef signed char int8_t; typedef unsigned char uint8_t;
-typedef short int16_t; typedef unsigned short uint16_t;
-typedef int int32_t; typedef unsigned int uint32_t;
-typedef long long int64_t; typedef unsigned long long uint64_t;
+# The typedefs of the C and CUDA headers (glibc's uint, ushort, ulong come with nvcc's
+# <cuda_runtime.h>): name -> the built-in type. The translator keeps their names (a message
+# says `(size_t) r`, as the student wrote it).
+PRELUDE_TYPEDEFS = {
+    "uint": "unsigned int", "ushort": "unsigned short", "ulong": "unsigned long",
+    "size_t": "unsigned long", "ptrdiff_t": "long", "int8_t": "signed char",
+    "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
+    "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long long",
+    "uint64_t": "unsigned long long",
+}
+
+_FIXED = "".join(f"typedef {t} {name};\n" for name, t in PRELUDE_TYPEDEFS.items()) + r"""
 extern const __device__ uint3 threadIdx;
 extern const __device__ uint3 blockIdx;
 extern const __device__ dim3 blockDim;
