@@ -27,7 +27,7 @@ import tempfile
 import threading
 
 from ..errors import CompileError
-from .prelude import prelude_text
+from .prelude import identifiers, prelude_text
 
 SOURCE_NAME = "kernel.cu"
 CLANG_SECONDS = 30.0
@@ -87,7 +87,7 @@ def flatten_lines(text: str) -> str:
 def clang_input(text: str, cooperative_groups: bool = False) -> tuple[str, int]:
     """What clang reads, and the number of prelude lines before the student's line 1: the
     prelude, then stage 1's text with the student's line L on line L after it."""
-    prelude = prelude_text(cooperative_groups)
+    prelude = prelude_text(cooperative_groups, identifiers(text))
     return prelude + flatten_lines(text), prelude.count("\n")
 
 
