@@ -479,6 +479,9 @@ class Translator:
             return
         self._emitted.add(rid)
         qual, n = self.records[rid]
+        if n.get("bases"):
+            raise self.unsupported(n, f"inheritance ('{qual}' derives from a base class)",
+                                   "write the base's fields into the struct")
         decls = []
         for f in n.get("inner", []):
             if f.get("kind") != "FieldDecl":
