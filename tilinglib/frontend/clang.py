@@ -1,0 +1,334 @@
+"""Stage 2 of the front end: clang on the preprocessed text -> its JSON AST.
+
+clang comes from the `ziglang` wheel (``zig clang``); the environment variable
+``TILINGLIB_CLANG`` may name another clang or zig binary. It is run as a syntax-only CUDA
+device compile for sm_90, on our prelude then the
+student's preprocessed source (its line L on line L after the prelude), with:
+
+- ``-nostdinc -nobuiltininc -nocudainc -nocudalib``: no header is ever searched for (our
+  preprocessor has already refused every ``#include`` it does not satisfy itself, so clang
+  sees none);
+- the source on stdin and an empty temporary directory as working directory;
+- a time limit (`CLANG_SECONDS`) and a cap on what it may write (`MAX_OUTPUT_BYTES`): a
+  submission is untrusted.
+
+Errors clang reports become one `CompileError` at the first error's line and column (the
+student's own), listing up to `MAX_ERRORS` errors, each with its line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+import threading
+
+from ..errors import CompileError
+from .prelude import identifiers, prelude_text
+
+SOURCE_NAME = "kernel.cu"
+CLANG_SECONDS = 30.0
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+MAX_ERRORS = 10
+
+FLAGS = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
+         "--cuda-gpu-arch=sm_90", "-nostdinc", "-nobuiltininc", "-std=c++17", "-w",
+         "-fno-color-diagnostics", "-fno-caret-diagnostics", "-fno-diagnostics-show-option",
+         f"-ferror-limit={MAX_ERRORS}", "-fbracket-depth=1024", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-"]
+
+NO_CLANG = ("the CUDA C++ front end needs clang, which the 'ziglang' package provides: run "
+            "pip install ziglang (or set TILINGLIB_CLANG to a clang or zig binary)")
+
+
+def clang_command() -> list[str]:
+    """The command that runs clang: ``[zig, 'clang']`` or ``[clang]``. Raises
+    `CompileError` saying ``pip install ziglang`` when there is none."""
+    env = os.environ.get("TILINGLIB_CLANG")
+    if env:
+        path = shutil.which(env) or (env if os.path.isfile(env) else None)
+        if path is None:
+            raise CompileError(f"TILINGLIB_CLANG={env!r} is not a file: {NO_CLANG}")
+        return [path, "clang"] if os.path.basename(path).startswith("zig") else [path]
+    try:
+        import ziglang
+    except ImportError:
+        raise CompileError(NO_CLANG) from None
+    path = os.path.join(os.path.dirname(ziglang.__file__), "zig")
+    if not os.path.isfile(path):
+        raise CompileError(NO_CLANG)
+    return [path, "clang"]
+
+
+_LINE = re.compile(r'^\s*#\s*line\s+(\d+)')
+
+
+def flatten_lines(text: str) -> str:
+    """Stage 1's text with its ``#line`` directives replaced by blank lines, so that the
+    student's line L is line L of the result (clang's JSON writes a #line-adjusted line only
+    where it changes, which cannot be read back unambiguously). A directive that goes back
+    (a macro call over several lines) is kept as it is."""
+    out = []
+    for raw in text.split("\n"):
+        m = _LINE.match(raw)
+        if m:
+            target = int(m.group(1))
+            if target - 1 >= len(out):
+                out.extend([""] * (target - 1 - len(out)))
+                continue
+            out.append(f'#line {target} "{SOURCE_NAME}"')
+            continue
+        out.append(raw)
+    return "\n".join(out)
+
+
+def clang_input(text: str, cooperative_groups: bool = False) -> tuple[str, int]:
+    """What clang reads, and the number of prelude lines before the student's line 1: the
+    prelude, then stage 1's text with the student's line L on line L after it."""
+    prelude = prelude_text(cooperative_groups, identifiers(text))
+    return prelude + flatten_lines(text), prelude.count("\n")
+
+
+def _read_capped(stream, cap, out):
+    total = 0
+    chunks = []
+    while True:
+        b = stream.read(1 << 20)
+        if not b:
+            break
+        total += len(b)
+        if total > cap:
+            out["over"] = True
+            break
+        chunks.append(b)
+    out["data"] = b"".join(chunks)
+
+
+def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
+    """Run clang on `data`: (status, exit code, stdout, stderr); status is "ok", "limit" (it
+    ran past `CLANG_SECONDS` or wrote more than `MAX_OUTPUT_BYTES`) or "nostart: why"."""
+    try:
+        cmd = clang_command() + FLAGS
+    except CompileError as exc:
+        return f"nostart: {exc}", -1, b"", b""
+    with tempfile.TemporaryDirectory(prefix="tilinglib-clang-") as cwd:
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, cwd=cwd,
+                                    env={"PATH": os.environ.get("PATH", ""),
+                                         "HOME": cwd, "ZIG_GLOBAL_CACHE_DIR": cwd,
+                                         "ZIG_LOCAL_CACHE_DIR": cwd})
+        except OSError as exc:
+            return f"nostart: clang could not start ({exc}): {NO_CLANG}", -1, b"", b""
+        out, err = {}, {}
+        readers = [threading.Thread(target=_read_capped,
+                                    args=(proc.stdout, MAX_OUTPUT_BYTES, out)),
+                   threading.Thread(target=_read_capped, args=(proc.stderr, 1 << 20, err))]
+        for r in readers:
+            r.start()
+        try:
+            proc.stdin.write(data)
+        except BrokenPipeError:
+            pass
+        finally:
+            proc.stdin.close()
+        for r in readers:
+            r.join(CLANG_SECONDS)
+        status = "ok"
+        if any(r.is_alive() for r in readers) or out.get("over"):
+            proc.kill()
+            for r in readers:
+                r.join()
+            status = "limit"
+        rc = proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    return status, rc, out.get("data", b""), err.get("data", b"")
+
+
+def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None, str, int]:
+    """Run clang on `text` (stage 1's output), through the clang server when this process
+    started one (`start_server`). Returns (JSON AST or None, diagnostics, prelude lines:
+    clang's line L is the student's line L - prelude lines)."""
+    data, offset = clang_input(text, cooperative_groups)
+    data = data.encode("utf-8")
+    if _SERVER is not None:
+        status, rc, stdout, stderr = _SERVER.request(data)
+    else:
+        status, rc, stdout, stderr = _clang_bytes(data)
+    if status.startswith("nostart: "):
+        raise CompileError(status[len("nostart: "):])
+    if status == "limit":
+        raise CompileError(f"{SOURCE_NAME}: the C++ front end (clang) took more than "
+                           f"{CLANG_SECONDS:g} s or wrote too much on this source: "
+                           f"simplify it (templates instantiated thousands of times?)")
+    diagnostics = stderr.decode("utf-8", "replace")
+    if rc != 0:
+        return None, diagnostics, offset
+    try:
+        return json.loads(stdout or b"{}"), diagnostics, offset
+    except ValueError:
+        raise CompileError(f"{SOURCE_NAME}: the C++ front end gave no readable AST "
+                           f"(clang exit status {rc})") from None
+
+
+# ---------------------------------------------------------------------------- clang server
+# The grader's worker (grading/_worker.py) lowers its own limits before it reads a
+# submission, RLIMIT_NPROC 0 among them: a non-root process then cannot start clang (nor a
+# thread). It calls start_server() first: a child forked before the limits runs clang for
+# it, one request at a time, over two pipes; the child ends when the worker does.
+_SERVER = None
+
+
+def _write_frames(fd: int, *parts: bytes) -> None:
+    buf = b"".join(struct.pack(">Q", len(p)) + p for p in parts)
+    view = memoryview(buf)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks, left = [], n
+    while left:
+        b = os.read(fd, min(left, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)
+
+
+def _read_frames(fd: int, count: int) -> list[bytes] | None:
+    out = []
+    for _ in range(count):
+        head = _read_exact(fd, 8)
+        if head is None:
+            return None
+        body = _read_exact(fd, struct.unpack(">Q", head)[0])
+        if body is None:
+            return None
+        out.append(body)
+    return out
+
+
+class _Server:
+    def __init__(self):
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:                                    # the child: serve until EOF
+            code = 0
+            try:
+                os.close(req_w)
+                os.close(rep_r)
+                while True:
+                    frames = _read_frames(req_r, 1)
+                    if frames is None:
+                        break
+                    status, rc, out, err = _clang_bytes(frames[0])
+                    _write_frames(rep_w, status.encode(), str(rc).encode(), out, err)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(req_r)
+        os.close(rep_w)
+        self.pid, self.w, self.r = pid, req_w, rep_r
+
+    def request(self, data: bytes) -> tuple[str, int, bytes, bytes]:
+        try:
+            _write_frames(self.w, data)
+            frames = _read_frames(self.r, 4)
+        except OSError:
+            frames = None
+        if frames is None:
+            return "nostart: the clang server of this process has stopped", -1, b"", b""
+        return frames[0].decode(), int(frames[1]), frames[2], frames[3]
+
+
+def start_server() -> None:
+    """Fork a child that runs clang for this process from now on (call it before lowering
+    RLIMIT_NPROC: the grader's worker does). Once per process; POSIX only."""
+    global _SERVER
+    if _SERVER is None and hasattr(os, "fork"):
+        _SERVER = _Server()
+
+
+_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|fatal error"
+                   r"|note|warning): (?P<msg>.*)$")
+
+# clang's wording -> the course's, where they differ.
+_WORDING = [
+    (re.compile(r"^use of undeclared identifier '(.*)'$"), r"'\1' is not declared"),
+    (re.compile(r"^unknown type name '(.*)'$"), r"unknown type '\1'"),
+    (re.compile(r"^expected ';' (after (expression|declaration|statement)|at end of "
+                r"declaration)$"), "syntax error (is a ';' missing at the end of line {line}?)"),
+    (re.compile(r"^expected '(.)'$"), r"syntax error: a '\1' is missing here"),
+    (re.compile(r"^expected (statement|expression)$"), r"syntax error: expected a \1 here"),
+    (re.compile(r"^expected unqualified-id$"), r"syntax error: expected a name here"),
+    (re.compile(r"^bracket nesting level exceeded maximum of (\d+)$"),
+     r"parentheses, brackets or braces nested too deeply (more than \1 levels): split the "
+     r"expression or the blocks"),
+    (re.compile(r"^static assertion failed(.*)$"), r"static_assert failed\1"),
+]
+
+
+def _course_words(msg: str, line) -> str:
+    for pattern, repl in _WORDING:
+        if pattern.match(msg):
+            return pattern.sub(repl.replace("{line}", str(line)), msg)
+    return msg
+
+
+def compile_error(diagnostics: str, source_lines, offset: int = 0) -> CompileError:
+    """clang's diagnostics as one `CompileError`: at the first error in the student's source,
+    every error listed (with 'in instantiation of' notes: which template arguments)."""
+    errors = []          # (line, col, message)
+    for raw in diagnostics.splitlines():
+        m = _DIAG.match(raw)
+        if not m:
+            continue
+        sev, msg = m.group("sev"), m.group("msg")
+        line = int(m.group("line")) - offset
+        ours = m.group("file") in ("<stdin>", SOURCE_NAME) and line > 0
+        line, col = (line, int(m.group("col"))) if ours else (None, None)
+        if sev in ("error", "fatal error"):
+            msg = re.sub(r" when compiling for sm_\d+", "", msg)
+            errors.append([line, col, _course_words(msg, line)])
+        elif sev == "note" and errors and "in instantiation of" in msg and ours:
+            errors[-1][2] += f" ({msg.replace(' requested here', '')} on line {line})"
+            if errors[-1][0] is None:
+                errors[-1][0], errors[-1][1] = line, col
+        elif sev == "note" and errors and msg.startswith("to match this") and ours:
+            errors[-1][2] += f" (to match the {msg[len('to match this '):]} on line {line})"
+        elif sev == "note" and errors and errors[-1][2].startswith("no matching function") \
+                and "not viable" in msg and "(" not in errors[-1][2]:
+            reason = msg.split("not viable: ", 1)[-1]
+            name = errors[-1][2].split("'")[1] if "'" in errors[-1][2] else "it"
+            if "call to __host__ function" in reason:
+                errors[-1][2] = (f"'{name}' is a host function: a kernel can only call "
+                                 f"functions marked __device__ (nvcc: calling a __host__ "
+                                 f"function from a __global__ function is not allowed). Write "
+                                 f"'__device__' before its return type.")
+            else:
+                errors[-1][2] += f" ({reason})"
+    if not errors:
+        text = diagnostics.strip().splitlines()
+        return CompileError(f"{SOURCE_NAME}: the C++ front end failed: "
+                            f"{text[-1] if text else 'no message'}")
+    first = next((e for e in errors if e[0] is not None), errors[0])
+    line, col = first[0], first[1]
+    src = source_lines[line - 1] if line and 0 < line <= len(source_lines) else None
+    where = f"{SOURCE_NAME}:{line}:{col}" if line else SOURCE_NAME
+    if len(errors) == 1:
+        return CompileError(f"{where}: {first[2]}", line=line, column=col, source_line=src)
+    listed = "\n".join(f"  {SOURCE_NAME}:{e[0]}:{e[1]}: {e[2]}" if e[0] else f"  {e[2]}"
+                       for e in errors[:MAX_ERRORS])
+    return CompileError(f"{where}: {first[2]}\n{len(errors)} errors in all:\n{listed}",
+                        line=line, column=col, source_line=src,
+                        summary=f"{where}: {first[2]} (and {len(errors) - 1} more error"
+                                f"{'s' if len(errors) > 2 else ''}: print(sys.last_value))")
