@@ -25,8 +25,8 @@ from pycparser import c_ast
 from tilinglib import kernels, sgemm
 from tilinglib._source_checks import thread_indexed_stores, unset_reads
 from tilinglib.emulator import In, InOut, Out, RaceWarning, SourceModule
-from tilinglib.emulator.parse import parse
-from tilinglib.emulator.preprocess import preprocess
+from tilinglib.frontend.parse import parse
+from tilinglib.frontend.preprocess import preprocess
 from tilinglib.errors import (BlockShapeWarning, InputWriteWarning, KernelWarning,
                               MemoryAccessError, OutputNotWrittenWarning, RaceError,
                               TilingLibWarning, UninitializedReadWarning)

@@ -9,7 +9,8 @@ import pytest
 
 from tilinglib.emulator import In, InOut, Out, SourceModule
 from tilinglib.errors import CompileError, KernelNotFoundError, UnsupportedFeatureError
-from tilinglib.frontend import kernel_signatures, mangled_names
+from tilinglib.emulator.compiler import kernel_signatures
+from tilinglib.frontend import mangled_names
 
 
 def run(src, name, *args, block=(32, 1, 1), grid=(1, 1), **kw):

@@ -18,8 +18,8 @@ import pytest
 from emulator_helpers import launch, run_body
 from tilinglib.emulator import Out, SourceModule
 from tilinglib.emulator import execute as E
-from tilinglib.emulator import preprocess as P
-from tilinglib.emulator.parse import MAX_NESTING
+from tilinglib.frontend.preprocess import MAX_SOURCE_CHARS
+from tilinglib.frontend.parse import MAX_NESTING
 from tilinglib.errors import CompileError, KernelRuntimeError, StepBudgetExceeded
 from tilinglib.grading import GradeReport, check_sgemm
 from tilinglib.grading import sgemm as grading_sgemm
@@ -158,7 +158,7 @@ def test_the_doubling_bomb_names_the_line_that_uses_it():
 
 def test_a_huge_define_option_counts_as_source():
     with pytest.raises(CompileError, match="-D options"):
-        SourceModule("__global__ void k() {}", options=["-DX=" + "1" * (P.MAX_SOURCE_CHARS + 1)])
+        SourceModule("__global__ void k() {}", options=["-DX=" + "1" * (MAX_SOURCE_CHARS + 1)])
 
 
 # --------------------------------------------------------------------------- nesting depth

@@ -257,7 +257,7 @@ class SourceModule:
     @functools.cached_property
     def _signatures(self) -> dict | None:
         """Parameter types of every kernel, read by the emulator's parser; None if it cannot."""
-        from .frontend.parse import kernel_signatures
+        from .emulator.compiler import kernel_signatures
 
         try:
             return kernel_signatures(self.source, self.options)

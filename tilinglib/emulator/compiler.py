@@ -27,8 +27,8 @@ from .. import _source_checks
 from ..errors import CompileError, UnsupportedFeatureError
 from . import ctypes_ as ct
 from . import values as V
-from .parse import Param, is_kernel, source_line
-from .preprocess import SOURCE_NAME, Preprocessed
+from ..frontend.parse import Param, is_kernel, parse, source_line
+from ..frontend.preprocess import SOURCE_NAME, Preprocessed, preprocess
 from .closures import X, _col, _line, _Scope, constant, parse_int
 from .expressions import ExpressionsMixin
 from .statements import StatementsMixin
@@ -180,6 +180,28 @@ class TypeResolver:
                 continue
             out.append(Param(p.name, ct.decay(t), _line(p)))
         return out
+
+
+def kernel_signatures(source: str, options=None) -> dict:
+    """The `__global__` functions of `source`, as {name: [Param, ...]} in declaration order
+    (a template's instantiations by their text, ``'k<128, float>'``).
+
+    Types are resolved with the emulator's C type rules (`TypeResolver`, typedefs included),
+    so a caller can check Python arguments against them. Raises `CompileError` if the source
+    does not compile."""
+    pre = preprocess(source, options)
+    ast = parse(pre)
+    resolver = TypeResolver(pre)
+    out = {}
+    for node in ast.ext:
+        if isinstance(node, c_ast.Typedef):
+            resolver.add_typedef(node)
+        elif isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.Struct):
+            resolver.struct_type(node.type)
+        elif isinstance(node, c_ast.FuncDef) and is_kernel(node):
+            out[node.decl.name] = resolver.params(node)
+    return out
+
 
 
 class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):

@@ -31,7 +31,7 @@ from .access import MemoryAccess
 from .barriers import Barriers
 from .diagnostics import Diagnostics, RaceWarning, warn_hazards
 from .memory import PRINTF_BUFFER_BYTES
-from .parse import recursion_room
+from ..frontend.parse import recursion_room
 from .report import LaunchReport
 from .trace import Tracer
 from .warps import Warps

@@ -15,7 +15,7 @@ from pycparser import c_ast
 
 from . import ctypes_ as ct
 from . import values as V
-from .preprocess import FloatMode
+from ..frontend.preprocess import FloatMode
 from .closures import (BUILTIN_VECTORS, LiteralError, X, _line, char_constant, constant,
                        parse_int)
 

@@ -16,12 +16,12 @@ from ..errors import (CompileError, KernelArgumentError, KernelNotFoundError, Ke
                       LaunchError)
 from .compiler import compile_program
 from .execute import Launch, LaunchOptions, warn_hazards, warn_if_large
-from .preprocess import check_options
+from ..frontend.preprocess import check_options
 
 _DEFAULT = object()     # "not given": keep LaunchOptions' default
 MAX_LOCAL_BYTES = 512 * 1024    # local memory per thread, the CUDA limit (ptxas refuses more)
-from .parse import parse, recursion_room
-from .preprocess import preprocess
+from ..frontend.parse import parse, recursion_room
+from ..frontend.preprocess import preprocess
 
 
 class _ArgumentHandler:

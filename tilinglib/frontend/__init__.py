@@ -6,6 +6,6 @@ Stages: preprocess.py (our preprocessor: macros, -D, no file ever opened) -> cla
 (that AST lowered to C as pycparser's c_ast). parse.py holds the entry points.
 """
 
-from .parse import (Param, TranslationUnit, kernel_signatures, mangled_names,  # noqa: F401
+from .parse import (Param, TranslationUnit, mangled_names,  # noqa: F401
                     parse)
 from .preprocess import Preprocessed, preprocess  # noqa: F401

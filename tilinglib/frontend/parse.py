@@ -2,8 +2,9 @@
 
 `parse(pre)` runs stage 2 (clang, clang.py) on stage 1's `Preprocessed` (preprocess.py)
 and stage 3 (translate.py); its nodes carry `coord` (kernel.cu:line:column) in the
-student's own line numbers. `kernel_signatures` gives the PyCUDA backend the kernels'
-parameter lists and the grader's source checks (_source_checks.py) read the same AST.
+student's own line numbers. The emulator's compiler, the PyCUDA backend's argument checks
+(`tilinglib.emulator.compiler.kernel_signatures`, which applies the emulator's C type rules to
+this AST) and the grader's source checks (_source_checks.py) all read the same AST.
 Results are cached by the preprocessed text, so compiling the same source again is free.
 """
 
@@ -156,29 +157,6 @@ def check_nesting(pre: Preprocessed, ast, limit: int = MAX_NESTING) -> None:
 def is_kernel(node: c_ast.FuncDef) -> bool:
     """A `__global__` function (the translator marks it with the `_Noreturn` specifier)."""
     return "_Noreturn" in (node.decl.funcspec or [])
-
-
-def kernel_signatures(source: str, options=None) -> dict:
-    """The `__global__` functions of `source`, as {name: [Param, ...]} in declaration order
-    (a template's instantiations by their text, ``'k<128, float>'``).
-
-    Types are resolved with the emulator's type rules (typedefs included), so a caller can
-    check Python arguments against them. Raises `CompileError` if the source does not
-    compile."""
-    from ..emulator.compiler import TypeResolver
-
-    pre = preprocess(source, options)
-    ast = parse(pre)
-    resolver = TypeResolver(pre)
-    out = {}
-    for node in ast.ext:
-        if isinstance(node, c_ast.Typedef):
-            resolver.add_typedef(node)
-        elif isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.Struct):
-            resolver.struct_type(node.type)
-        elif isinstance(node, c_ast.FuncDef) and is_kernel(node):
-            out[node.decl.name] = resolver.params(node)
-    return out
 
 
 def mangled_names(source: str, options=None) -> dict:

@@ -443,7 +443,7 @@ def _contained(grade, fail_all=None):
                 or not isinstance(time_limit, (int, float)):
             return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
         t0 = time.perf_counter()
-        from ..emulator.parse import recursion_room
+        from ..frontend.parse import recursion_room
         try:
             with _time_box(time_limit + GRACE_SECONDS), recursion_room():
                 return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
