@@ -7,7 +7,8 @@ import pytest
 
 from tilinglib.roofline import ridge_point
 from tilinglib.sgemm import TiledMeasurement
-from tilinglib.widgets import WidgetArgumentError, read_values, roofline_explorer, tile_explorer
+from tilinglib.widgets import (WidgetArgumentError, ladder_explorer, read_values,
+                               roofline_explorer, tile_explorer)
 
 
 def fake_measure(N, tile, source=None):
@@ -188,3 +189,131 @@ def test_a_long_warning_is_cut_to_one_short_line():
     text = e.status.value
     assert 'data-state="idle"' in text and "Warning: Race" in text
     assert "second line" not in text and len(text) < 500
+
+
+# -- lesson 08: the warp layout as one control (Step.joint), APAD = 0 ------------------------
+
+WARP_NAMES = ("WM", "WN", "WMITER", "WNITER", "TM", "TN")
+
+
+def fake_step_measure(step, N, params):
+    """Stands for tilinglib.ladder.measure: the step's formulas, no kernel run."""
+    from tilinglib import ladder
+    from tilinglib.occupancy import occupancy
+
+    s = ladder.get(step)
+    p = s.resolve(params)
+    g, sh = s.global_bytes_per_fma(p), s.shared_bytes_per_fma(p)
+    return ladder.StepMeasurement(
+        step=s.name, params=p, N=N, backend="fake", relative_error=0.0, threads=s.threads(p),
+        static_shared_bytes=s.shared_bytes(p), formula_global_bytes_per_fma=g,
+        formula_shared_bytes_per_fma=sh, counted_global_bytes_per_fma=g,
+        counted_shared_bytes_per_fma=sh, registers=None, local_bytes=None,
+        registers_source=None, occupancy=occupancy(s.threads(p), static_shared=s.shared_bytes(p)),
+        median_ms=None, gflops=None)
+
+
+def hand_warp_layouts(BM, BN, WMs=(16, 32, 64, 128, 256), ITERs=(1, 2, 4),
+                      Ts=(1, 2, 4, 8, 16)):
+    """The warp layouts the kernel's rules allow, derived by hand from sgemm_warptile.cu's
+    #error lines and the block limits, not through Step.valid."""
+    import itertools
+
+    out = set()
+    for WM, WN, WMITER, WNITER, TM, TN in itertools.product(WMs, WMs, ITERs, ITERs, Ts, Ts):
+        if BM % WM or BN % WN or WM % (WMITER * TM) or WN % (WNITER * TN):
+            continue
+        if (WM // WMITER // TM) * (WN // WNITER // TN) != 32 or TM % 4 or TN % 4:
+            continue
+        threads = (BM // WM) * (BN // WN) * 32
+        RM, RN = WMITER * TM, WNITER * TN
+        registers = RM * RN + RM + RN + 30
+        if threads > 1024 or registers > 255 or registers * threads > 65536:
+            continue
+        out.add((WM, WN, WMITER, WNITER, TM, TN))
+    return out
+
+
+def test_the_warp_layout_is_one_joint_group():
+    from tilinglib import ladder
+
+    for name in ("warptile", "warptile_db"):
+        (group,) = ladder.get(name).joint
+        assert group.parameters == WARP_NAMES and group.name == "warp layout"
+    assert ladder.get("regtile2d").joint == ()
+    assert (ladder.WARP_LAYOUT.describe(ladder.get("warptile").defaults)
+            == "warp 64x32, 1x4 iterations, thread 4x4")
+
+
+def test_warp_layout_dropdown_offers_every_valid_layout_and_only_those():
+    from tilinglib import ladder
+
+    e = ladder_explorer("warptile", 128, measure=fake_step_measure)
+    assert set(e.sliders) == {"BM", "BN", "BK", "APAD"}     # the six are not sliders any more
+    d = e.joints["warp layout"]
+    assert list(e.controls) == ["BM", "BN", "BK", "warp layout", "APAD"]
+    assert d.value == (64, 32, 1, 4, 4, 4)
+    assert d.label == "warp 64x32, 1x4 iterations, thread 4x4"
+    offered = [values for _, values in d.options]
+    assert len(offered) == len(set(offered)) == 102
+    assert set(offered) == hand_warp_layouts(128, 128)
+    # lesson 08's printed list (WM, WN in 32, 64; iterations 1, 2, 4; TM, TN in 4, 8): 30
+    assert len([o for o in offered if o[0] in (32, 64) and o[1] in (32, 64)
+                and o[4] in (4, 8) and o[5] in (4, 8)]) == 4 + 8 + 8 + 10
+    wt = ladder.get("warptile")
+    for label, values in d.options:
+        p = {**e.params, **dict(zip(WARP_NAMES, values))}
+        assert wt.valid(p) is None
+        WM, WN, WMITER, WNITER, TM, TN = values
+        assert label == f"warp {WM}x{WN}, {WMITER}x{WNITER} iterations, thread {TM}x{TN}"
+    # the block sliders move with the layout, and the layout with them
+    assert list(e.sliders["BM"].options) == [64, 128]         # WM = 64 must divide BM
+    e.select(BM=64)
+    assert set(v for _, v in d.options) == hand_warp_layouts(64, 128)
+    assert d.value == (64, 32, 1, 4, 4, 4) and e.values["BM"] == 64
+    e.joints["warp layout"].value = (16, 32, 1, 1, 4, 4)      # as a student picking it
+    assert e.params["WM"] == 16 and e.values["threads"] == (64 // 16) * (128 // 32) * 32
+    assert list(e.sliders["BM"].options) == [16, 32, 64, 128]
+
+
+def test_a_warp_layout_is_chosen_whole():
+    e = ladder_explorer("warptile", 128, measure=fake_step_measure)
+    with pytest.raises(WidgetArgumentError, match="change together") as info:
+        e.select(WM=32)                        # 8 x 2 = 16 lanes per warp step
+    assert len(info.value._render_traceback_()) == 1
+    e.select(WM=32, WNITER=2)                  # 8 x 4 = 32: offered
+    assert e.params == {"BM": 128, "BN": 128, "BK": 8, "WM": 32, "WN": 32, "WMITER": 1,
+                        "WNITER": 2, "TM": 4, "TN": 4, "APAD": 4}
+    assert e.values["threads"] == 16 * 32
+    with pytest.raises(WidgetArgumentError, match="no parameter 'WK'"):
+        e.select(WK=8)
+
+
+def test_apad_zero_is_offered_where_the_step_allows_it():
+    e = ladder_explorer("warptile", 128, measure=fake_step_measure)
+    assert list(e.sliders["APAD"].options) == [0, 4, 8]
+    e = ladder_explorer("warptile", 128, candidates={"APAD": (0, 12)}, measure=fake_step_measure)
+    assert list(e.sliders["APAD"].options) == [0, 4, 12]
+    e.select(APAD=0)
+    assert e.values["shared_bytes"] == 8 * (128 + 0 + 128) * 4
+    with pytest.raises(WidgetArgumentError, match="0 or more"):
+        ladder_explorer("warptile", 128, candidates={"APAD": (-4,)}, measure=fake_step_measure)
+    with pytest.raises(WidgetArgumentError, match="1 or more"):
+        ladder_explorer("warptile", 128, candidates={"BK": (0, 8)}, measure=fake_step_measure)
+
+
+def test_the_warp_layout_recounts_on_the_emulator():
+    """The real thing at N = 128 (one 128 x 128 block): the counted bytes per FMA follow the
+    layout as 4 (RM + RN) / (RM RN) with RM = WMITER TM, RN = WNITER TN, and the global
+    ones stay 4 (BM + BN) / (BM BN) = 1/16."""
+    e = ladder_explorer("warptile", 128)
+    assert e.values["backend"] == "emulator" and e.values["relative_error"] < 1e-5
+    assert e.values["shared_counted"] == 4 * (4 + 16) / (4 * 16)          # 1.25
+    e.joints["warp layout"].value = (32, 64, 2, 2, 4, 4)                   # RM = RN = 8
+    assert 'data-state="idle"' in e.status.value
+    assert e.values["WM"] == 32 and e.values["WNITER"] == 2
+    assert e.values["shared_counted"] == e.values["shared_formula"] == 4 * 16 / 64   # 1.0
+    assert e.values["global_counted"] == 4 * 256 / 128 ** 2
+    e.select(WM=16, WN=32, WMITER=1, WNITER=1, TM=4, TN=4)                 # RM = RN = 4
+    assert e.values["threads"] == 8 * 4 * 32
+    assert e.values["shared_counted"] == 4 * 8 / 16                        # 2.0

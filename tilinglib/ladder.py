@@ -39,7 +39,8 @@ import numpy as np
 
 from .errors import ArgumentError
 
-__all__ = ["Step", "STEPS", "names", "get", "launch", "run", "count", "measure", "StepMeasurement",
+__all__ = ["Step", "Joint", "STEPS", "names", "get", "launch", "run", "count", "measure",
+           "StepMeasurement",
            "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
            "compiled_registers", "ptxas_registers",
            "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
@@ -56,6 +57,27 @@ Params = Mapping[str, int]
 
 
 @dataclass(frozen=True)
+class Joint:
+    """Parameters of a step that only change together, as one choice (a widget's one control).
+
+    `name`: what the choice is called (``"warp layout"``); `parameters`: the names it sets,
+    e.g. ('WM', 'WN', 'WMITER', 'WNITER', 'TM', 'TN'); `label`: a `str.format` template over
+    them that reads as the field says it (``"warp {WM}x{WN}, ..."``).
+
+    Why they go together: the step's rules tie them so that no one of them can change alone
+    (the warp-tiled kernels need (WM/WMITER/TM) x (WN/WNITER/TN) = 32 lanes per warp step:
+    doubling or halving any one of the six alone breaks it)."""
+
+    name: str
+    parameters: tuple[str, ...]
+    label: str
+
+    def describe(self, params: Params) -> str:
+        """The readable label of this choice for `params` (which must hold `parameters`)."""
+        return self.label.format(**{k: params[k] for k in self.parameters})
+
+
+@dataclass(frozen=True)
 class Step:
     """One rung of the ladder: a kernel, its tile-shape parameters and what they imply.
 
@@ -63,7 +85,8 @@ class Step:
     `kernel`: the file in `tilinglib.kernels` (``"sgemm_coarse"``); `function`: the
     ``__global__`` function's name; `defaults`: parameter name -> default value, in the
     order the macros are listed; `lesson`: the lesson that introduces it; `square_only`:
-    True for a kernel that takes N alone (lesson 03's tiled kernel).
+    True for a kernel that takes N alone (lesson 03's tiled kernel); `joint`: `Joint` groups
+    of parameters that the rules let change only together (lesson 08's warp layout).
 
     The methods take `params`, a mapping of parameter names to whole numbers; missing names
     take their defaults (`resolve`). Units: threads, bytes, bytes per FMA.
@@ -87,6 +110,7 @@ class Step:
     may_be_zero: tuple = ()          # parameters for which 0 is a valid value (padding)
     shared_load_width: int = FLOAT   # bytes per lane of each shared load (16: float4)
     also_measured: tuple = ()        # tile shapes besides the default that the bench measures
+    joint: tuple = ()                # `Joint` groups of parameters that change only together
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -328,6 +352,10 @@ def _prefetch_registers(p: dict) -> int:
     return 4 * (_cdiv(p["BM"] * p["BK"] // 4, t) + _cdiv(p["BK"] * p["BN"] // 4, t))
 
 
+#: The warp-tiled kernels' warp layout: six parameters tied by the 32-lanes-per-step rule.
+WARP_LAYOUT = Joint("warp layout", ("WM", "WN", "WMITER", "WNITER", "TM", "TN"),
+                    "warp {WM}x{WN}, {WMITER}x{WNITER} iterations, thread {TM}x{TN}")
+
 _WARPTILE_DEFAULTS = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "WMITER": 1,
                       "WNITER": 4, "TM": 4, "TN": 4, "APAD": 4}
 _WARPTILE_DB_DEFAULTS = {"BM": 128, "BN": 256, "BK": 12, "WM": 32, "WN": 128, "WMITER": 2,
@@ -358,7 +386,7 @@ WARPTILE = Step(
     _shared_bytes=lambda p: p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
     _registers_estimate=lambda p: (_rm_rn(p)[0] * _rm_rn(p)[1] + sum(_rm_rn(p))
                                    + _OVERHEAD_REGISTERS),
-    _rules=_warptile_rules, may_be_zero=("APAD",),
+    _rules=_warptile_rules, may_be_zero=("APAD",), joint=(WARP_LAYOUT,),
     shared_load_width=16,
     notes="each warp a WM x WN sub-tile swept in WMITER x WNITER steps; each lane "
           "(WMITER*TM) x (WNITER*TN) outputs; float4 and transposed A as in vec4")
@@ -373,7 +401,7 @@ WARPTILE_DB = Step(
     _shared_bytes=lambda p: 2 * p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
     _registers_estimate=lambda p: (_rm_rn(p)[0] * _rm_rn(p)[1] + sum(_rm_rn(p))
                                    + _prefetch_registers(p) + _OVERHEAD_REGISTERS),
-    _rules=_warptile_rules, may_be_zero=("APAD",),
+    _rules=_warptile_rules, may_be_zero=("APAD",), joint=(WARP_LAYOUT,),
     shared_load_width=16,
     notes="sgemm_warptile with the next tile fetched into registers during the FMAs and "
           "stored into a second shared buffer (lesson 06's pipelining); the ladder's best")
@@ -590,7 +618,8 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
     sizes = (np.int32(N),) if s.square_only else (np.int32(N),) * 3
     t = time_kernel(f, *sizes, backend.In(A), backend.In(B), backend.Out(C), block=block,
                     grid=grid, flops=2 * int(N) ** 3, repeat=repeat)
-    counted = (None, None) if t.report is None else measured_bytes_per_fma(t.report)
+    counted = (None, None) if t.report is None else measured_bytes_per_fma(
+        t.report, shared_bytes_per_load=s.shared_load_width)   # 16 for the float4 kernels
     regs = getattr(f, "num_regs", None)
     local = getattr(f, "local_size_bytes", None) if regs is not None else None
     source = None if regs is None else "ptxas on this GPU (PyCUDA num_regs)"

@@ -7,7 +7,9 @@
   memory accesses (emulator).
 - `ladder_explorer` (lesson 07): one slider per tile-shape parameter of a `tilinglib.ladder`
   step (BM, BN, BK, TM, TN), each offering only the values `Step.valid` accepts with the
-  others; on release it recompiles and re-measures (GPU) or re-counts (emulator).
+  others; on release it recompiles and re-measures (GPU) or re-counts (emulator). Parameters
+  that the step's rules tie together (`Step.joint`: lesson 08's warp layout, WM, WN,
+  WMITER, WNITER, TM, TN) are one dropdown of their valid combinations instead.
 
 Both recompute only when the slider is released (``continuous_update=False``), and offer
 only valid tiles, smallest first. A recompute that takes longer than `busy_after` seconds
@@ -53,16 +55,18 @@ class WidgetArgumentError(ArgumentError):
         return [f"{type(self).__name__}: {self}"]
 
 
-def _choices(tiles: Sequence[int]) -> list[int]:
-    """The slider's options: whole positive tile sizes, each once, smallest first."""
+def _choices(tiles: Sequence[int], least: int = 1) -> list[int]:
+    """The slider's options: whole tile sizes of `least` or more (1; 0 for a padding), each
+    once, smallest first."""
     out = set()
     for t in tiles:
         try:
-            whole = not isinstance(t, bool) and float(t).is_integer() and int(t) >= 1
+            whole = not isinstance(t, bool) and float(t).is_integer() and int(t) >= least
         except (TypeError, ValueError):
             whole = False
         if not whole:
-            raise WidgetArgumentError(f"a tile size is a whole number of 1 or more, not {t!r}")
+            raise WidgetArgumentError(f"a tile size is a whole number of {least} or more, "
+                                      f"not {t!r}")
         out.add(int(t))
     if not out:
         raise WidgetArgumentError("no tile sizes to choose from")
@@ -363,22 +367,33 @@ def tile_explorer(N: int, **kwargs) -> TileExplorer:
     return TileExplorer(N, **kwargs)
 
 
-#: The values lesson 07's tile-shape sliders start from (powers of two); each slider offers
-#: those of them that `tilinglib.ladder` accepts with the other sliders where they are.
+#: The values lessons 07 and 08's tile-shape controls start from (powers of two, and APAD's
+#: paddings); each control offers those of them that `tilinglib.ladder` accepts with the
+#: other controls where they are.
 LADDER_CANDIDATES = {"TILE": (8, 16, 24, 32), "BM": (16, 32, 64, 128, 256),
                      "BN": (16, 32, 64, 128, 256), "BK": (4, 8, 16, 32),
-                     "TM": (1, 2, 4, 8, 16), "TN": (1, 2, 4, 8, 16)}
+                     "TM": (1, 2, 4, 8, 16), "TN": (1, 2, 4, 8, 16),
+                     "WM": (16, 32, 64, 128, 256), "WN": (16, 32, 64, 128, 256),
+                     "WMITER": (1, 2, 4), "WNITER": (1, 2, 4), "APAD": (0, 4, 8)}
 
 
 class LadderExplorer:
-    """Lesson 07: one slider per tile-shape parameter of a ladder step (`tilinglib.ladder`).
+    """Lessons 07 and 08: one control per tile-shape choice of a ladder step
+    (`tilinglib.ladder`).
 
-    Each slider offers only the values `Step.valid` accepts with the others where they are
-    (and that divide N, so the counts are the formulas' shape); the options are redone after
-    every release. On release the step is recompiled with the new ``-D`` options and run by
+    A parameter that can change alone gets a slider; parameters that the step's rules tie
+    together (`Step.joint`, e.g. lesson 08's warp layout WM, WN, WMITER, WNITER, TM, TN) get
+    one dropdown whose options are every valid combination of their candidate values, with a
+    readable label (``"warp 64x32, 1x4 iterations, thread 4x4"``). Each control offers only
+    what `Step.valid` accepts with the other controls where they are (and block tiles that
+    divide N, so the counts are the formulas' shape); the options are redone after every
+    release. On release the step is recompiled with the new ``-D`` options and run by
     `ladder.measure` (timed, with ptxas's registers, on a GPU; counted on the emulator).
-    Attributes as the other explorers: `.sliders` (name -> SelectionSlider), `.status`,
-    `.readout`, `.values`, `.error`, `.select(**params)`, `.widget`."""
+
+    Attributes as the other explorers: `.sliders` (parameter name -> SelectionSlider, for
+    the parameters outside any joint group), `.joints` (group name -> Dropdown, whose value
+    is the tuple of the group's values), `.controls` (both, in the step's parameter order),
+    `.params`, `.status`, `.readout`, `.values`, `.error`, `.select(**params)`, `.widget`."""
 
     widget_name = "ladder-explorer"
 
@@ -409,21 +424,35 @@ class LadderExplorer:
             raise WidgetArgumentError(f"the starting shape {params} cannot run: {why}")
         self.candidates = {k: tuple(LADDER_CANDIDATES.get(k, ())) + (params[k],)
                            for k in params}
-        if candidates:
-            for k, vs in candidates.items():
-                if k not in params:
-                    raise WidgetArgumentError(f"{self.step.name!r} has no parameter {k!r}")
-                self.candidates[k] = tuple(_choices(vs)) + (params[k],)
+        for k, vs in (candidates or {}).items():
+            if k not in params:
+                raise WidgetArgumentError(f"{self.step.name!r} has no parameter {k!r}; its "
+                                          f"parameters are {', '.join(params)}")
+            least = 0 if k in self.step.may_be_zero else 1
+            self.candidates[k] = tuple(_choices(vs, least)) + (params[k],)
+        self._joint_of = {k: g for g in self.step.joint for k in g.parameters}
         self.measure = measure or ladder.measure
         self.busy_after = float(busy_after)
         self._adjusting = False
-        self.sliders = {}
+        self.sliders: dict = {}
+        self.joints: dict = {}
+        self.controls: dict = {}
         for k in params:
-            s = w.SelectionSlider(options=self._options(k, params), value=params[k],
-                                  description=k, continuous_update=False,
-                                  style={"description_width": "initial"})
+            group = self._joint_of.get(k)
+            if group is None:
+                s = w.SelectionSlider(options=self._options(k, params), value=params[k],
+                                      description=k, continuous_update=False,
+                                      style={"description_width": "initial"})
+                self.sliders[k] = self.controls[k] = s
+            elif group.name not in self.joints:
+                s = w.Dropdown(options=self._joint_options(group, params),
+                               value=tuple(params[m] for m in group.parameters),
+                               description=group.name, style={"description_width": "initial"},
+                               layout=w.Layout(width="max-content"))
+                self.joints[group.name] = self.controls[group.name] = s
+            else:
+                continue
             s.observe(self._on_change, names="value")
-            self.sliders[k] = s
         self.status = w.HTML(_status("idle"))
         self.readout = w.HTML()
         self.values: dict[str, object] = {}
@@ -439,37 +468,89 @@ class LadderExplorer:
             return f"{', '.join(f'{k}={params[k]}' for k in bad)} does not divide N={self.N}"
         return None
 
+    def _runs(self, params) -> bool:
+        return self.step.valid(params) is None and self._shape_error(params) is None
+
     def _options(self, name: str, params) -> list[int]:
+        return [v for v in sorted(set(self.candidates[name])) if self._runs({**params, name: v})]
+
+    def _joint_options(self, group, params) -> list[tuple[str, tuple]]:
+        """(label, values) for every combination of the group's candidate values that runs
+        with the other parameters as in `params`, in the order of the group's parameters."""
+        import itertools
+
+        names = group.parameters
         out = []
-        for v in sorted(set(self.candidates[name])):
-            p = {**params, name: v}
-            if self.step.valid(p) is None and self._shape_error(p) is None:
-                out.append(v)
+        for combo in itertools.product(*(sorted(set(self.candidates[k])) for k in names)):
+            p = {**params, **dict(zip(names, combo))}
+            if self._runs(p):
+                out.append((group.describe(p), combo))
         return out
 
     @property
     def params(self) -> dict[str, int]:
-        """The tile shape the sliders show now."""
-        return {k: s.value for k, s in self.sliders.items()}
+        """The tile shape the controls show now, in the step's parameter order."""
+        shown = {k: s.value for k, s in self.sliders.items()}
+        for group in self.step.joint:
+            if group.name in self.joints:
+                shown.update(zip(group.parameters, self.joints[group.name].value))
+        return {k: shown[k] for k in self.step.parameters}
 
     def _on_change(self, change) -> None:
         if not self._adjusting:
             self.update()
 
     def select(self, **params) -> None:
-        """Move sliders (e.g. ``select(TM=4)``); one recompute follows. Raises
-        WidgetArgumentError for a value that slider does not offer."""
+        """Set parameters (e.g. ``select(BM=64)``, or a whole warp layout ``select(WM=32,
+        WN=64, WMITER=2, WNITER=2, TM=4, TN=4)``); one recompute follows.
+
+        A parameter of a joint group takes the group's other values from where they are
+        now; the combination must be one the group's dropdown offers. Raises
+        WidgetArgumentError for an unknown parameter, a value or combination not offered, or
+        a set of values that cannot run together (the reason is in the message)."""
+        new = {**self.params}
         for k, v in params.items():
-            if k not in self.sliders or v not in self.sliders[k].options:
-                offered = list(self.sliders[k].options) if k in self.sliders else "none"
-                raise WidgetArgumentError(f"{k}={v!r} is not offered; the choices are {offered}")
+            if k not in new:
+                raise WidgetArgumentError(f"{self.step.name!r} has no parameter {k!r}; its "
+                                          f"parameters are {', '.join(new)}")
+            new[k] = v
+        for k in params:
+            if k in self.sliders and new[k] not in self._options(k, new):
+                raise WidgetArgumentError(f"{k}={new[k]!r} is not offered; the choices are "
+                                          f"{list(self.sliders[k].options)}")
+        for g in self.step.joint:
+            if not any(k in params for k in g.parameters):
+                continue
+            offered = [values for _, values in self._joint_options(g, new)]
+            if tuple(new[k] for k in g.parameters) not in offered:
+                given = ", ".join(f"{k}={new[k]}" for k in g.parameters)
+                raise WidgetArgumentError(
+                    f"{given} is not one of the {len(offered)} {g.name}s offered: "
+                    f"{', '.join(g.parameters)} change together (see the "
+                    f"{g.name!r} dropdown's options)")
+        if not self._runs(new):
+            why = self.step.valid(new) or self._shape_error(new)
+            raise WidgetArgumentError(f"{_shape_text(new)} cannot run: {why}")
         self._adjusting = True
         try:
-            for k, v in params.items():
-                self.sliders[k].value = v
+            for k, s in self.sliders.items():
+                s.options = self._options(k, new)
+                s.value = new[k]
+            for name in self.joints:
+                self._refresh_joint(name, new)
         finally:
             self._adjusting = False
         self.update()
+
+    def _refresh_joint(self, name: str, params) -> None:
+        group = next(g for g in self.step.joint if g.name == name)
+        d = self.joints[name]
+        options = self._joint_options(group, params)
+        value = tuple(params[k] for k in group.parameters)
+        if list(d.options) != options:
+            d.options = options
+        if d.value != value:
+            d.value = value
 
     def _refresh_options(self) -> None:
         params = self.params
@@ -480,6 +561,8 @@ class LadderExplorer:
                 if list(s.options) != options:
                     s.options = options
                     s.value = params[k]
+            for name in self.joints:
+                self._refresh_joint(name, params)
         finally:
             self._adjusting = False
 
@@ -522,11 +605,11 @@ class LadderExplorer:
         return rows, note
 
     def update(self) -> None:
-        """Recompute for the sliders' shape; failures end up in the status line."""
+        """Recompute for the controls' shape; failures end up in the status line."""
         with self._lock:
             self._refresh_options()
             params = self.params
-            shape = ", ".join(f"{k}={v}" for k, v in params.items())
+            shape = _shape_text(params)
             done = threading.Event()
 
             def busy():
@@ -568,17 +651,26 @@ class LadderExplorer:
         import ipywidgets as w
 
         if not hasattr(self, "_box"):
-            self._box = w.VBox([*self.sliders.values(), self.status, self.readout])
+            self._box = w.VBox([*self.controls.values(), self.status, self.readout])
         return self._box
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
 
 
+def _shape_text(params) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
 def ladder_explorer(step, N: int, **kwargs) -> LadderExplorer:
-    """Lesson 07's sliders: every tile-shape parameter of ladder step `step` ("coarse",
-    "regtile2d", ...) at size `N`, offering only valid shapes; recompiles and re-counts
-    (emulator) or re-measures (GPU) on release. `value=`: the starting shape (a dict, the
-    step's defaults for what it leaves out); `candidates=`: values to offer per parameter;
-    `measure=` replaces `tilinglib.ladder.measure` (for tests)."""
+    """Lessons 07 and 08's controls: every tile-shape parameter of ladder step `step`
+    ("coarse", "regtile2d", "warptile", ...) at size `N`, offering only valid shapes; tied
+    parameters (`Step.joint`, lesson 08's warp layout) as one dropdown of their valid
+    combinations; recompiles and re-counts (emulator) or re-measures (GPU) on release.
+
+    `value=`: the starting shape (a dict, the step's defaults for what it leaves out);
+    `candidates=`: values to offer per parameter (0 allowed where the step allows it, as
+    APAD); `measure=` replaces `tilinglib.ladder.measure` (for tests). Raises
+    WidgetArgumentError for an unknown step or parameter, or a starting shape that cannot
+    run at N."""
     return LadderExplorer(step, N, **kwargs)
