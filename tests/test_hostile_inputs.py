@@ -81,6 +81,8 @@ def _include_forms(d: Path):
         "#line then __FILE__": f'#line 1 "{d}/secret.h"\n#include __FILE__',
         "include_next": "#include_next <secret.h>",
         "import": '#import "secret.h"',
+        "embed": '__constant__ char v[] = {\n#embed "secret.h"\n};',
+        "embed absolute": f'__constant__ char v[] = {{\n#embed "{d}/secret.h"\n}};',
     }
 
 
@@ -97,8 +99,29 @@ def test_no_include_reads_a_host_file(secret_dir, form):
     assert SECRET not in text and "1, 2, 3" not in text.replace(line, "")
     assert "reads no files" in text
     where = [i for i, text in enumerate(line.split("\n"), 1)
-             if text.startswith(("#include", "#import"))]
+             if text.startswith(("#include", "#import", "#embed"))]
     assert info.value.line == where[0]       # the #include's own line
+
+
+def test_pragmas_that_name_files_never_reach_clang(secret_dir):
+    # clang opens the file a "GCC dependency" pragma names; only unroll pragmas are passed on.
+    from tilinglib.frontend.preprocess import preprocess
+    pre = preprocess(f'#pragma GCC dependency "{secret_dir}/secret.h"\n#pragma unroll 2\n'
+                     "__global__ void k(int* a) { a[0] = 1; }\n")
+    assert "dependency" not in pre.text and "#pragma unroll 2" in pre.text
+    for text in (f'_Pragma("GCC dependency \\"{secret_dir}/secret.h\\"")',
+                 f'#define P(x) _Pragma(#x)\nP(GCC dependency "{secret_dir}/secret.h")'):
+        with pytest.raises(CompileError, match=r'accepts _Pragma\("unroll"\)') as info:
+            SourceModule(text + "\n__global__ void k(int* a) { a[0] = 1; }\n")
+        assert SECRET not in str(info.value)
+    SourceModule('__global__ void k(int* a) { _Pragma("unroll") for (int i = 0; i < 4; i++) '
+                 "a[i] = i; }")
+
+
+def test_an_unknown_directive_is_named(secret_dir):
+    with pytest.raises(CompileError, match="#ident is not a preprocessor directive") as info:
+        SourceModule('#ident "x"\n__global__ void k(int* a) { a[0] = 1; }\n')
+    assert info.value.line == 1
 
 
 @pytest.mark.parametrize("form", ["absolute quoted", "relative", "numbers into an initializer"])
@@ -446,3 +469,17 @@ def test_the_recursion_limit_is_given_back():
     SourceModule(kernel("a[x] = " + "+".join(["x"] * 600) + ";"))
     launch(kernel("a[x] = " + "+".join(["x"] * 601) + ";"), "k", np.zeros(32, np.int32))
     assert sys.getrecursionlimit() == before
+
+
+def test_an_internal_failure_while_compiling_is_a_compile_error(monkeypatch):
+    # Whatever the translator or the compiler trips on reaches the student as a CompileError.
+    from tilinglib.emulator import module
+
+    def broken(pre, ast):
+        raise ValueError("a bug in the compiler")
+
+    monkeypatch.setattr(module, "compile_program", broken)
+    module._compile.cache_clear()
+    with pytest.raises(CompileError, match="internal ValueError"):
+        SourceModule("__global__ void k(int* a) { a[0] = 7; }")
+    module._compile.cache_clear()

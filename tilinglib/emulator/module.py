@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from ..errors import (CompileError, KernelArgumentError, KernelNotFoundError, KernelRuntimeError,
-                      LaunchError)
+                      LaunchError, TilingLibError)
 from .compiler import compile_program
 from .execute import Launch, LaunchOptions, warn_hazards, warn_if_large
 from ..frontend.preprocess import check_options
@@ -59,15 +59,23 @@ class InOut(_ArgumentHandler):
 
 @functools.lru_cache(maxsize=64)
 def _compile(source: str, options: tuple):
-    pre = preprocess(source, list(options))
-    ast = parse(pre)
     try:
+        pre = preprocess(source, list(options))
+        ast = parse(pre)
         with recursion_room():
             program = compile_program(pre, ast)
     except RecursionError:
         raise CompileError("kernel.cu: the kernel nests too deeply for the emulator's compiler "
                            "(a chain of hundreds of __device__ calls, or expressions and "
                            "blocks nested as deep): flatten it") from None
+    except TilingLibError:
+        raise
+    except Exception as exc:
+        # A construct the front end or the compiler mishandles must still reach the student
+        # as a compile error, never as a Python traceback from inside tilinglib.
+        raise CompileError(f"kernel.cu: the emulator could not compile this source (an "
+                           f"internal {type(exc).__name__} while translating it); nvcc may "
+                           f"accept it: please report it with the source") from exc
     program.kernel_name = ast.kernel_name          # 'k<128,float>' -> 'k<128, float>'
     program.template_kernels = list(ast.template_kernels)
     for code in program.kernels.values():

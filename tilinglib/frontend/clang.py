@@ -107,6 +107,22 @@ def _read_capped(stream, cap, out):
     out["data"] = b"".join(chunks)
 
 
+CLANG_MEMORY_BYTES = 2 << 30       # address space for one clang run (a compile needs < 512 MiB)
+
+
+def _limit_clang() -> None:
+    """In the clang child, before it starts: at most `CLANG_MEMORY_BYTES` of address space
+    and `CLANG_SECONDS` (+5) of CPU, whoever started it (the grader's clang server runs
+    outside the worker's own limits)."""
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (CLANG_MEMORY_BYTES, CLANG_MEMORY_BYTES))
+        cpu = int(CLANG_SECONDS) + 5
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
     """Run clang on `data`: (status, exit code, stdout, stderr); status is "ok", "limit" (it
     ran past `CLANG_SECONDS` or wrote more than `MAX_OUTPUT_BYTES`) or "nostart: why"."""
@@ -118,6 +134,7 @@ def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, cwd=cwd,
+                                    preexec_fn=_limit_clang if os.name == "posix" else None,
                                     env={"PATH": os.environ.get("PATH", ""),
                                          "HOME": cwd, "ZIG_GLOBAL_CACHE_DIR": cwd,
                                          "ZIG_LOCAL_CACHE_DIR": cwd})

@@ -76,6 +76,10 @@ UNSUPPORTED_HEADERS = {
     "cub/cub.cuh": "CUB", "thrust/device_vector.h": "Thrust",
 }
 NO_FILES = "the emulator reads no files: paste what you need into your source"
+PASSED_PRAGMAS = ("unroll", "nounroll")   # the only #pragma / _Pragma clang is given
+_PRAGMA_OPERATOR = re.compile(r'\b_Pragma\b')
+_SAFE_PRAGMA_OPERATOR = re.compile(r'_Pragma\s*\(\s*"\s*(?:' + "|".join(PASSED_PRAGMAS)
+                                   + r')\b[^"\\]*"\s*\)')
 
 MAX_SOURCE_CHARS = 256 * 1024       # a kernel file of 5,000 long lines is about 200 KB
 MAX_MACRO_DEPTH = 100               # macros expanding macros (or arguments), nested
@@ -287,16 +291,24 @@ class _Preprocessor(pcpp.Preprocessor):
 
     def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
         if directive.value == "pragma":
-            return None
+            words = [tok.value for tok in toks if tok.value.strip()]
+            # Only the pragmas a kernel needs reach clang: others can name files
+            # ("GCC dependency") or change what clang does; nvcc ignores unknown ones too.
+            return None if words and words[0] in PASSED_PRAGMAS else True
         if directive.value == "error":
             text = "".join(tok.value for tok in toks).strip()
             self.errors.append((directive.lineno, f"#error {text}"))
             return True
         if directive.value == "warning":
             return True
-        if directive.value in ("include_next", "import"):
+        if directive.value == "line":         # passed on; clang.flatten_lines renames the file
+            return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
+        if directive.value in ("include_next", "import", "embed"):
             raise _Stop(directive.lineno, f"#{directive.value}: {NO_FILES}")
-        return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
+        raise _Stop(directive.lineno, f"#{directive.value} is not a preprocessor directive "
+                                      f"(the emulator knows #define, #undef, #if, #ifdef, "
+                                      f"#ifndef, #elif, #else, #endif, #include, #line, "
+                                      f"#pragma, #error and #warning)")
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -383,6 +395,13 @@ def preprocess(source: str, options=None) -> Preprocessed:
         where = f"{SOURCE_NAME}:{line}" if line else SOURCE_NAME
         raise CompileError(f"{where}: preprocessor error: {msg}", line=line, source_line=src)
     text = out.getvalue()
+    for m in _PRAGMA_OPERATOR.finditer(text):
+        if not _SAFE_PRAGMA_OPERATOR.match(text, m.start()):
+            line = _line_of(text, m.start())
+            raise CompileError(f"{SOURCE_NAME}:{line}: _Pragma: the emulator accepts "
+                               f"_Pragma(\"unroll\") and _Pragma(\"nounroll\") only",
+                               line=line, source_line=source_lines[line - 1]
+                               if 0 < line <= len(source_lines) else None)
     if not text.lstrip().startswith("#line"):
         text = f'#line 1 "{SOURCE_NAME}"\n' + text
     _check_unsupported(text, source_lines)
