@@ -564,7 +564,7 @@ def source_of(e):
 
 
 def build(e):
-    src, opts = source_of(e), list(e.get("options") or [])
+    src, opts = source_of(e), (list(e["options"]) if e.get("options") else None)
     out = {}
     for target in ("ptx", "cubin"):
         try:
@@ -582,12 +582,14 @@ print("compiled %d sources in %.1f s" % (len(entries), time.time() - t0), flush=
 
 
 def demangle(names):
-    try:
-        done = subprocess.run(["cu++filt"], input="\n".join(names), capture_output=True,
-                              text=True, timeout=30)
-        return done.stdout.splitlines()
-    except Exception:
-        return ["?"] * len(names)
+    for tool in ("cu++filt", "/usr/local/cuda/bin/cu++filt"):
+        try:
+            done = subprocess.run([tool], input="\n".join(names), capture_output=True,
+                                  text=True, timeout=30)
+            return done.stdout.splitlines()
+        except Exception:
+            continue
+    return ["?"] * len(names)
 
 
 def pick_entry(e, ptx):
@@ -612,7 +614,7 @@ for e, b in zip(entries, built):
         r.update(result="refused by nvcc", message=(lines or [err[:300]])[0][:300])
         continue
     try:
-        mod = SourceModule(source_of(e), options=list(e.get("options") or []),
+        mod = SourceModule(source_of(e), options=list(e["options"]) if e.get("options") else None,
                            no_extern_c=True, arch=arch)
         mangled, readable = pick_entry(e, b["ptx"].decode() if isinstance(b["ptx"], bytes)
                                        else b["ptx"])
