@@ -12,6 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # In environment.yml only: the interpreter, pip itself, and the CUDA compiler PyCUDA calls
 # (a conda package with no pip counterpart).
 CONDA_ONLY = {"python", "pip", "cuda-nvcc"}
+# On PyPI only (conda-forge has no `ziglang`): environment.yml's `pip: -e .` installs it with
+# the course's package. It carries clang, the C++ front end (tilinglib/frontend/clang.py).
+PIP_ONLY = {"ziglang"}
 
 
 def _name(requirement: str) -> str:
@@ -54,14 +57,14 @@ def environment_packages() -> tuple[set[str], list[str]]:
 
 def test_environment_and_pyproject_name_the_same_packages():
     conda, pip = environment_packages()
-    assert conda - CONDA_ONLY == pyproject_packages()
+    assert conda - CONDA_ONLY == pyproject_packages() - PIP_ONLY
     assert CONDA_ONLY <= conda
     assert pip == ["-e ."]
 
 
 def test_pyproject_packages_are_the_documented_ones():
-    assert pyproject_packages() == {"numpy", "pycparser", "pcpp", "ipywidgets", "matplotlib",
-                                    "pycuda", "jupyterlab", "ipykernel"}
+    assert pyproject_packages() == {"numpy", "pycparser", "pcpp", "ziglang", "ipywidgets",
+                                    "matplotlib", "pycuda", "jupyterlab", "ipykernel"}
 
 
 def readme_test_command() -> str:

@@ -1,0 +1,210 @@
+"""Stage 2 of the front end: clang on the preprocessed text -> its JSON AST.
+
+clang comes from the `ziglang` wheel (``zig clang``); the environment variable
+``TILINGLIB_CLANG`` may name another clang or zig binary. It is run as a syntax-only CUDA
+device compile for sm_90, on our prelude then the
+student's preprocessed source (its line L on line L after the prelude), with:
+
+- ``-nostdinc -nobuiltininc -nocudainc -nocudalib``: no header is ever searched for (our
+  preprocessor has already refused every ``#include`` it does not satisfy itself, so clang
+  sees none);
+- the source on stdin and an empty temporary directory as working directory;
+- a time limit (`CLANG_SECONDS`) and a cap on what it may write (`MAX_OUTPUT_BYTES`): a
+  submission is untrusted.
+
+Errors clang reports become one `CompileError` at the first error's line and column (the
+student's own), listing up to `MAX_ERRORS` errors, each with its line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+
+from ..errors import CompileError
+from .prelude import prelude_text
+
+SOURCE_NAME = "kernel.cu"
+CLANG_SECONDS = 30.0
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+MAX_ERRORS = 10
+
+FLAGS = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
+         "--cuda-gpu-arch=sm_90", "-nostdinc", "-nobuiltininc", "-std=c++17", "-w",
+         "-fno-color-diagnostics", "-fno-caret-diagnostics", "-fno-diagnostics-show-option",
+         f"-ferror-limit={MAX_ERRORS}", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-"]
+
+NO_CLANG = ("the CUDA C++ front end needs clang, which the 'ziglang' package provides: run "
+            "pip install ziglang (or set TILINGLIB_CLANG to a clang or zig binary)")
+
+
+def clang_command() -> list[str]:
+    """The command that runs clang: ``[zig, 'clang']`` or ``[clang]``. Raises
+    `CompileError` saying ``pip install ziglang`` when there is none."""
+    env = os.environ.get("TILINGLIB_CLANG")
+    if env:
+        path = shutil.which(env) or (env if os.path.isfile(env) else None)
+        if path is None:
+            raise CompileError(f"TILINGLIB_CLANG={env!r} is not a file: {NO_CLANG}")
+        return [path, "clang"] if os.path.basename(path).startswith("zig") else [path]
+    try:
+        import ziglang
+    except ImportError:
+        raise CompileError(NO_CLANG) from None
+    path = os.path.join(os.path.dirname(ziglang.__file__), "zig")
+    if not os.path.isfile(path):
+        raise CompileError(NO_CLANG)
+    return [path, "clang"]
+
+
+_LINE = re.compile(r'^\s*#\s*line\s+(\d+)')
+
+
+def flatten_lines(text: str) -> str:
+    """Stage 1's text with its ``#line`` directives replaced by blank lines, so that the
+    student's line L is line L of the result (clang's JSON writes a #line-adjusted line only
+    where it changes, which cannot be read back unambiguously). A directive that goes back
+    (a macro call over several lines) is kept as it is."""
+    out = []
+    for raw in text.split("\n"):
+        m = _LINE.match(raw)
+        if m:
+            target = int(m.group(1))
+            if target - 1 >= len(out):
+                out.extend([""] * (target - 1 - len(out)))
+                continue
+            out.append(f'#line {target} "{SOURCE_NAME}"')
+            continue
+        out.append(raw)
+    return "\n".join(out)
+
+
+def clang_input(text: str, cooperative_groups: bool = False) -> tuple[str, int]:
+    """What clang reads, and the number of prelude lines before the student's line 1: the
+    prelude, then stage 1's text with the student's line L on line L after it."""
+    prelude = prelude_text(cooperative_groups)
+    return prelude + flatten_lines(text), prelude.count("\n")
+
+
+def _read_capped(stream, cap, out):
+    total = 0
+    chunks = []
+    while True:
+        b = stream.read(1 << 20)
+        if not b:
+            break
+        total += len(b)
+        if total > cap:
+            out["over"] = True
+            break
+        chunks.append(b)
+    out["data"] = b"".join(chunks)
+
+
+def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None, str, int]:
+    """Run clang on `text` (stage 1's output). Returns (JSON AST or None, diagnostics,
+    prelude lines: clang's line L is the student's line L - prelude lines)."""
+    cmd = clang_command() + FLAGS
+    data, offset = clang_input(text, cooperative_groups)
+    data = data.encode("utf-8")
+    with tempfile.TemporaryDirectory(prefix="tilinglib-clang-") as cwd:
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, cwd=cwd,
+                                    env={"PATH": os.environ.get("PATH", ""),
+                                         "HOME": cwd, "ZIG_GLOBAL_CACHE_DIR": cwd,
+                                         "ZIG_LOCAL_CACHE_DIR": cwd})
+        except OSError as exc:
+            raise CompileError(f"clang could not start ({exc}): {NO_CLANG}") from None
+        out, err = {}, {}
+        readers = [threading.Thread(target=_read_capped, args=(proc.stdout, MAX_OUTPUT_BYTES, out)),
+                   threading.Thread(target=_read_capped, args=(proc.stderr, 1 << 20, err))]
+        for r in readers:
+            r.start()
+        try:
+            proc.stdin.write(data)
+        except BrokenPipeError:
+            pass
+        finally:
+            proc.stdin.close()
+        for r in readers:
+            r.join(CLANG_SECONDS)
+        if any(r.is_alive() for r in readers) or out.get("over"):
+            proc.kill()
+            for r in readers:
+                r.join()
+            proc.wait()
+            raise CompileError(f"{SOURCE_NAME}: the C++ front end (clang) took more than "
+                               f"{CLANG_SECONDS:g} s or wrote too much on this source: "
+                               f"simplify it (templates instantiated thousands of times?)")
+        rc = proc.wait()
+    diagnostics = err.get("data", b"").decode("utf-8", "replace")
+    if rc != 0:
+        return None, diagnostics, offset
+    try:
+        return json.loads(out.get("data", b"") or b"{}"), diagnostics, offset
+    except ValueError:
+        raise CompileError(f"{SOURCE_NAME}: the C++ front end gave no readable AST "
+                           f"(clang exit status {rc})") from None
+
+
+_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|fatal error"
+                   r"|note|warning): (?P<msg>.*)$")
+
+# clang's wording -> the course's, where they differ.
+_WORDING = [
+    (re.compile(r"^use of undeclared identifier '(.*)'$"), r"'\1' is not declared"),
+    (re.compile(r"^unknown type name '(.*)'$"), r"unknown type '\1'"),
+    (re.compile(r"^expected ';' after (expression|declaration|statement)$"),
+     r"syntax error: a ';' is missing after this \1"),
+    (re.compile(r"^static assertion failed(.*)$"), r"static_assert failed\1"),
+]
+
+
+def _course_words(msg: str) -> str:
+    for pattern, repl in _WORDING:
+        if pattern.match(msg):
+            return pattern.sub(repl, msg)
+    return msg
+
+
+def compile_error(diagnostics: str, source_lines, offset: int = 0) -> CompileError:
+    """clang's diagnostics as one `CompileError`: at the first error in the student's source,
+    every error listed (with 'in instantiation of' notes: which template arguments)."""
+    errors = []          # (line, col, message)
+    for raw in diagnostics.splitlines():
+        m = _DIAG.match(raw)
+        if not m:
+            continue
+        sev, msg = m.group("sev"), m.group("msg")
+        line = int(m.group("line")) - offset
+        ours = m.group("file") in ("<stdin>", SOURCE_NAME) and line > 0
+        line, col = (line, int(m.group("col"))) if ours else (None, None)
+        if sev in ("error", "fatal error"):
+            msg = re.sub(r" when compiling for sm_\d+", "", msg)
+            errors.append([line, col, _course_words(msg)])
+        elif sev == "note" and errors and "in instantiation of" in msg and ours:
+            errors[-1][2] += f" ({msg.replace(' requested here', '')} on line {line})"
+            if errors[-1][0] is None:
+                errors[-1][0], errors[-1][1] = line, col
+    if not errors:
+        text = diagnostics.strip().splitlines()
+        return CompileError(f"{SOURCE_NAME}: the C++ front end failed: "
+                            f"{text[-1] if text else 'no message'}")
+    first = next((e for e in errors if e[0] is not None), errors[0])
+    line, col = first[0], first[1]
+    src = source_lines[line - 1] if line and 0 < line <= len(source_lines) else None
+    where = f"{SOURCE_NAME}:{line}:{col}" if line else SOURCE_NAME
+    if len(errors) == 1:
+        return CompileError(f"{where}: {first[2]}", line=line, column=col, source_line=src)
+    listed = "\n".join(f"  {SOURCE_NAME}:{e[0]}:{e[1]}: {e[2]}" if e[0] else f"  {e[2]}"
+                       for e in errors[:MAX_ERRORS])
+    return CompileError(f"{where}: {first[2]}\n{len(errors)} errors in all:\n{listed}",
+                        line=line, column=col, source_line=src,
+                        summary=f"{where}: {first[2]} (and {len(errors) - 1} more error"
+                                f"{'s' if len(errors) > 2 else ''}: print(sys.last_value))")

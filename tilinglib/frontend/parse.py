@@ -1,0 +1,154 @@
+"""The front end's entry points: CUDA C++ source -> pycparser `c_ast.FileAST` for the compiler.
+
+`parse(pre)` runs stage 2 (clang, clang.py) on stage 1's `Preprocessed` (preprocess.py)
+and stage 3 (translate.py); its nodes carry `coord` (kernel.cu:line:column) in the
+student's own line numbers. `kernel_signatures` gives the PyCUDA backend the kernels'
+parameter lists and the grader's source checks (_source_checks.py) read the same AST.
+Results are cached by the preprocessed text, so compiling the same source again is free.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pycparser import c_ast
+
+from ..errors import CompileError
+from .clang import compile_error, run_clang
+from .preprocess import SOURCE_NAME, Preprocessed, preprocess
+from .translate import Translator, fill_locations, normalize_kernel_name
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: its name and C type (`ctypes_.Scalar`, `ctypes_.Pointer`, ...)."""
+
+    name: str
+    ctype: object
+    line: int | None = None
+
+
+# The translator, the compiler and the compiled closures all recurse once or more per level
+# of nesting. They run with this much room for Python frames (Python 3.11 and later keep pure
+# Python calls off the C stack; 3.10 does not, so it gets less), and the AST may nest at
+# most MAX_NESTING levels: deeper source is a CompileError, never a RecursionError.
+RECURSION_ROOM = 20_000 if sys.version_info >= (3, 11) else 6_000
+MAX_NESTING = 1_000
+
+
+@contextmanager
+def recursion_room(frames: int = RECURSION_ROOM):
+    """Run the body with Python's recursion limit at least `frames` (restored after)."""
+    old = sys.getrecursionlimit()
+    if old >= frames:
+        yield
+        return
+    sys.setrecursionlimit(frames)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def source_line(pre: Preprocessed, line: int | None) -> str | None:
+    if line and 0 < line <= len(pre.source_lines):
+        return pre.source_lines[line - 1]
+    return None
+
+
+class TranslationUnit(c_ast.FileAST):
+    """A `c_ast.FileAST` with what the front end knows besides: `kernel_names` (the name
+    get_function takes -> the mangled name) and `template_kernels` (kernel templates)."""
+
+    def __init__(self, ext, kernel_names, template_kernels, coord=None):
+        super().__init__(ext, coord)
+        self.kernel_names = kernel_names
+        self.template_kernels = template_kernels
+
+    def kernel_name(self, name: str) -> str | None:
+        """The kernel `name` as this unit spells it (spaces and 32U/32 ignored), or None."""
+        key = normalize_kernel_name(name)
+        for known, mangled in self.kernel_names.items():
+            if normalize_kernel_name(known) == key or mangled == name:
+                return known
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _translate(text: str, cooperative_groups: bool, source_lines: tuple) -> TranslationUnit:
+    root, diagnostics, offset = run_clang(text, cooperative_groups)
+    if root is None:
+        raise compile_error(diagnostics, source_lines, offset)
+    fill_locations(root)
+    tr = Translator(root, source_lines, offset)
+    ast = tr.translate()
+    return TranslationUnit(ast.ext, tr.kernel_names, tr.template_kernels)
+
+
+def parse(pre: Preprocessed) -> TranslationUnit:
+    """Run clang and the translator on stage 1's text. Raises `CompileError` at the
+    student's line and column (every error clang found listed), `UnsupportedFeatureError`
+    for C++ the emulator does not run."""
+    try:
+        with recursion_room():
+            ast = _translate(pre.text, pre.cooperative_groups, tuple(pre.source_lines))
+    except RecursionError:
+        raise CompileError(f"{SOURCE_NAME}: the source is nested too deeply for the "
+                           f"emulator's front end (parentheses, blocks or operators "
+                           f"thousands of levels deep)") from None
+    check_nesting(pre, ast)
+    return ast
+
+
+def check_nesting(pre: Preprocessed, ast, limit: int = MAX_NESTING) -> None:
+    """Raise `CompileError` at the first node nested more than `limit` levels deep in `ast`
+    (a sum of thousands of terms in one expression, blocks inside blocks...). Iterative, so
+    it never recurses itself."""
+    stack = [(ast, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            line = getattr(getattr(node, "coord", None), "line", None)
+            raise CompileError(
+                f"{SOURCE_NAME}:{line}: expressions and statements nested more than {limit:,} "
+                f"levels deep (a sum of over {limit:,} terms in one expression, or blocks "
+                f"inside blocks): split it into several statements", line=line,
+                source_line=source_line(pre, line))
+        stack.extend((child, depth + 1) for _, child in node.children())
+
+
+def is_kernel(node: c_ast.FuncDef) -> bool:
+    """A `__global__` function (the translator marks it with the `_Noreturn` specifier)."""
+    return "_Noreturn" in (node.decl.funcspec or [])
+
+
+def kernel_signatures(source: str, options=None) -> dict:
+    """The `__global__` functions of `source`, as {name: [Param, ...]} in declaration order
+    (a template's instantiations by their text, ``'k<128, float>'``).
+
+    Types are resolved with the emulator's type rules (typedefs included), so a caller can
+    check Python arguments against them. Raises `CompileError` if the source does not
+    compile."""
+    from ..emulator.compiler import TypeResolver
+
+    pre = preprocess(source, options)
+    ast = parse(pre)
+    resolver = TypeResolver(pre)
+    out = {}
+    for node in ast.ext:
+        if isinstance(node, c_ast.Typedef):
+            resolver.add_typedef(node)
+        elif isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.Struct):
+            resolver.struct_type(node.type)
+        elif isinstance(node, c_ast.FuncDef) and is_kernel(node):
+            out[node.decl.name] = resolver.params(node)
+    return out
+
+
+def mangled_names(source: str, options=None) -> dict:
+    """{kernel name: mangled name} of `source`'s kernels: the Itanium ABI name clang gives
+    (and nvcc: PyCUDA's get_function takes it with no_extern_c=True)."""
+    return dict(parse(preprocess(source, options)).kernel_names)

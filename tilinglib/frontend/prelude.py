@@ -1,0 +1,244 @@
+"""The CUDA C++ declarations clang reads before the student's source.
+
+nvcc brings these through `<cuda_runtime.h>`; the front end writes its own short version
+(no file is read): the built-in variables (threadIdx, blockIdx, blockDim, gridDim, warpSize),
+the vector types (float4, uint3, dim3, ...), the glibc typedefs nvcc's headers expose
+(`uint`, `ushort`, `ulong`), the math library, atomics, warp intrinsics and printf, each
+declared for the overloads the emulator's built-ins accept (emulator/builtins.py), and, when
+the source includes `<cooperative_groups.h>`, the cooperative groups of `COOPERATIVE_GROUPS`.
+
+Declarations only: every call of a function declared here is compiled by the emulator's
+built-in of the same name. Everything here is on lines before the ``#line 1 "kernel.cu"``
+marker, so the translator (translate.py) can tell the prelude's declarations from the
+student's.
+"""
+
+from __future__ import annotations
+
+# CUDA's vector types: base name -> (C element type, bytes); float4 is `float4`.
+_VECTOR_BASES = {"float": ("float", 4), "int": ("int", 4), "uint": ("unsigned int", 4),
+                 "double": ("double", 8), "char": ("signed char", 1),
+                 "uchar": ("unsigned char", 1), "short": ("short", 2),
+                 "ushort": ("unsigned short", 2), "long": ("long", 8),
+                 "ulong": ("unsigned long", 8), "longlong": ("long long", 8),
+                 "ulonglong": ("unsigned long long", 8)}
+VECTOR_NAMES = tuple(f"{b}{n}" for b in _VECTOR_BASES for n in (1, 2, 3, 4)) + ("dim3",)
+
+PRELUDE_FILE = "<tilinglib prelude>"
+
+_SCALAR_C = {"F": "float", "D": "double", "I": "int", "U": "unsigned int",
+             "LL": "long long", "ULL": "unsigned long long"}
+
+# name: (return, argument types) in the letters of _SCALAR_C
+_MATH = """
+sqrtf rsqrtf expf __expf exp2f logf __logf log2f __log2f log10f __log10f fabsf sinf cosf tanf
+__sinf __cosf __tanf tanhf floorf ceilf truncf roundf __saturatef rintf nearbyintf atanf asinf
+acosf sinhf coshf log1pf expm1f exp10f __exp10f cbrtf __frcp_rn __fsqrt_rn __int2float_rn : F F
+fminf fmaxf powf __powf fmodf remainderf __fdividef __fadd_rn __fmul_rn __fsub_rn __fdiv_rn
+copysignf hypotf atan2f : F FF
+fmaf __fmaf_rn : F FFF
+sqrt exp log fabs floor ceil tanh sin cos log2 exp2 log10 trunc round rsqrt cbrt : D D
+fmin fmax pow fmod remainder : D DD
+fma : D DDD
+__float2int_rz __float2int_rn __float2int_rd __float2int_ru __float_as_int : I F
+__float2uint_rz __float2uint_rn __float_as_uint : U F
+__float2ll_rz __float2ll_rn : LL F
+__float2ull_rz : ULL F
+__double2int_rz __double2int_rn : I D
+__popc : I U
+__popcll : I ULL
+__clz __ffs : I I
+__brev : U U
+__int_as_float : F I
+__uint_as_float : F U
+__mul24 : I II
+__umul24 : U UU
+__double_as_longlong : LL D
+__longlong_as_double : D LL
+signbit : I D
+"""
+
+
+def _math_decls() -> list[str]:
+    out = []
+    text = _MATH.replace("\n", " ")
+    # "names : R ARGS names : R ARGS ..." -> groups
+    tokens = text.split()
+    names: list[str] = []
+    i = 0
+    while i < len(tokens):
+        if tokens[i] == ":":
+            ret, args = tokens[i + 1], tokens[i + 2]
+            params = []
+            j = 0
+            while j < len(args):
+                code = "ULL" if args.startswith("ULL", j) else "LL" if args.startswith(
+                    "LL", j) else args[j]
+                params.append(_SCALAR_C[code])
+                j += len(code)
+            for n in names:
+                out.append(f"__device__ {_SCALAR_C[ret]} {n}({', '.join(params)});")
+            names = []
+            i += 3
+        else:
+            names.append(tokens[i])
+            i += 1
+    return out
+
+
+def _vector_decls() -> list[str]:
+    """The vector types, laid out as ctypes_.struct_of lays them out (float2 and float4
+    aligned to their size, 3-component types to their element), with make_<type>."""
+    out = []
+    for base, (cname, size) in _VECTOR_BASES.items():
+        for n in (1, 2, 3, 4):
+            name = f"{base}{n}"
+            align = size * n if n in (2, 4) else size
+            fields = " ".join(f"{cname} {f};" for f in "xyzw"[:n])
+            out.append(f"struct __attribute__((aligned({align}))) {name} {{ {fields} }};")
+            params = ", ".join(f"{cname} {f}" for f in "xyzw"[:n])
+            out.append(f"__device__ {name} make_{name}({params});")
+    out.append("typedef uint3 dim3;")
+    return out
+
+
+_ATOMIC_TYPES = ["int", "unsigned int", "unsigned long long", "float", "double", "long long"]
+
+
+def _atomic_decls() -> list[str]:
+    out = []
+    for op in ("Add", "Sub", "Exch", "Min", "Max", "And", "Or", "Xor", "Inc", "Dec"):
+        for t in _ATOMIC_TYPES:
+            out.append(f"__device__ {t} atomic{op}({t} *address, {t} val);")
+    for t in _ATOMIC_TYPES:
+        out.append(f"__device__ {t} atomicCAS({t} *address, {t} compare, {t} val);")
+    return out
+
+
+_FIXED = r"""
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned long ulong;
+typedef unsigned long size_t;
+typedef long ptrdiff_t;
+typedef signed char int8_t; typedef unsigned char uint8_t;
+typedef short int16_t; typedef unsigned short uint16_t;
+typedef int int32_t; typedef unsigned int uint32_t;
+typedef long long int64_t; typedef unsigned long long uint64_t;
+extern const __device__ uint3 threadIdx;
+extern const __device__ uint3 blockIdx;
+extern const __device__ dim3 blockDim;
+extern const __device__ dim3 gridDim;
+extern const __device__ int warpSize;
+__device__ void __syncthreads();
+__device__ void __syncwarp(unsigned int mask = 0xffffffffu);
+__device__ void __threadfence();
+__device__ void __threadfence_block();
+__device__ void __threadfence_system();
+extern "C" __device__ int printf(const char *format, ...);
+__device__ void assert(bool condition);
+__device__ int min(int, int); __device__ unsigned int min(unsigned int, unsigned int);
+__device__ long long min(long long, long long);
+__device__ unsigned long long min(unsigned long long, unsigned long long);
+__device__ float min(float, float); __device__ double min(double, double);
+__device__ int max(int, int); __device__ unsigned int max(unsigned int, unsigned int);
+__device__ long long max(long long, long long);
+__device__ unsigned long long max(unsigned long long, unsigned long long);
+__device__ float max(float, float); __device__ double max(double, double);
+__device__ unsigned int umin(unsigned int, unsigned int);
+__device__ unsigned int umax(unsigned int, unsigned int);
+__device__ int abs(int); __device__ long long llabs(long long);
+template <class T> __device__ T __ldg(const T *address);
+template <class T> __device__ T __shfl_sync(unsigned int mask, T var, int srcLane, int width = 32);
+template <class T> __device__ T __shfl_up_sync(unsigned int mask, T var, unsigned int delta, int width = 32);
+template <class T> __device__ T __shfl_down_sync(unsigned int mask, T var, unsigned int delta, int width = 32);
+template <class T> __device__ T __shfl_xor_sync(unsigned int mask, T var, int laneMask, int width = 32);
+__device__ unsigned int __ballot_sync(unsigned int mask, int predicate);
+__device__ int __any_sync(unsigned int mask, int predicate);
+__device__ int __all_sync(unsigned int mask, int predicate);
+"""
+
+# Cooperative groups, as CUDA's <cooperative_groups.h> defines the part the course uses.
+# Plain CUDA C++ over the built-ins above: the translator lowers it like any student class.
+COOPERATIVE_GROUPS = r"""
+namespace cooperative_groups {
+struct thread_block {
+  __device__ void sync() const { __syncthreads(); }
+  __device__ unsigned int thread_rank() const {
+    return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+  __device__ unsigned int size() const { return blockDim.x * blockDim.y * blockDim.z; }
+  __device__ unsigned int num_threads() const { return blockDim.x * blockDim.y * blockDim.z; }
+  __device__ dim3 group_index() const { return blockIdx; }
+  __device__ dim3 thread_index() const { return threadIdx; }
+  __device__ dim3 group_dim() const { return blockDim; }
+  __device__ dim3 dim_threads() const { return blockDim; }
+};
+__device__ thread_block this_thread_block() { thread_block b; return b; }
+template <unsigned int N> struct thread_block_tile {
+  __device__ void sync() const { __syncwarp(); }
+  __device__ unsigned int thread_rank() const {
+    return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) % N; }
+  __device__ unsigned int size() const { return N; }
+  __device__ unsigned int num_threads() const { return N; }
+  __device__ unsigned int meta_group_rank() const {
+    return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) / N; }
+  __device__ unsigned int meta_group_size() const {
+    return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N; }
+  template <class T> __device__ T shfl(T var, int srcRank) const {
+    return __shfl_sync(0xffffffffu, var, srcRank, N); }
+  template <class T> __device__ T shfl_down(T var, unsigned int delta) const {
+    return __shfl_down_sync(0xffffffffu, var, delta, N); }
+  template <class T> __device__ T shfl_up(T var, unsigned int delta) const {
+    return __shfl_up_sync(0xffffffffu, var, delta, N); }
+  template <class T> __device__ T shfl_xor(T var, unsigned int laneMask) const {
+    return __shfl_xor_sync(0xffffffffu, var, laneMask, N); }
+  __device__ int any(int predicate) const { return __any_sync(0xffffffffu, predicate); }
+  __device__ int all(int predicate) const { return __all_sync(0xffffffffu, predicate); }
+  __device__ unsigned int ballot(int predicate) const {
+    return __ballot_sync(0xffffffffu, predicate); }
+};
+template <unsigned int N> __device__ thread_block_tile<N> tiled_partition(const thread_block &g) {
+  thread_block_tile<N> t; return t; }
+__device__ void sync(const thread_block &g) { __syncthreads(); }
+template <unsigned int N> __device__ void sync(const thread_block_tile<N> &g) { __syncwarp(); }
+template <class T> struct plus { __device__ T operator()(T a, T b) const { return a + b; } };
+template <class T> struct greater { __device__ T operator()(T a, T b) const { return a > b ? a : b; } };
+template <class T> struct less { __device__ T operator()(T a, T b) const { return a < b ? a : b; } };
+template <unsigned int N, class T, class Op>
+__device__ T reduce(const thread_block_tile<N> &g, T value, Op op) {
+  for (unsigned int d = N / 2; d > 0; d /= 2)
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, d, N));
+  return value;
+}
+}  // namespace cooperative_groups
+"""
+
+# How the CUDA keywords reach clang (the preprocessor rewrites them: clang sees no macro).
+KEYWORDS = {
+    "__global__": "__attribute__((global))",
+    "__device__": "__attribute__((device))",
+    "__host__": "__attribute__((host))",
+    "__shared__": "__attribute__((shared))",
+    "__constant__": "__attribute__((constant))",
+    "__managed__": "__attribute__((managed))",
+    "__forceinline__": "inline",
+    "__noinline__": "",
+    "__inline__": "inline",
+}
+
+
+def _spell(text: str) -> str:
+    import re
+    for word, repl in KEYWORDS.items():
+        text = re.sub(r"\b" + word + r"\b", repl, text)
+    return text
+
+
+def prelude_text(cooperative_groups: bool = False) -> str:
+    """The declarations clang reads first, CUDA keywords already spelled as attributes.
+    With `cooperative_groups`, `COOPERATIVE_GROUPS` too (the source included
+    <cooperative_groups.h>)."""
+    parts = _vector_decls() + [_FIXED] + _math_decls() + _atomic_decls()
+    if cooperative_groups:
+        parts.append(COOPERATIVE_GROUPS)
+    return _spell("\n".join(parts)) + "\n"

@@ -1,0 +1,465 @@
+"""Stage 1 of the front end: CUDA C++ source -> preprocessed text for clang, line numbers intact.
+
+Input: the student's source and nvcc-style options (``-DTILE=32``, ``-D PAD=1``, ``-UX``;
+other options are accepted and ignored). Output: a `Preprocessed` holding the text whose
+``#line`` directives point back at the student's own lines, plus the original lines for
+error messages.
+
+This is OUR preprocessor, not clang's, for one security property: it never opens a file.
+clang (stage 2) therefore never sees an ``#include``, and is run with -nostdinc
+-nobuiltininc, the source on stdin and an empty working directory.
+
+Steps:
+1. pcpp runs the C preprocessor (macros, ``#if``/``#ifdef``, ``-D``), with nvcc's device-side
+   macros predefined (`PREDEFINED_MACROS`: ``__CUDACC__``, ``__NVCC__``, ``__CUDA_ARCH__`` =
+   900, ``__CUDACC_VER_MAJOR__`` = 13, ``__CUDACC_VER_MINOR__`` = 0). ``#include`` of a CUDA
+   or C header in `KNOWN_HEADERS` (``cuda_runtime.h``, ``stdio.h``, ...) is satisfied
+   inside, as those headers only declare what the prelude (prelude.py) declares;
+   ``<cooperative_groups.h>`` turns on the prelude's cooperative groups; any other
+   ``#include`` is a `CompileError` at its line. Macro expansion has caps
+   (`MAX_MACRO_DEPTH`, `MAX_EXPANSION_TOKENS`), and so has the source (`MAX_SOURCE_CHARS`):
+   a macro bomb ends in a `CompileError` in well under a second.
+2. CUDA's keywords are spelled as clang's attributes (``__global__`` ->
+   ``__attribute__((global))``, prelude.KEYWORDS), so clang sees no macro and every
+   location is a plain line and column; ``__launch_bounds__(...)`` and ``extern "C"`` go.
+   Rewrites never add or remove a newline.
+3. Half precision (``__half``) is refused here with an `UnsupportedFeatureError` naming the
+   construct and its line.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from dataclasses import dataclass
+
+import pcpp
+
+from ..errors import CompileError, UnsupportedFeatureError
+from .prelude import KEYWORDS
+
+SOURCE_NAME = "kernel.cu"
+
+# The macros nvcc predefines when it compiles device code, with the values of the H200's
+# toolkit (nvcc 13.0, sm_90): the emulator runs the device side of the source, so an
+# ``#ifdef __CUDA_ARCH__`` selects the same branch here as in the GPU build (a grader must
+# run the source the GPU runs). ``-U`` and ``-D`` options apply after them.
+PREDEFINED_MACROS = {
+    "__CUDACC__": "1",
+    "__NVCC__": "1",
+    "__CUDA_ARCH__": "900",
+    "__CUDACC_VER_MAJOR__": "13",
+    "__CUDACC_VER_MINOR__": "0",
+}
+
+# Headers an #include may name: they declare what the emulator provides built in, so they
+# are satisfied without reading anything. Any other #include is a CompileError.
+KNOWN_HEADERS = frozenset({
+    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h",
+    "device_functions.h", "vector_types.h", "vector_functions.h", "math_constants.h",
+    "sm_20_atomic_functions.h", "sm_60_atomic_functions.h", "cuda_device_runtime_api.h",
+    "builtin_types.h", "driver_types.h", "host_defines.h", "crt/host_defines.h",
+    "cuda_fp16.h", "cuda_bf16.h",       # included is fine; using __half is refused below
+    "cooperative_groups.h",             # its declarations: prelude.COOPERATIVE_GROUPS
+    "stdio.h", "stdlib.h", "stdint.h", "stddef.h", "stdbool.h", "math.h", "float.h",
+    "limits.h", "assert.h", "string.h", "inttypes.h",
+    "cstdio", "cstdlib", "cstdint", "cstddef", "cmath", "cfloat", "climits", "cassert",
+    "cstring", "cinttypes",
+})
+# Headers of CUDA libraries the emulator does not provide: refused with their name.
+UNSUPPORTED_HEADERS = {
+    "mma.h": "warp matrix functions (wmma)",
+    "cublas_v2.h": "cuBLAS", "cublas.h": "cuBLAS", "curand_kernel.h": "cuRAND",
+    "cub/cub.cuh": "CUB", "thrust/device_vector.h": "Thrust",
+}
+NO_FILES = "the emulator reads no files: paste what you need into your source"
+
+MAX_SOURCE_CHARS = 256 * 1024       # a kernel file of 5,000 long lines is about 200 KB
+MAX_MACRO_DEPTH = 100               # macros expanding macros (or arguments), nested
+MAX_EXPANSION_TOKENS = 100_000      # tokens made by nested macro expansion, summed
+MAX_PREPROCESS_SECONDS = 10.0       # a last safety net behind the two caps above
+
+_KEYWORD_REWRITES = [(re.compile(r"\b" + word + r"\b"), spelled)
+                     for word, spelled in KEYWORDS.items()] + [
+    (re.compile(r"\bregister\b"), ""),              # a hint to C compilers: meaningless
+]
+
+_UNSUPPORTED = [
+    (re.compile(r"\b(__half2?|half2?|__nv_bfloat162?)\b"), "half-precision type '{0}'",
+     "use float"),
+]
+
+
+@dataclass(frozen=True)
+class Preprocessed:
+    """The result of stage 1.
+
+    `text`: CUDA C++ for clang (the preprocessed source with #line directives, CUDA's
+    keywords spelled as clang's attributes; the prelude is added by the clang stage).
+    `source_lines`: the student's original lines (index 0 is line 1), for error messages.
+    `defines`: the -D macros applied, as a dict name -> value text.
+    """
+
+    text: str
+    source_lines: tuple
+    defines: dict
+    float_mode: "FloatMode" = None
+    cooperative_groups: bool = False
+
+
+@dataclass(frozen=True)
+class FloatMode:
+    """nvcc's floating-point options, as the compiler applies them (nvcc's defaults).
+
+    `fmad`: contract a float multiply feeding an add or subtract into one fused
+    multiply-add (``-fmad=true``). `ftz`: flush float32 denormals to zero, in inputs and
+    results (``-ftz=true``). `prec_div` / `prec_sqrt`: IEEE round-to-nearest float32
+    division and square root (``-prec-div=true``, ``-prec-sqrt=true``); when false, the
+    approximate ``div.full.f32`` and ``sqrt.approx.f32``. `fast_math`: ``--use_fast_math``,
+    which also sets ftz, prec_div=false, prec_sqrt=false and fmad, and makes sinf, cosf,
+    tanf, expf, exp10f, logf, log2f, log10f and powf their ``__`` intrinsics.
+    """
+
+    fmad: bool = True
+    ftz: bool = False
+    prec_div: bool = True
+    prec_sqrt: bool = True
+    fast_math: bool = False
+
+
+_BOOL_OPTIONS = {"fmad": "fmad", "ftz": "ftz", "prec-div": "prec_div",
+                 "prec-sqrt": "prec_sqrt"}
+
+
+def float_mode(options) -> FloatMode:
+    """The `FloatMode` nvcc `options` select: ``-fmad=``, ``-ftz=``, ``-prec-div=``,
+    ``-prec-sqrt=`` (``true``/``false``, with one dash or two) and ``--use_fast_math``
+    (``-use_fast_math``). As with nvcc, ``--use_fast_math`` sets the other four, and an
+    explicit option overrides it whatever the order. Raises `CompileError` for a value
+    other than true or false."""
+    fast = any(o in ("--use_fast_math", "-use_fast_math") for o in options or ()
+               if isinstance(o, str))
+    values = dict(fmad=True, ftz=fast, prec_div=not fast, prec_sqrt=not fast)
+    for opt in options or ():
+        if not isinstance(opt, str):
+            continue
+        m = re.fullmatch(r"--?(fmad|ftz|prec-div|prec-sqrt)(?:[= ](.*))?", opt)
+        if m is None:
+            continue
+        value = (m.group(2) or "true").strip().lower()
+        if value not in ("true", "false"):
+            raise CompileError(f"bad option {opt!r}: write {opt.split('=')[0]}=true or "
+                               f"{opt.split('=')[0]}=false")
+        values[_BOOL_OPTIONS[m.group(1)]] = value == "true"
+    return FloatMode(fast_math=fast, **values)
+
+
+def check_options(options) -> None:
+    """Refuse options that nvcc would misread, with what to write instead.
+
+    `options` must be None or a list (or tuple) of strings, each starting with '-' (a
+    value after a lone ``-D``/``-U`` excepted). Raises `CompileError` otherwise: for
+    ``options="-DTILE=16"`` (a string: PyCUDA would pass each character), or
+    ``options=["TILE=16"]`` (no ``-D``: nvcc would take it for a file name)."""
+    if options is None:
+        return
+    if isinstance(options, str):
+        raise CompileError(f"options must be a list of strings, not the string {options!r}: "
+                           f"write options=[{options!r}]")
+    if not isinstance(options, (list, tuple)):
+        raise CompileError(f"options must be a list of strings, not {type(options).__name__}: "
+                           f"write options=['-DTILE=32']")
+    previous = None
+    for opt in options:
+        if not isinstance(opt, str):
+            raise CompileError(f"compiler options must be strings, got {opt!r} "
+                               f"(write options=['-DTILE=32'])")
+        if not opt.startswith("-") and previous not in ("-D", "-U"):
+            hint = f"'-D{opt}'" if re.fullmatch(r"[A-Za-z_]\w*(=.*)?", opt) else "'-D...'"
+            raise CompileError(f"unknown compiler option {opt!r}: options start with '-'; "
+                               f"to define a macro write {hint}")
+        previous = opt
+
+
+def parse_options(options) -> tuple[dict, list]:
+    """Split nvcc-style options into (defines, undefines).
+
+    Accepts ``-DNAME``, ``-DNAME=VALUE``, ``-D NAME=VALUE``, ``-UNAME``; everything else
+    (``-O3``, ``-lineinfo``, ``-arch=sm_90``) is ignored here; the floating-point options
+    (``-fmad``, ``-ftz``, ``-prec-div``, ``-prec-sqrt``, ``--use_fast_math``) are read by
+    `float_mode`.
+    Raises `CompileError` for an option that is not a string.
+    """
+    defines, undefines = {}, []
+    check_options(options)
+    opts = list(options or [])
+    i = 0
+    while i < len(opts):
+        opt = opts[i]
+        if opt in ("-D", "-U") and i + 1 < len(opts):
+            opt = opt + opts[i + 1]
+            i += 1
+        if opt.startswith("-D"):
+            name, _, value = opt[2:].partition("=")
+            if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                raise CompileError(f"bad -D option {opt!r}: write -DNAME or -DNAME=VALUE")
+            defines[name] = value if _ else "1"
+        elif opt.startswith("-U"):
+            undefines.append(opt[2:])
+        i += 1
+    return defines, undefines
+
+
+class _Stop(Exception):
+    """Raised inside pcpp to stop preprocessing at once: (line, message)."""
+
+    def __init__(self, line, message):
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
+class _Preprocessor(pcpp.Preprocessor):
+    def __init__(self):
+        super().__init__()
+        self.line_directive = "#line"
+        self.errors: list[tuple[int | None, str]] = []
+        self._depth = 0
+        self.cooperative_groups = False
+        self._made = 0
+        self._deadline = time.monotonic() + MAX_PREPROCESS_SECONDS
+
+    # --- no host file is ever opened
+    def include(self, tokens, original_line):
+        """`#include`: a known header is satisfied without reading anything; every other
+        name is an error at its line. (Replaces pcpp's include, which searches the disk.)"""
+        line = original_line[0].lineno if original_line else None
+        if tokens and tokens[0].value != "<" and tokens[0].type != self.t_STRING:
+            tokens = self.tokenstrip(self.expand_macros(tokens))
+        name = None
+        if tokens and tokens[0].value == "<":
+            close = next((i for i, t in enumerate(tokens) if t.value == ">"), None)
+            if close is not None:
+                name = "".join(t.value for t in tokens[1:close])
+        elif tokens and tokens[0].type == self.t_STRING and tokens[0].value.startswith('"'):
+            name = tokens[0].value[1:-1]
+        if name is None:
+            raise _Stop(line, f"malformed #include: {NO_FILES}")
+        if name in KNOWN_HEADERS:
+            if name == "cooperative_groups.h":
+                self.cooperative_groups = True
+            return iter(())
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        if name in UNSUPPORTED_HEADERS:
+            raise _Stop(line, f"#include <{shown}>: the CPU emulator does not support "
+                              f"{UNSUPPORTED_HEADERS[name]}")
+        raise _Stop(line, f"#include of '{shown}': {NO_FILES} (headers it knows: "
+                          f"cuda_runtime.h, stdio.h, math.h, stdint.h, ...)")
+
+    def on_file_open(self, is_system_include, includepath):
+        raise OSError(NO_FILES)         # never reached: include() above opens nothing
+
+    def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
+        raise _Stop(None, NO_FILES)
+
+    # --- caps on macro expansion
+    def expand_macros(self, tokens, expanding_from=[]):    # noqa: B006 (pcpp's signature)
+        # pcpp keeps the line of the source token being expanded (for __LINE__): blame it.
+        line = self.linemacro or (tokens[0].lineno if tokens else None)
+        if self._depth >= MAX_MACRO_DEPTH:
+            raise _Stop(line, f"macros nested more than {MAX_MACRO_DEPTH} deep (a macro whose "
+                              f"expansion uses another macro, and so on): write it out")
+        if time.monotonic() > self._deadline:
+            raise _Stop(line, f"preprocessing took more than {MAX_PREPROCESS_SECONDS:g} s")
+        self._depth += 1
+        try:
+            out = super().expand_macros(tokens, expanding_from)
+        finally:
+            self._depth -= 1
+        if self._depth:                 # a nested expansion (the source's own text is not)
+            self._made += len(out)
+            if self._made > MAX_EXPANSION_TOKENS:
+                raise _Stop(line, f"macro expansion made more than {MAX_EXPANSION_TOKENS:,} "
+                                  f"tokens (macros that double at each level grow as 2^n): "
+                                  f"the emulator stops here")
+        return out
+
+    def on_error(self, file, line, msg):
+        self.errors.append((line, msg))
+        self.return_code += 1
+
+    def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
+        if directive.value == "pragma":
+            return None
+        if directive.value == "error":
+            text = "".join(tok.value for tok in toks).strip()
+            self.errors.append((directive.lineno, f"#error {text}"))
+            return True
+        if directive.value == "warning":
+            return True
+        if directive.value in ("include_next", "import"):
+            raise _Stop(directive.lineno, f"#{directive.value}: {NO_FILES}")
+        return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
+
+
+def _find_matching(text: str, start: int, open_ch: str, close_ch: str) -> int:
+    """Index of the bracket closing the one at `start`, or -1."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == open_ch:
+            depth += 1
+        elif c == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+_CAST = re.compile(r"\b(static_cast|reinterpret_cast|const_cast)\s*<")
+
+
+def _rewrite_casts(text: str) -> str:
+    """``static_cast<T>(e)`` -> ``((T)(e))`` (and the same for reinterpret_cast/const_cast)."""
+    while True:
+        m = _CAST.search(text)
+        if not m:
+            return text
+        lt = m.end() - 1
+        gt = _find_matching(text, lt, "<", ">")
+        paren = text.find("(", gt)
+        if gt < 0 or paren < 0 or text[gt + 1:paren].strip():
+            raise UnsupportedFeatureError(f"cannot read the {m.group(1)} expression here")
+        close = _find_matching(text, paren, "(", ")")
+        if close < 0:
+            raise UnsupportedFeatureError(f"unbalanced parentheses after {m.group(1)}")
+        type_text = text[lt + 1:gt]
+        text = (text[:m.start()] + "((" + type_text + ")" + text[paren:close + 1] + ")"
+                + text[close + 1:])
+
+
+def _remove_balanced_call(text: str, pattern: re.Pattern) -> str:
+    """Remove ``name(...)`` occurrences such as ``__launch_bounds__(256, 2)``."""
+    while True:
+        m = pattern.search(text)
+        if not m:
+            return text
+        paren = text.find("(", m.end() - 1)
+        close = _find_matching(text, paren, "(", ")")
+        inner = text[paren:close + 1]
+        text = text[:m.start()] + "\n" * inner.count("\n") + text[close + 1:]
+
+
+_LAUNCH_BOUNDS = re.compile(r"\b__launch_bounds__\s*\(")
+_EXTERN_C_BLOCK = re.compile(r'\bextern\s+"C"\s*\{')
+_EXTERN_C = re.compile(r'\bextern\s+"C"\s*')
+
+
+def _remove_extern_c(text: str) -> str:
+    while True:
+        m = _EXTERN_C_BLOCK.search(text)
+        if not m:
+            break
+        brace = m.end() - 1
+        close = _find_matching(text, brace, "{", "}")
+        if close < 0:
+            raise CompileError('extern "C" { has no closing brace')
+        text = (text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():close]
+                + " " + text[close + 1:])
+    return _EXTERN_C.sub("", text)
+
+
+def _line_of(text: str, pos: int) -> int:
+    """The student's line number at `pos` of preprocessed text (reads the #line directives)."""
+    line = 1
+    for raw in text[:pos].split("\n")[:-1]:
+        m = re.match(r'\s*#\s*line\s+(\d+)', raw)
+        if m:
+            line = int(m.group(1))
+        else:
+            line += 1
+    return line
+
+
+def _check_unsupported(text: str, source_lines) -> None:
+    code_only = re.sub(r'"(\\.|[^"\\])*"', '""', text)
+    for pattern, what, advice in _UNSUPPORTED:
+        m = pattern.search(code_only)
+        if m:
+            line = _line_of(code_only, m.start())
+            construct = what.format(m.group(0).strip())
+            src = source_lines[line - 1] if 0 < line <= len(source_lines) else None
+            raise UnsupportedFeatureError(
+                f"{SOURCE_NAME}:{line}: the CPU emulator does not support {construct}: {advice}",
+                line=line, source_line=src)
+
+
+def _check_text(source: str, source_lines) -> None:
+    """Refuse a str that is no text a file could hold (a lone surrogate such as '\\ud800')."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = source.count("\n", 0, exc.start) + 1
+        raise CompileError(f"{SOURCE_NAME}:{line}: the source holds the code point "
+                           f"U+{ord(source[exc.start]):04X}, a lone surrogate, which is not "
+                           f"text: retype the character", line=line,
+                           source_line=source_lines[line - 1].encode("utf-8", "replace")
+                           .decode("utf-8")) from None
+
+
+def preprocess(source: str, options=None) -> Preprocessed:
+    """Run stage 1 on `source` (a str of CUDA C) with nvcc-style `options`.
+
+    Returns a `Preprocessed`. Raises `CompileError` for preprocessor errors (``#error``,
+    an unterminated ``#if``) and `UnsupportedFeatureError` for C++ the emulator cannot run,
+    both citing the student's line.
+    """
+    if not isinstance(source, str):
+        raise CompileError(f"the kernel source must be a str, got {type(source).__name__}")
+    defines, undefines = parse_options(options)
+    size = len(source) + sum(len(k) + len(v) for k, v in defines.items())
+    if size > MAX_SOURCE_CHARS:
+        raise CompileError(f"the source (with its -D options) has {size:,} characters, over "
+                           f"the emulator's {MAX_SOURCE_CHARS:,}: a kernel is a few hundred "
+                           f"lines")
+    source_lines = tuple(source.split("\n"))
+    _check_text(source, source_lines)
+    pp = _Preprocessor()
+    out = io.StringIO()
+    try:
+        for name, value in PREDEFINED_MACROS.items():
+            pp.define(f"{name} {value}")
+        for name, value in defines.items():
+            pp.define(f"{name} {value}")
+        for name in undefines:
+            pp.undef(name)
+        pp.parse(source, source=SOURCE_NAME)
+        pp.write(out)
+    except _Stop as stop:
+        pp.errors.insert(0, (stop.line, stop.message))
+    except RecursionError:
+        pp.errors.insert(0, (None, "the source is nested too deeply for the preprocessor"))
+    except MemoryError:
+        pp.errors.insert(0, (None, "the preprocessor ran out of memory on this source"))
+    except CompileError:
+        raise
+    except Exception as exc:    # pcpp fails on some malformed input: say so
+        pp.errors.insert(0, (None, f"the preprocessor cannot read this source "
+                                   f"({type(exc).__name__})"))
+    if pp.errors:
+        line, msg = pp.errors[0]
+        line = line or None                 # pcpp says 0 where it has no line
+        src = source_lines[line - 1] if line and 0 < line <= len(source_lines) else None
+        where = f"{SOURCE_NAME}:{line}" if line else SOURCE_NAME
+        raise CompileError(f"{where}: preprocessor error: {msg}", line=line, source_line=src)
+    text = out.getvalue()
+    if not text.lstrip().startswith("#line"):
+        text = f'#line 1 "{SOURCE_NAME}"\n' + text
+    _check_unsupported(text, source_lines)
+    text = _remove_extern_c(text)
+    text = _remove_balanced_call(text, _LAUNCH_BOUNDS)
+    for pattern, repl in _KEYWORD_REWRITES:
+        text = pattern.sub(repl, text)
+    return Preprocessed(text=text, source_lines=source_lines, defines=defines,
+                        float_mode=float_mode(options),
+                        cooperative_groups=pp.cooperative_groups)
