@@ -64,7 +64,7 @@ CONSTRUCTS = [
     ("uint", r"\buint\b"),
     ("NULL", r"\bNULL\b"),
     ("nullptr", r"\bnullptr\b"),
-    ("default argument", r"\(\s*[^()]*\b\w+\s*=\s*[^=][^()]*\)\s*\{"),
+    ("default argument", r"\w\s*\([^();{}]*\w\s*=\s*[^=;(){}][^();{}]*\)\s*\{"),
     ("constexpr", r"\bconstexpr\b"),
     ("const int at file scope", r"(?m)^const\s+int\b"),
     ("reinterpret_cast", r"\breinterpret_cast\b"),
@@ -192,7 +192,9 @@ def original_line(line_map: list, line: int | None) -> str | None:
 
 
 def constructs_of(text: str) -> list[str]:
-    return [name for name, pattern in CONSTRUCTS if re.search(pattern, text)]
+    """The CONSTRUCTS names whose pattern occurs in `text` outside comments."""
+    code = re.sub(r"/\*.*?\*/", " ", re.sub(r"//[^\n]*", " ", text), flags=re.S)
+    return [name for name, pattern in CONSTRUCTS if re.search(pattern, code)]
 
 
 # ----------------------------------------------------------------------------- launches
@@ -657,6 +659,74 @@ def write_gpu_folder(folder: Path, entries: list, sources: dict) -> None:
     (folder / "run_gpu.py").write_text(RUN_GPU)
 
 
+# ----------------------------------------------------------------------------- the doc table
+
+DOC = ROOT / "docs" / "conformance.md"
+H200_RESULTS = HERE / "results" / "conformance_h200.json"
+BEGIN, END = "<!-- corpus table: bench/conformance_corpus.py --doc -->", "<!-- end of table -->"
+
+
+def _short(r: dict | None) -> str:
+    if r is None:
+        return "not run"
+    text = r["result"]
+    if r.get("message") and r["result"] != "ok":
+        msg = r["message"].replace("|", "\\|")
+        msg = re.sub(r"^kernel\.cu:\d+(:\d+)?: ", "", msg)
+        text += ": " + (msg[:90] + "..." if len(msg) > 90 else msg)
+        if r.get("at"):
+            text += f" (at {r['at'].rsplit('/', 1)[-1]})"
+    return text
+
+
+def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
+    """The markdown table of docs/conformance.md from the list and the results files."""
+    emu_by = {r["id"]: r for r in emu["results"]}
+    gpu_by = {r["id"]: r for r in (h200 or {}).get("results", [])}
+    rows = ["| kernel | repository | path: lines | constructs | launch | emulator | H200 (PyCUDA) |",
+            "|---|---|---|---|---|---|---|"]
+    for e in listing["kernels"]:
+        paths: dict = {}
+        for path, first, last in e["parts"]:
+            paths.setdefault(path, []).append(f"{first}-{'end' if last == -1 else last}")
+        where = "; ".join(f"`{p}`: {', '.join(r)}" for p, r in paths.items())
+        r = emu_by.get(e["id"], {})
+        launch = (f"grid {tuple(e['grid'])}, block {tuple(e['block'])}"
+                  + (f", shared {e['shared']}" if e.get("shared") else "")
+                  + "; " + ", ".join(f"{k}={v}" for k, v in e.get("sizes", {}).items()))
+        rows.append(f"| `{lookup_name(e)}` | {e['repo'].split('/')[0]}/{e['repo'].split('/')[1][:20]}"
+                    f" | {where} | {', '.join(r.get('constructs', []))} | {launch} | "
+                    f"{_short(r or None)} | {_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |")
+    counts = emu["counts"]
+    lines = [f"Emulator: {', '.join(f'{v} {k}' for k, v in counts.items())} of "
+             f"{len(listing['kernels'])}."]
+    if h200:
+        lines.append(f"H200: {', '.join(f'{v} {k}' for k, v in h200['counts'].items())}.")
+    lines.append("")
+    lines.append("| repository (commit) | " + " | ".join(["emulator"] + (["H200"] if h200 else [])) + " |")
+    lines.append("|---|---|" + ("---|" if h200 else ""))
+    for repo, commit in listing["repositories"].items():
+        def tally(by):
+            c: dict = {}
+            for e in listing["kernels"]:
+                if e["repo"] == repo and e["id"] in by:
+                    c[by[e["id"]]["result"]] = c.get(by[e["id"]]["result"], 0) + 1
+            return ", ".join(f"{v} {k}" for k, v in sorted(c.items()))
+        lines.append(f"| {repo} (`{commit[:10]}`) | {tally(emu_by)} |"
+                     + (f" {tally(gpu_by)} |" if h200 else ""))
+    return "\n".join(lines + [""] + rows) + "\n"
+
+
+def write_doc(listing: dict, results: Path) -> None:
+    emu = json.loads(results.read_text())
+    h200 = json.loads(H200_RESULTS.read_text()) if H200_RESULTS.exists() else None
+    text = DOC.read_text()
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(head + BEGIN + "\n" + render_table(listing, emu, h200) + END + tail)
+    print("wrote the table of", DOC)
+
+
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
@@ -667,9 +737,14 @@ def main(argv=None) -> int:
                     help="also write the standalone PyCUDA runner folder DIR")
     ap.add_argument("--no-emulator", action="store_true", help="only materialise")
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--doc", action="store_true",
+                    help="only rewrite the table of docs/conformance.md from the results files")
     opts = ap.parse_args(argv)
 
     listing = json.loads(LIST.read_text())
+    if opts.doc:
+        write_doc(listing, opts.results)
+        return 0
     commits = listing["repositories"]
     entries = [e for e in listing["kernels"]
                if not opts.only or any(o in e["id"] for o in opts.only)]
