@@ -272,9 +272,10 @@ class SourceModule:
         Raises `KernelNotFoundError` when the module has no kernel of that name (note that
         ``no_extern_c=True`` leaves names C++-mangled)."""
         signatures = self._signatures
+        symbol, canonical = self._symbol(name)
         try:
             with self._session.guard(f"looking up kernel {name!r}"):
-                raw = self._pycuda_module.get_function(name)
+                raw = self._pycuda_module.get_function(symbol)
         except ContextLostError:
             raise
         except Exception as exc:
@@ -284,8 +285,29 @@ class SourceModule:
             raise KernelNotFoundError(
                 f"this module has no kernel named {name!r} (kernels: {known}). Check the "
                 f"spelling; the name is the one after __global__ void.") from None
-        params = signatures.get(name) if signatures else None
+        params = signatures.get(canonical) if signatures else None
         return CheckedFunction(raw, name, params, self._session)
+
+    def _symbol(self, name: str) -> tuple[str, str]:
+        """(the name to look up in the cubin, the kernel's name as the front end spells it).
+        With ``no_extern_c=True`` a kernel (a template's instantiation, ``'k<128, float>'``,
+        or a plain one) has its C++-mangled name, which the front end reads from clang
+        (the Itanium ABI, as nvcc mangles); a name that is already mangled is kept."""
+        if not self.no_extern_c or not isinstance(name, str):
+            return name, name
+        try:
+            from .frontend.parse import mangled_names
+
+            names = mangled_names(self.source, self.options)
+        except Exception:       # the front end cannot read it: PyCUDA's own lookup
+            return name, name
+        from .frontend.translate import normalize_kernel_name
+
+        key = normalize_kernel_name(name)
+        for known, mangled in names.items():
+            if normalize_kernel_name(known) == key:
+                return mangled, known
+        return name, name
 
     def __getattr__(self, attr: str):
         # get_global, get_texref, get_surfref: PyCUDA's own.

@@ -68,6 +68,8 @@ def _compile(source: str, options: tuple):
         raise CompileError("kernel.cu: the kernel nests too deeply for the emulator's compiler "
                            "(a chain of hundreds of __device__ calls, or expressions and "
                            "blocks nested as deep): flatten it") from None
+    program.kernel_name = ast.kernel_name          # 'k<128,float>' -> 'k<128, float>'
+    program.template_kernels = list(ast.template_kernels)
     for code in program.kernels.values():
         if code.local_bytes > MAX_LOCAL_BYTES:
             raise CompileError(f"kernel.cu: {code.name} needs {code.local_bytes:,} bytes of "
@@ -99,10 +101,18 @@ class SourceModule:
         """The `__global__` function `name`. Raises `KernelNotFoundError` (a LookupError)
         naming the kernels that exist if there is none of that name."""
         kernels = self._program.kernels
+        if name not in kernels and isinstance(name, str):
+            name = self._program.kernel_name(name) or name
         if name not in kernels:
             known = ", ".join(sorted(kernels)) or "none"
+            hint = ""
+            templates = [t for t in self._program.template_kernels
+                         if str(name).split("<")[0].strip() == t]
+            if templates:
+                hint = (f"; '{templates[0]}' is a template: instantiate it in the source, e.g. "
+                        f"template __global__ void {templates[0]}<...>(...);")
             raise KernelNotFoundError(f"no __global__ function named '{name}' in this module "
-                              f"(kernels found: {known})")
+                              f"(kernels found: {known}){hint}")
         return Function(self._program, kernels[name], self)
 
     def get_global(self, name: str):

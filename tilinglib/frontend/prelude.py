@@ -130,6 +130,8 @@ extern const __device__ uint3 blockIdx;
 extern const __device__ dim3 blockDim;
 extern const __device__ dim3 gridDim;
 extern const __device__ int warpSize;
+extern const __device__ float INFINITY, HUGE_VALF, NAN, FLT_MAX;
+extern const __device__ int INT_MAX, INT_MIN;
 __device__ void __syncthreads();
 __device__ void __syncwarp(unsigned int mask = 0xffffffffu);
 __device__ void __threadfence();

@@ -53,6 +53,10 @@ PREDEFINED_MACROS = {
     "__CUDACC_VER_MINOR__": "0",
 }
 
+# Macros the C and CUDA headers define that the source may use without including them
+# (nvcc's <cuda_runtime.h> brings <stddef.h>).
+HEADER_MACROS = {"NULL": "0"}
+
 # Headers an #include may name: they declare what the emulator provides built in, so they
 # are satisfied without reading anything. Any other #include is a CompileError.
 KNOWN_HEADERS = frozenset({
@@ -427,7 +431,7 @@ def preprocess(source: str, options=None) -> Preprocessed:
     pp = _Preprocessor()
     out = io.StringIO()
     try:
-        for name, value in PREDEFINED_MACROS.items():
+        for name, value in {**PREDEFINED_MACROS, **HEADER_MACROS}.items():
             pp.define(f"{name} {value}")
         for name, value in defines.items():
             pp.define(f"{name} {value}")
@@ -456,7 +460,6 @@ def preprocess(source: str, options=None) -> Preprocessed:
     if not text.lstrip().startswith("#line"):
         text = f'#line 1 "{SOURCE_NAME}"\n' + text
     _check_unsupported(text, source_lines)
-    text = _remove_extern_c(text)
     text = _remove_balanced_call(text, _LAUNCH_BOUNDS)
     for pattern, repl in _KEYWORD_REWRITES:
         text = pattern.sub(repl, text)

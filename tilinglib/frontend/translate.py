@@ -148,6 +148,9 @@ class Translator:
         self._method_of: dict = {}       # function id -> record id
         self._ctors: dict = {}           # record id -> [(ctor type text, node)]
         self._enums: list = []
+        self._defaults: set = set()
+        self._tparams: dict = {}         # instantiation id -> its template's parameter types
+        self._late: list = []            # functions made by the translator
 
     # ------------------------------------------------------------------ errors
     def coord(self, n) -> Coord | None:
@@ -197,6 +200,7 @@ class Translator:
                 f = self.function(n, extra)
                 if f is not None:
                     self.ext.append(f)
+        self.ext.extend(self._late)
         return c_ast.FileAST(self.ext)
 
     def _in_prelude(self, n) -> bool:
@@ -219,6 +223,7 @@ class Translator:
                 self._collect(n.get("inner", []), scope, bodies, in_template)
             elif kind == "FunctionTemplateDecl":
                 inner = n.get("inner", [])
+                self._note_template_params(n)
                 for f in inner:
                     if f.get("kind") in _FUNCTION_KINDS and "mangledName" not in f:
                         if any(a.get("kind") == "CUDAGlobalAttr" for a in f.get("inner", [])) \
@@ -227,6 +232,7 @@ class Translator:
                 self._collect([f for f in inner if f.get("kind") in _FUNCTION_KINDS
                                and "mangledName" in f], scope, bodies, in_template)
             elif kind == "ClassTemplateDecl":
+                self._note_template_params(n)
                 self._collect([r for r in n.get("inner", [])
                                if r.get("kind") == "ClassTemplateSpecializationDecl"],
                               scope, bodies, in_template)
@@ -303,13 +309,27 @@ class Translator:
             if "CUDAGlobalAttr" in attrs:
                 self.kernel_names[qual] = f.get("mangledName", qual)
 
+    def _note_template_params(self, n):
+        """Remember a template's parameter types for its instantiations' names (clang
+        writes a bool argument as an integer)."""
+        types = [p.get("type", {}).get("qualType") if p.get("kind") == "NonTypeTemplateParmDecl"
+                 else None for p in n.get("inner", []) if p.get("kind", "").endswith("ParmDecl")]
+        for f in n.get("inner", []):
+            if f.get("kind") in _FUNCTION_KINDS or f.get("kind") in _RECORD_KINDS:
+                self._tparams[f.get("id")] = types
+
     def _template_args(self, n) -> list[str]:
         out = []
+        types = self._tparams.get(n.get("id"), [])
         for a in n.get("inner", []):
             if a.get("kind") != "TemplateArgument":
                 continue
+            i = len(out)
             if "value" in a:
-                out.append(str(a["value"]))
+                if i < len(types) and types[i] == "bool":
+                    out.append("true" if a["value"] else "false")
+                else:
+                    out.append(str(a["value"]))
             elif "type" in a:
                 t = a["type"]
                 out.append(t.get("desugaredQualType", t["qualType"]))
@@ -703,6 +723,11 @@ class Translator:
         init = None
         if init_node is not None:
             init = self.init_expr(init_node, d)
+            if init is None and init_node.get("kind") == "CXXConstructExpr":
+                rid = next((i for i, (q, _) in self.records.items()
+                            if q == self.record_name(ttext)), None)
+                if rid is not None and self._is_empty(rid):
+                    init = self.default_value(rid, init_node)   # thread_block b;
             if is_ref and d["id"] in self.ref_vars and init is not None:
                 init = c_ast.UnaryOp("&", init, self.coord(d))
         return c_ast.Decl(name, quals, [], storage, [], tnode, init, None,
@@ -737,8 +762,35 @@ class Translator:
         if len(args) == 1:
             return self.expr(args[0])
         if not args:
+            if rid is not None and self._is_empty(rid):
+                return self.default_value(rid, n)
             return None
         raise self.unsupported(n, f"this constructor of '{ttext}'")
+
+    def _is_empty(self, rid) -> bool:
+        return not any(f.get("kind") == "FieldDecl" for f in self.records[rid][1].get("inner", []))
+
+    def default_value(self, rid, n):
+        """A value-initialized object of record `rid` (``T()``, ``SharedMemory<float>()``):
+        a call of a function made once per record that returns one with its fields 0."""
+        qual, rec = self.records[rid]
+        name = qual + "::<value-initialized>"
+        if name not in self._defaults:
+            self._defaults.add(name)
+            fields = [f.get("name") for f in rec.get("inner", []) if f.get("kind") == "FieldDecl"
+                      and not re.search(r"\[\d*\]\s*$", self.type_text(f["type"]))
+                      and self.record_name(self.type_text(f["type"])) is None]
+            fields = fields if fields or not self._is_empty(rid) else ["__empty"]
+            items = [c_ast.Decl("this", [], [], [], [], c_ast.TypeDecl(
+                "this", [], None, c_ast.Struct(qual, None)), None, None)]
+            items += [c_ast.Assignment("=", c_ast.StructRef(c_ast.ID("this"), ".",
+                                                            c_ast.ID(f)),
+                                       c_ast.Constant("int", "0")) for f in fields]
+            items.append(c_ast.Return(c_ast.ID("this")))
+            decl = c_ast.Decl(name, [], [], [], ["inline"], c_ast.FuncDecl(None, c_ast.TypeDecl(
+                name, [], None, c_ast.Struct(qual, None))), None, None)
+            self._late.append(c_ast.FuncDef(decl, None, c_ast.Compound(items)))
+        return c_ast.FuncCall(c_ast.ID(name, self.coord(n)), None, self.coord(n))
 
     def expr(self, n):
         if not n:
@@ -846,8 +898,19 @@ class Translator:
             if r is None:
                 raise self.unsupported(n, "a default-constructed temporary")
             return r
-        if k == "CXXTemporaryObjectExpr":
-            return self.construct(n)
+        if k in ("CXXTemporaryObjectExpr", "CXXScalarValueInitExpr"):
+            if k == "CXXScalarValueInitExpr":
+                tn = self.type_node(self.type_text(n["type"]), None, n)
+                return c_ast.Cast(c_ast.Typename(None, [], None, tn),
+                                  c_ast.Constant("int", "0"), coord)
+            r = self.construct(n)
+            if r is None:
+                rid = next((i for i, (q, _) in self.records.items()
+                            if q == self.record_name(self.type_text(n["type"]))), None)
+                if rid is None:
+                    raise self.unsupported(n, "this temporary object")
+                r = self.default_value(rid, n)
+            return r
         if k == "UnaryExprOrTypeTraitExpr":
             name = n.get("name", "sizeof")
             if name != "sizeof":
