@@ -638,13 +638,29 @@ for e, b in zip(entries, built):
     print("%-40s %-16s %s" % (e["id"], r["result"], r.get("message", r.get("demangled", ""))),
           flush=True)
 
+# Our own construct kernels (tests/kernels/conformance/cxx_*.cu): compiled only, to check
+# that nvcc takes what the emulator's tests take; their results are the tests' business.
+own = []
+for path in sorted((HERE / "own").glob("*.cu")):
+    r = {"file": path.name}
+    try:
+        ptx = nvcc_compile(path.read_text(), no_extern_c=True, arch=arch, target="ptx")
+        names = re.findall(r"\.entry\s+([\w$]+)\s*\(", ptx.decode())
+        r.update(result="compiles", entries=demangle(names) if names else [])
+    except Exception as exc:
+        lines = [ln for ln in str(exc).splitlines() if "error" in ln.lower()]
+        r.update(result="refused by nvcc", message=(lines or [str(exc)[:300]])[0][:300])
+    own.append(r)
+    print("%-40s %-16s %s" % (r["file"], r["result"], r.get("message", r.get("entries", ""))),
+          flush=True)
+
 counts = {}
 for r in results:
     counts[r["result"]] = counts.get(r["result"], 0) + 1
 print("totals:", counts)
 dest = Path(os.environ.get("OUT") or ".") / "conformance_h200.json"
 dest.write_text(json.dumps({"device": dev.name(), "arch": arch, "counts": counts,
-                            "results": results}, indent=1))
+                            "results": results, "own_kernels": own}, indent=1))
 print("wrote", dest)
 '''
 
@@ -656,6 +672,9 @@ def write_gpu_folder(folder: Path, entries: list, sources: dict) -> None:
         (folder / "sources" / f"{e['id']}.cu").write_text(sources[e["id"]])
     (folder / "corpus.json").write_text(json.dumps(entries, indent=1))
     shutil.copyfile(__file__, folder / "corpus_lib.py")
+    (folder / "own").mkdir(exist_ok=True)
+    for path in sorted((ROOT / "tests" / "kernels" / "conformance").glob("cxx_*.cu")):
+        shutil.copyfile(path, folder / "own" / path.name)
     (folder / "run_gpu.py").write_text(RUN_GPU)
 
 
@@ -691,10 +710,13 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
             paths.setdefault(path, []).append(f"{first}-{'end' if last == -1 else last}")
         where = "; ".join(f"`{p}`: {', '.join(r)}" for p, r in paths.items())
         r = emu_by.get(e["id"], {})
-        launch = (f"grid {tuple(e['grid'])}, block {tuple(e['block'])}"
-                  + (f", shared {e['shared']}" if e.get("shared") else "")
+        lau = build_launch(e)
+        launch = (f"grid {lau['grid']}, block {lau['block']}"
+                  + (f", shared {lau['shared']} B" if lau["shared"] else "")
                   + "; " + ", ".join(f"{k}={v}" for k, v in e.get("sizes", {}).items()))
-        rows.append(f"| `{lookup_name(e)}` | {e['repo'].split('/')[0]}/{e['repo'].split('/')[1][:20]}"
+        owner, name = e["repo"].split("/")
+        commit = listing["repositories"][e["repo"]][:10]
+        rows.append(f"| `{lookup_name(e)}` | {owner}/{name[:20]} @`{commit}`"
                     f" | {where} | {', '.join(r.get('constructs', []))} | {launch} | "
                     f"{_short(r or None)} | {_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |")
     counts = emu["counts"]
