@@ -508,7 +508,8 @@ def run_on_emulator(entry: dict, source: str, line_map: list) -> dict:
               hazards="warn")
         except KernelRuntimeError as exc:
             return result | {"result": "runtime error", "by": type(exc).__name__,
-                             "message": str(exc).splitlines()[0]}
+                             "message": str(exc).splitlines()[0],
+                             "at": original_line(line_map, getattr(exc, "line", None))}
         except TilingLibError as exc:
             return result | {"result": "refused", "by": type(exc).__name__,
                              "message": str(exc).splitlines()[0]}

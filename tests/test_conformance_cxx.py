@@ -165,3 +165,40 @@ def test_streaming_loads_and_stores():
       grid=(3, 1))
     np.testing.assert_array_equal(out, np.float32(0.5) * x)
     assert f.last_report.global_load_requests == 3 * 4 - 2   # 10 warps hold an i < n
+
+
+def test_file_scope_const_bounds_and_device_assert():
+    w = 64
+    x = rng().standard_normal((w, w)).astype(np.float32)
+    out = np.zeros_like(x)
+    f = emulator.SourceModule((HERE / "cxx_file_scope_const.cu").read_text()).get_function(
+        "transposePadded")
+    f(emulator.Out(out), emulator.In(x), block=(32, 8, 1), grid=(2, 2), hazards="raise")
+    np.testing.assert_array_equal(out, x.T)
+    # +1 padding: the column read of the tile is conflict-free (32 distinct banks).
+    assert f.last_report.shared_load_bank_conflicts == 0
+
+
+def test_warp_reduce_builtins():
+    n = 128
+    x = rng().integers(-500, 500, n).astype(np.int32)
+    sums = np.zeros(n // 32, np.int32)
+    mins = np.zeros(n // 32, np.uint32)
+    maxs = np.zeros(n // 32, np.uint32)
+    f = emulator.SourceModule((HERE / "cxx_warp_reduce_builtins.cu").read_text()).get_function(
+        "warpReductions")
+    f(emulator.In(x), emulator.Out(sums), emulator.Out(mins), emulator.Out(maxs),
+      block=(64, 1, 1), grid=(2, 1))
+    warps = x.reshape(-1, 32)
+    np.testing.assert_array_equal(sums, warps.sum(axis=1))
+    np.testing.assert_array_equal(mins, warps.min(axis=1) + 1000)
+    np.testing.assert_array_equal(maxs, warps.max(axis=1) + 1000)
+
+
+def test_legacy_shuffle_is_a_compile_error_at_its_line():
+    from tilinglib.errors import CompileError
+
+    with pytest.raises(CompileError) as info:
+        emulator.SourceModule((HERE / "cxx_legacy_shfl.cu").read_text())
+    assert info.value.line == 6
+    assert "__shfl_down" in str(info.value)
