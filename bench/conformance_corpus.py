@@ -472,6 +472,14 @@ def compare(entry: dict, launch: dict, outputs: dict) -> str | None:
 
 # ----------------------------------------------------------------------------- the emulator
 
+# The LaunchReport counters recorded per kernel (Nsight Compute's names), for a later
+# comparison with ncu on the H200.
+COUNTERS = ("global_load_requests", "global_load_sectors", "global_store_requests",
+            "global_store_sectors", "shared_load_requests", "shared_load_wavefronts",
+            "shared_store_requests", "shared_store_wavefronts", "shared_bank_conflicts",
+            "global_atomic_requests", "shared_atomic_requests", "flops")
+
+
 def lookup_name(entry: dict) -> str:
     return entry["kernel"] + (entry.get("tmpl") or "")
 
@@ -526,6 +534,7 @@ def run_on_emulator(entry: dict, source: str, line_map: list) -> dict:
         result["message"] = diff
     if report is not None:
         result["hazards"] = len(report.hazards)
+        result["counters"] = {k: getattr(report, k) for k in COUNTERS}
     return result
 
 
@@ -622,6 +631,8 @@ for e, b in zip(entries, built):
         mangled, readable = pick_entry(e, b["ptx"].decode() if isinstance(b["ptx"], bytes)
                                        else b["ptx"])
         r.update(mangled=mangled, demangled=readable)
+        if e.get("clang_mangled"):
+            r["clang_mangled_agrees"] = e["clang_mangled"] == mangled
         f = mod.get_function(mangled)
         launch = lib.build_launch(e)
         wrap = {"in": cuda.In, "out": cuda.Out, "inout": cuda.InOut}
@@ -658,15 +669,29 @@ for path in sorted((HERE / "own").glob("*.cu")):
 counts = {}
 for r in results:
     counts[r["result"]] = counts.get(r["result"], 0) + 1
-print("totals:", counts)
+agree = [r["clang_mangled_agrees"] for r in results if "clang_mangled_agrees" in r]
+print("totals:", counts, "| clang's mangled name = nvcc's .entry for %d of %d kernels"
+      % (sum(agree), len(agree)))
 dest = Path(os.environ.get("OUT") or ".") / "conformance_h200.json"
 dest.write_text(json.dumps({"device": dev.name(), "arch": arch, "counts": counts,
+                            "clang_mangled_agrees": [sum(agree), len(agree)],
                             "results": results, "own_kernels": own}, indent=1))
 print("wrote", dest)
 '''
 
 
+def clang_mangled_name(entry: dict, source: str) -> str | None:
+    """The mangled name tilinglib's front end (clang) gives the entry's kernel, or None
+    where the front end cannot say (not merged yet, or it refuses the source)."""
+    try:
+        from tilinglib.frontend.parse import mangled_names
+        return mangled_names(source, entry.get("options")).get(lookup_name(entry))
+    except Exception:                             # noqa: BLE001 (recorded as unknown)
+        return None
+
+
 def write_gpu_folder(folder: Path, entries: list, sources: dict) -> None:
+    entries = [e | {"clang_mangled": clang_mangled_name(e, sources[e["id"]])} for e in entries]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sources").mkdir(exist_ok=True)
     for e in entries:
