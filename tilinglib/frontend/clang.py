@@ -162,6 +162,11 @@ _WORDING = [
     (re.compile(r"^unknown type name '(.*)'$"), r"unknown type '\1'"),
     (re.compile(r"^expected ';' after (expression|declaration|statement)$"),
      r"syntax error: a ';' is missing after this \1"),
+    (re.compile(r"^expected ';' at end of declaration$"),
+     r"syntax error: a ';' is missing at the end of this declaration"),
+    (re.compile(r"^expected '(.)'$"), r"syntax error: a '\1' is missing here"),
+    (re.compile(r"^expected (statement|expression)$"), r"syntax error: expected a \1 here"),
+    (re.compile(r"^expected unqualified-id$"), r"syntax error: expected a name here"),
     (re.compile(r"^static assertion failed(.*)$"), r"static_assert failed\1"),
 ]
 
@@ -192,6 +197,19 @@ def compile_error(diagnostics: str, source_lines, offset: int = 0) -> CompileErr
             errors[-1][2] += f" ({msg.replace(' requested here', '')} on line {line})"
             if errors[-1][0] is None:
                 errors[-1][0], errors[-1][1] = line, col
+        elif sev == "note" and errors and msg.startswith("to match this") and ours:
+            errors[-1][2] += f" (to match the {msg[len('to match this '):]} on line {line})"
+        elif sev == "note" and errors and errors[-1][2].startswith("no matching function") \
+                and "not viable" in msg and "(" not in errors[-1][2]:
+            reason = msg.split("not viable: ", 1)[-1]
+            name = errors[-1][2].split("'")[1] if "'" in errors[-1][2] else "it"
+            if "call to __host__ function" in reason:
+                errors[-1][2] = (f"'{name}' is a host function: a kernel can only call "
+                                 f"functions marked __device__ (nvcc: calling a __host__ "
+                                 f"function from a __global__ function is not allowed). Write "
+                                 f"'__device__' before its return type.")
+            else:
+                errors[-1][2] += f" ({reason})"
     if not errors:
         text = diagnostics.strip().splitlines()
         return CompileError(f"{SOURCE_NAME}: the C++ front end failed: "

@@ -19,11 +19,10 @@ Steps:
    ``#include`` is a `CompileError` at its line. Macro expansion has caps
    (`MAX_MACRO_DEPTH`, `MAX_EXPANSION_TOKENS`), and so has the source (`MAX_SOURCE_CHARS`):
    a macro bomb ends in a `CompileError` in well under a second.
-2. CUDA's keywords are spelled as clang's attributes (``__global__`` ->
-   ``__attribute__((global))``, prelude.KEYWORDS), so clang sees no macro and every
-   location is a plain line and column; ``__launch_bounds__(...)`` and ``extern "C"`` go.
-   Rewrites never add or remove a newline.
-3. Half precision (``__half``) is refused here with an `UnsupportedFeatureError` naming the
+   CUDA's keywords (``__global__``, ``__shared__``, ``__launch_bounds__(...)``) are left
+   as they are: the prelude defines them for clang (prelude.KEYWORDS), so every column
+   clang reports is the student's.
+2. Half precision (``__half``) is refused here with an `UnsupportedFeatureError` naming the
    construct and its line.
 """
 
@@ -37,7 +36,6 @@ from dataclasses import dataclass
 import pcpp
 
 from ..errors import CompileError, UnsupportedFeatureError
-from .prelude import KEYWORDS
 
 SOURCE_NAME = "kernel.cu"
 
@@ -83,11 +81,6 @@ MAX_SOURCE_CHARS = 256 * 1024       # a kernel file of 5,000 long lines is about
 MAX_MACRO_DEPTH = 100               # macros expanding macros (or arguments), nested
 MAX_EXPANSION_TOKENS = 100_000      # tokens made by nested macro expansion, summed
 MAX_PREPROCESS_SECONDS = 10.0       # a last safety net behind the two caps above
-
-_KEYWORD_REWRITES = [(re.compile(r"\b" + word + r"\b"), spelled)
-                     for word, spelled in KEYWORDS.items()] + [
-    (re.compile(r"\bregister\b"), ""),              # a hint to C compilers: meaningless
-]
 
 _UNSUPPORTED = [
     (re.compile(r"\b(__half2?|half2?|__nv_bfloat162?)\b"), "half-precision type '{0}'",
@@ -306,73 +299,6 @@ class _Preprocessor(pcpp.Preprocessor):
         return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
 
 
-def _find_matching(text: str, start: int, open_ch: str, close_ch: str) -> int:
-    """Index of the bracket closing the one at `start`, or -1."""
-    depth = 0
-    for i in range(start, len(text)):
-        c = text[i]
-        if c == open_ch:
-            depth += 1
-        elif c == close_ch:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-_CAST = re.compile(r"\b(static_cast|reinterpret_cast|const_cast)\s*<")
-
-
-def _rewrite_casts(text: str) -> str:
-    """``static_cast<T>(e)`` -> ``((T)(e))`` (and the same for reinterpret_cast/const_cast)."""
-    while True:
-        m = _CAST.search(text)
-        if not m:
-            return text
-        lt = m.end() - 1
-        gt = _find_matching(text, lt, "<", ">")
-        paren = text.find("(", gt)
-        if gt < 0 or paren < 0 or text[gt + 1:paren].strip():
-            raise UnsupportedFeatureError(f"cannot read the {m.group(1)} expression here")
-        close = _find_matching(text, paren, "(", ")")
-        if close < 0:
-            raise UnsupportedFeatureError(f"unbalanced parentheses after {m.group(1)}")
-        type_text = text[lt + 1:gt]
-        text = (text[:m.start()] + "((" + type_text + ")" + text[paren:close + 1] + ")"
-                + text[close + 1:])
-
-
-def _remove_balanced_call(text: str, pattern: re.Pattern) -> str:
-    """Remove ``name(...)`` occurrences such as ``__launch_bounds__(256, 2)``."""
-    while True:
-        m = pattern.search(text)
-        if not m:
-            return text
-        paren = text.find("(", m.end() - 1)
-        close = _find_matching(text, paren, "(", ")")
-        inner = text[paren:close + 1]
-        text = text[:m.start()] + "\n" * inner.count("\n") + text[close + 1:]
-
-
-_LAUNCH_BOUNDS = re.compile(r"\b__launch_bounds__\s*\(")
-_EXTERN_C_BLOCK = re.compile(r'\bextern\s+"C"\s*\{')
-_EXTERN_C = re.compile(r'\bextern\s+"C"\s*')
-
-
-def _remove_extern_c(text: str) -> str:
-    while True:
-        m = _EXTERN_C_BLOCK.search(text)
-        if not m:
-            break
-        brace = m.end() - 1
-        close = _find_matching(text, brace, "{", "}")
-        if close < 0:
-            raise CompileError('extern "C" { has no closing brace')
-        text = (text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():close]
-                + " " + text[close + 1:])
-    return _EXTERN_C.sub("", text)
-
-
 def _line_of(text: str, pos: int) -> int:
     """The student's line number at `pos` of preprocessed text (reads the #line directives)."""
     line = 1
@@ -460,9 +386,6 @@ def preprocess(source: str, options=None) -> Preprocessed:
     if not text.lstrip().startswith("#line"):
         text = f'#line 1 "{SOURCE_NAME}"\n' + text
     _check_unsupported(text, source_lines)
-    text = _remove_balanced_call(text, _LAUNCH_BOUNDS)
-    for pattern, repl in _KEYWORD_REWRITES:
-        text = pattern.sub(repl, text)
     return Preprocessed(text=text, source_lines=source_lines, defines=defines,
                         float_mode=float_mode(options),
                         cooperative_groups=pp.cooperative_groups)

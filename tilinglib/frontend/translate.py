@@ -373,8 +373,13 @@ class Translator:
         'float[32][33]', 'SharedMemory<float>'); a reference becomes a pointer (or, with
         `by_value_refs` and a const reference, the type itself)."""
         text = text.strip()
+        if "(lambda at" in text:
+            raise self.unsupported(n, "C++ lambdas", "write a __device__ function")
+        if re.search(r"\(\*\)\s*\(", text):
+            raise self.unsupported(n, f"function pointers ('{text}')",
+                                   "call the __device__ function by its name")
         if "(*)" in text or "(&)" in text:
-            raise self.unsupported(n, f"the type '{text}' (a pointer to a function or to an "
+            raise self.unsupported(n, f"the type '{text}' (a pointer or reference to an "
                                       f"array)", "index a plain pointer instead")
         dims = []
         while True:
