@@ -444,6 +444,35 @@ def ref_histogram(s, a):
     return {"histo": s["histo"] + np.bincount(s["buffer"], minlength=256)}, (0, 0)
 
 
+def ref_inclusive_scan(s, a):
+    return {"output": np.cumsum(s["input"].astype(np.int64))}, (0, 0)
+
+
+def ref_histogram_mod16(s, a):
+    return {"bins": s["bins"] + np.bincount(s["input"] % 16, minlength=16)}, (0, 0)
+
+
+def ref_block_max(s, a):
+    x, bs = s["input"], s["bs"]
+    padded = np.full(cdiv(x.size, bs) * bs, -np.finfo(np.float32).max, np.float32)
+    padded[:x.size] = x
+    return {"partials": padded.reshape(-1, bs).max(axis=1)}, (0, 0)
+
+
+def ref_bitonic_step(s, a):
+    """One compare-exchange step (j, k) of a bitonic sort: element i and i ^ j swap when
+    out of the order that bit k of i asks for."""
+    d, j, k = s["data"].copy(), s["j"], s["k"]
+    out = d.copy()
+    for i in range(d.size):
+        p = i ^ j
+        if p > i:
+            up = (i & k) == 0
+            if (up and d[i] > d[p]) or (not up and d[i] < d[p]):
+                out[i], out[p] = d[p], d[i]
+    return {"data": out}, (0, 0)
+
+
 REFERENCES = {name[4:]: f for name, f in globals().items() if name.startswith("ref_")}
 
 

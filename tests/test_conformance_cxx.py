@@ -202,3 +202,12 @@ def test_legacy_shuffle_is_a_compile_error_at_its_line():
         emulator.SourceModule((HERE / "cxx_legacy_shfl.cu").read_text())
     assert info.value.line == 6
     assert "__shfl_down" in str(info.value)
+
+
+def test_kernel_in_anonymous_namespace_keeps_its_name():
+    x = rng().standard_normal((5, 8)).astype(np.float32)
+    want = x[:, ::-1] + np.arange(5, dtype=np.float32)[:, None]
+    f = emulator.SourceModule((HERE / "cxx_anonymous_namespace.cu").read_text()).get_function(
+        "addRowNumbers")
+    f(emulator.InOut(x), block=(8, 1, 1), grid=(5, 1), hazards="raise")
+    np.testing.assert_array_equal(x, want)
