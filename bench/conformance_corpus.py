@@ -757,8 +757,8 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
     """The markdown table of docs/conformance.md from the list and the results files."""
     emu_by = {r["id"]: r for r in emu["results"]}
     gpu_by = {r["id"]: r for r in (h200 or {}).get("results", [])}
-    rows = ["| kernel | repository | path: lines | constructs | launch | emulator | H200 (PyCUDA) |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| kernel | repository | path: lines | constructs | launch | emulator "
+            "| H200 (PyCUDA) |", "|---|---|---|---|---|---|---|"]
     for e in listing["kernels"]:
         paths: dict = {}
         for path, first, last in e["parts"]:
@@ -773,24 +773,27 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
         commit = listing["repositories"][e["repo"]][:10]
         rows.append(f"| `{lookup_name(e)}` | {owner}/{name[:20]} @`{commit}`"
                     f" | {where} | {', '.join(r.get('constructs', []))} | {launch} | "
-                    f"{_short(r or None)} | {_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |")
+                    f"{_short(r or None)} | "
+                    f"{_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |")
     counts = emu["counts"]
     lines = [f"Emulator: {', '.join(f'{v} {k}' for k, v in counts.items())} of "
              f"{len(listing['kernels'])}."]
     if h200:
         lines.append(f"H200: {', '.join(f'{v} {k}' for k, v in h200['counts'].items())}.")
     lines.append("")
-    lines.append("| repository (commit) | " + " | ".join(["emulator"] + (["H200"] if h200 else [])) + " |")
+    lines.append("| repository (commit) | emulator |" + (" H200 |" if h200 else ""))
     lines.append("|---|---|" + ("---|" if h200 else ""))
+
+    def tally(repo, by):
+        c: dict = {}
+        for e in listing["kernels"]:
+            if e["repo"] == repo and e["id"] in by:
+                c[by[e["id"]]["result"]] = c.get(by[e["id"]]["result"], 0) + 1
+        return ", ".join(f"{v} {k}" for k, v in sorted(c.items()))
+
     for repo, commit in listing["repositories"].items():
-        def tally(by):
-            c: dict = {}
-            for e in listing["kernels"]:
-                if e["repo"] == repo and e["id"] in by:
-                    c[by[e["id"]]["result"]] = c.get(by[e["id"]]["result"], 0) + 1
-            return ", ".join(f"{v} {k}" for k, v in sorted(c.items()))
-        lines.append(f"| {repo} (`{commit[:10]}`) | {tally(emu_by)} |"
-                     + (f" {tally(gpu_by)} |" if h200 else ""))
+        lines.append(f"| {repo} (`{commit[:10]}`) | {tally(repo, emu_by)} |"
+                     + (f" {tally(repo, gpu_by)} |" if h200 else ""))
     return "\n".join(lines + [""] + rows) + "\n"
 
 
