@@ -567,10 +567,10 @@ def test_options_nvcc_would_misread_are_refused(options, message):
     ("__global__ void k(float* A)\n{\n    int i = 0;\n    A[i = 1.0f;\n}\n",
      "kernel.cu:4:15: syntax error: a ']' is missing here (to match the '[' on line 4)"),
     ("__global__ void k(float* A)\n{\n    float x = 1.0f\n    A[0] = x;\n}\n",
-     "kernel.cu:3:19: syntax error: a ';' is missing at the end of this declaration"),
+     "kernel.cu:3:19: syntax error (is a ';' missing at the end of line 3?)"),
     # A '(' inside a string is no open parenthesis.
     ('__global__ void k(float* A)\n{\n    printf("(%d", 1)\n    A[0] = 1.0f;\n}\n',
-     "kernel.cu:3:21: syntax error: a ';' is missing after this expression"),
+     "kernel.cu:3:21: syntax error (is a ';' missing at the end of line 3?)"),
     ("__global__ void k(float* A)\n{\n    if (threadIdx.x < 4)\n    }\n}\n",
      "kernel.cu:4:5: syntax error: expected a statement here"),
 ])

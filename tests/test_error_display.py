@@ -183,7 +183,7 @@ def test_runaway_loop(shell):
 def test_compile_error(shell):
     exc, lines = run(shell, "x = 1\nmod = SourceModule(UNDECLARED)")
     check_short(exc, lines, CompileError, "cell line 2: mod = SourceModule(UNDECLARED)")
-    assert lines[0] == "CompileError: kernel.cu:3: 'b' is not declared"
+    assert lines[0] == "CompileError: kernel.cu:3:22: 'b' is not declared"
     assert caret_under(lines, 3) == ("b", "    a[threadIdx.x] = b;")
 
 

@@ -232,3 +232,30 @@ def test_nvcc_headers_typedefs_and_macros():
     run(src, "k", Out(u), Out(s), Out(l), Out(f), block=(1, 1, 1))
     assert (u[0], s[0], l[0]) == (7, 65535, 1 << 40)
     assert np.isinf(f[0]) and f[1] == 900
+
+
+def test_cooperative_groups_reduce_on_tiles_of_16_and_sync_of_a_tile():
+    src = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+           "__global__ void k(const float* in, float* out) {\n"
+           "  auto block = cg::this_thread_block();\n"
+           "  auto tile = cg::tiled_partition<16>(block);\n"
+           "  float v = cg::reduce(tile, in[block.thread_rank()], cg::plus<float>());\n"
+           "  cg::sync(tile);\n"
+           "  if (tile.thread_rank() == 0) out[tile.meta_group_rank()] = v;\n}\n")
+    x = np.arange(64, dtype=np.float32) ** 2
+    out = np.zeros(4, np.float32)
+    run(src, "k", In(x), Out(out), block=(64, 1, 1))
+    np.testing.assert_array_equal(out, x.reshape(4, 16).sum(axis=1))
+
+
+def test_inheritance_is_refused_naming_the_class():
+    src = ("struct A { int a; };\nstruct B : A { int b; };\n"
+           "__global__ void k(int* o) { B b; b.b = 1; o[0] = b.b; }\n")
+    with pytest.raises(UnsupportedFeatureError, match=r"kernel.cu:2: .*inheritance \('B'"):
+        SourceModule(src)
+
+
+def test_a_kernel_template_never_instantiated_is_named_when_looked_up():
+    mod = SourceModule("template <int N> __global__ void k(float* a) { a[0] = N; }\n")
+    with pytest.raises(KernelNotFoundError, match=r"'k' is a template: instantiate it"):
+        mod.get_function("k<4>")

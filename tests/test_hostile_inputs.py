@@ -120,8 +120,8 @@ def test_known_headers_are_satisfied_inside(header):
 
 
 def test_a_library_the_emulator_lacks_is_named():
-    with pytest.raises(CompileError, match="does not support cooperative groups"):
-        SourceModule("#include <cooperative_groups.h>\n__global__ void k() {}")
+    with pytest.raises(CompileError, match=r"does not support warp matrix functions \(wmma\)"):
+        SourceModule("#include <mma.h>\n__global__ void k() {}")
 
 
 # --------------------------------------------------------------------------- preprocessor caps
@@ -207,12 +207,11 @@ def test_a_chain_of_device_calls_is_a_kernel_error():
     (r"'\xff'", -1),                 # char is signed
     (r"'\377'", -1),
     (r"'\101'", 65),
-    (r"'\u1234'", 0xE188B4),         # three UTF-8 bytes: a multi-character int, as gcc
     ("'ab'", 0x6162),
+    ("'abcde'", 0x62636465),          # the last four characters, as gcc (and clang)
     (r"L'\u1234'", 0x1234),
     (r"U'\U0001F600'", 0x1F600),
     (r"'\e'", 27),
-    ("'é'", 0xC3A9),
 ])
 def test_character_constants_by_c_rules(literal, value):
     out = run_body(f"out[threadIdx.x * 8] = {literal};")
@@ -224,9 +223,11 @@ def test_character_constants_by_c_rules(literal, value):
     (r"'\400'", "octal escape sequence"),
     (r"'\x100'", "hex escape sequence"),
     (r"'\u12'", "universal character name"),
-    (r"'\UFFFFFFFF'", "not a valid universal character"),
-    (r"L'ab'", "more than one character|syntax error"),    # pycparser's lexer: syntax
-    (r"'abcde'", "too long|Invalid char constant"),
+    (r"'\UFFFFFFFF'", "invalid universal character"),
+    (r"L'ab'", "may not contain multiple characters"),
+    # C++ (clang): a character that needs more than one byte is no plain char constant
+    (r"'\u1234'", "character too large for enclosing character literal type"),
+    ("'é'", "character too large for enclosing character literal type"),
 ])
 def test_bad_character_constants_are_compile_errors(source, match):
     with pytest.raises(CompileError, match=match) as info:

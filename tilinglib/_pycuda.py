@@ -230,7 +230,7 @@ class SourceModule:
 
         self._session = CudaSession.current()
         self.source = source
-        from .emulator.preprocess import check_options
+        from .frontend.preprocess import check_options
 
         check_options(options)
         self.options = list(options) if options is not None else None
@@ -256,7 +256,7 @@ class SourceModule:
     @functools.cached_property
     def _signatures(self) -> dict | None:
         """Parameter types of every kernel, read by the emulator's parser; None if it cannot."""
-        from .emulator.parse import kernel_signatures
+        from .frontend.parse import kernel_signatures
 
         try:
             return kernel_signatures(self.source, self.options)

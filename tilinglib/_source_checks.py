@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from .emulator.parse import is_kernel, parse
-from .emulator.preprocess import preprocess
+from .frontend.parse import is_kernel, parse
+from .frontend.preprocess import preprocess
 
 __all__ = ["Finding", "UnsetRead", "int_overflow_risks", "thread_component",
            "thread_indexed_stores", "uninitialized_locals", "unset_reads"]

@@ -27,7 +27,7 @@ import tempfile
 import threading
 
 from ..errors import CompileError
-from .prelude import prelude_text
+from .prelude import identifiers, prelude_text
 
 SOURCE_NAME = "kernel.cu"
 CLANG_SECONDS = 30.0
@@ -37,7 +37,7 @@ MAX_ERRORS = 10
 FLAGS = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
          "--cuda-gpu-arch=sm_90", "-nostdinc", "-nobuiltininc", "-std=c++17", "-w",
          "-fno-color-diagnostics", "-fno-caret-diagnostics", "-fno-diagnostics-show-option",
-         f"-ferror-limit={MAX_ERRORS}", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-"]
+         f"-ferror-limit={MAX_ERRORS}", "-fbracket-depth=1024", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-"]
 
 NO_CLANG = ("the CUDA C++ front end needs clang, which the 'ziglang' package provides: run "
             "pip install ziglang (or set TILINGLIB_CLANG to a clang or zig binary)")
@@ -87,7 +87,7 @@ def flatten_lines(text: str) -> str:
 def clang_input(text: str, cooperative_groups: bool = False) -> tuple[str, int]:
     """What clang reads, and the number of prelude lines before the student's line 1: the
     prelude, then stage 1's text with the student's line L on line L after it."""
-    prelude = prelude_text(cooperative_groups)
+    prelude = prelude_text(cooperative_groups, identifiers(text))
     return prelude + flatten_lines(text), prelude.count("\n")
 
 
@@ -139,10 +139,14 @@ def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None,
             for r in readers:
                 r.join()
             proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
             raise CompileError(f"{SOURCE_NAME}: the C++ front end (clang) took more than "
                                f"{CLANG_SECONDS:g} s or wrote too much on this source: "
                                f"simplify it (templates instantiated thousands of times?)")
         rc = proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
     diagnostics = err.get("data", b"").decode("utf-8", "replace")
     if rc != 0:
         return None, diagnostics, offset
@@ -160,21 +164,22 @@ _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>erro
 _WORDING = [
     (re.compile(r"^use of undeclared identifier '(.*)'$"), r"'\1' is not declared"),
     (re.compile(r"^unknown type name '(.*)'$"), r"unknown type '\1'"),
-    (re.compile(r"^expected ';' after (expression|declaration|statement)$"),
-     r"syntax error: a ';' is missing after this \1"),
-    (re.compile(r"^expected ';' at end of declaration$"),
-     r"syntax error: a ';' is missing at the end of this declaration"),
+    (re.compile(r"^expected ';' (after (expression|declaration|statement)|at end of "
+                r"declaration)$"), "syntax error (is a ';' missing at the end of line {line}?)"),
     (re.compile(r"^expected '(.)'$"), r"syntax error: a '\1' is missing here"),
     (re.compile(r"^expected (statement|expression)$"), r"syntax error: expected a \1 here"),
     (re.compile(r"^expected unqualified-id$"), r"syntax error: expected a name here"),
+    (re.compile(r"^bracket nesting level exceeded maximum of (\d+)$"),
+     r"parentheses, brackets or braces nested too deeply (more than \1 levels): split the "
+     r"expression or the blocks"),
     (re.compile(r"^static assertion failed(.*)$"), r"static_assert failed\1"),
 ]
 
 
-def _course_words(msg: str) -> str:
+def _course_words(msg: str, line) -> str:
     for pattern, repl in _WORDING:
         if pattern.match(msg):
-            return pattern.sub(repl, msg)
+            return pattern.sub(repl.replace("{line}", str(line)), msg)
     return msg
 
 
@@ -192,7 +197,7 @@ def compile_error(diagnostics: str, source_lines, offset: int = 0) -> CompileErr
         line, col = (line, int(m.group("col"))) if ours else (None, None)
         if sev in ("error", "fatal error"):
             msg = re.sub(r" when compiling for sm_\d+", "", msg)
-            errors.append([line, col, _course_words(msg)])
+            errors.append([line, col, _course_words(msg, line)])
         elif sev == "note" and errors and "in instantiation of" in msg and ours:
             errors[-1][2] += f" ({msg.replace(' requested here', '')} on line {line})"
             if errors[-1][0] is None:

@@ -10,6 +10,7 @@ Results are cached by the preprocessed text, so compiling the same source again 
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -77,6 +78,34 @@ class TranslationUnit(c_ast.FileAST):
         return None
 
 
+_OPERATOR = re.compile(r"->|\+\+|--|<<=?|>>=?|[-+*/%&|^!~<>=?]=?|[;{},]")
+_LITERALS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+
+
+def check_expression_depth(pre: Preprocessed, limit: int = MAX_NESTING) -> None:
+    """Refuse, before clang runs, an expression of more than `limit` operators between two
+    of ';', '{', '}', ','(a sum of thousands of terms, thousands of unary minuses): its AST
+    would be that deep, and clang's JSON of it grows as the square of the depth."""
+    line, count = 1, 0
+    for raw in pre.text.split("\n"):
+        m = re.match(r'\s*#\s*line\s+(\d+)', raw)
+        if m:
+            line = int(m.group(1))
+            continue
+        for tok in _OPERATOR.findall(_LITERALS.sub('""', raw)):
+            if tok in ";{},":
+                count = 0
+                continue
+            count += 1
+            if count > limit:
+                raise CompileError(
+                    f"{SOURCE_NAME}:{line}: expressions and statements nested more than "
+                    f"{limit:,} levels deep (a sum of over {limit:,} terms in one "
+                    f"expression, or blocks inside blocks): split it into several statements",
+                    line=line, source_line=source_line(pre, line))
+        line += 1
+
+
 @functools.lru_cache(maxsize=64)
 def _translate(text: str, cooperative_groups: bool, source_lines: tuple) -> TranslationUnit:
     root, diagnostics, offset = run_clang(text, cooperative_groups)
@@ -92,6 +121,7 @@ def parse(pre: Preprocessed) -> TranslationUnit:
     """Run clang and the translator on stage 1's text. Raises `CompileError` at the
     student's line and column (every error clang found listed), `UnsupportedFeatureError`
     for C++ the emulator does not run."""
+    check_expression_depth(pre)
     try:
         with recursion_room():
             ast = _translate(pre.text, pre.cooperative_groups, tuple(pre.source_lines))

@@ -15,6 +15,9 @@ student's.
 
 from __future__ import annotations
 
+import functools
+import re
+
 # CUDA's vector types: base name -> (C element type, bytes); float4 is `float4`.
 _VECTOR_BASES = {"float": ("float", 4), "int": ("int", 4), "uint": ("unsigned int", 4),
                  "double": ("double", 8), "char": ("signed char", 1),
@@ -95,9 +98,9 @@ def _vector_decls() -> list[str]:
             name = f"{base}{n}"
             align = size * n if n in (2, 4) else size
             fields = " ".join(f"{cname} {f};" for f in "xyzw"[:n])
-            out.append(f"struct __attribute__((aligned({align}))) {name} {{ {fields} }};")
             params = ", ".join(f"{cname} {f}" for f in "xyzw"[:n])
-            out.append(f"__device__ {name} make_{name}({params});")
+            out.append(f"struct __attribute__((aligned({align}))) {name} {{ {fields} }}; "
+                       f"__device__ {name} make_{name}({params});")
     out.append("typedef uint3 dim3;")
     return out
 
@@ -115,16 +118,18 @@ def _atomic_decls() -> list[str]:
     return out
 
 
-_FIXED = r"""
-typedef unsigned int uint;
-typedef unsigned short ushort;
-typedef unsigned long ulong;
-typedef unsigned long size_t;
-typedef long ptrdiff_t;
-typedef signed char int8_t; typedef unsigned char uint8_t;
-typedef short int16_t; typedef unsigned short uint16_t;
-typedef int int32_t; typedef unsigned int uint32_t;
-typedef long long int64_t; typedef unsigned long long uint64_t;
+# The typedefs of the C and CUDA headers (glibc's uint, ushort, ulong come with nvcc's
+# <cuda_runtime.h>): name -> the built-in type. The translator keeps their names (a message
+# says `(size_t) r`, as the student wrote it).
+PRELUDE_TYPEDEFS = {
+    "uint": "unsigned int", "ushort": "unsigned short", "ulong": "unsigned long",
+    "size_t": "unsigned long", "ptrdiff_t": "long", "int8_t": "signed char",
+    "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
+    "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long long",
+    "uint64_t": "unsigned long long",
+}
+
+_FIXED = "".join(f"typedef {t} {name};\n" for name, t in PRELUDE_TYPEDEFS.items()) + r"""
 extern const __device__ uint3 threadIdx;
 extern const __device__ uint3 blockIdx;
 extern const __device__ dim3 blockDim;
@@ -237,11 +242,50 @@ def _defines() -> str:
     return "".join(f"#define {word} {spelled}\n" for word, spelled in KEYWORDS.items())
 
 
-def prelude_text(cooperative_groups: bool = False) -> str:
-    """The declarations clang reads first, CUDA keywords already spelled as attributes.
-    With `cooperative_groups`, `COOPERATIVE_GROUPS` too (the source included
-    <cooperative_groups.h>)."""
-    parts = _vector_decls() + [_FIXED] + _math_decls() + _atomic_decls()
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_DECLARES = re.compile(r"(?:struct\s+(?:__attribute__\(\(\w+\(\d+\)\)\)\s+)?(\w+)\s*\{)"
+                       r"|(\w+)\s*\(|typedef\s+[\w\s]+?\s(\w+)\s*;|(\w+)\s*[,;]")
+_ALWAYS = {"uint3", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"}
+
+
+def _items(cooperative_groups: bool) -> list[tuple[set, str]]:
+    items = []
+    for text in _vector_decls() + _FIXED.splitlines() + _math_decls() + _atomic_decls():
+        if not text.strip():
+            continue
+        if text.startswith("struct"):
+            m = re.search(r"(\w+) \{", text)
+            names = {m.group(1), "make_" + m.group(1)}
+        else:
+            names = {g for m in _DECLARES.finditer(text) for g in m.groups() if g}
+        items.append((names - {"__attribute__", "aligned", "const", "int", "float"}, text))
+    return items
+
+
+@functools.lru_cache(maxsize=4)
+def _all_items(cooperative_groups: bool):
+    return _items(cooperative_groups)
+
+
+def prelude_text(cooperative_groups: bool = False, used=None) -> str:
+    """The declarations clang reads first: the CUDA keywords' macros, then each
+    declaration whose name is in `used` (the identifiers of the source: clang's JSON of the
+    whole prelude is a megabyte, and reading it was most of a compile), all of them when
+    `used` is None. With `cooperative_groups`, `COOPERATIVE_GROUPS` too (the source
+    included <cooperative_groups.h>), and what it uses."""
+    parts = []
+    if used is not None:
+        used = set(used) | _ALWAYS
+        if cooperative_groups:
+            used |= set(_IDENT.findall(COOPERATIVE_GROUPS))
+    for names, text in _all_items(cooperative_groups):
+        if used is None or names & used:
+            parts.append(text)
     if cooperative_groups:
         parts.append(COOPERATIVE_GROUPS)
     return _defines() + "\n".join(parts) + "\n"
+
+
+def identifiers(text: str) -> frozenset:
+    """The identifiers of `text` (for `prelude_text`'s `used`)."""
+    return frozenset(_IDENT.findall(text))

@@ -34,7 +34,7 @@ from pycparser import c_ast
 from pycparser.c_parser import Coord
 
 from ..errors import UnsupportedFeatureError
-from .prelude import VECTOR_NAMES
+from .prelude import PRELUDE_TYPEDEFS, VECTOR_NAMES
 
 SOURCE_NAME = "kernel.cu"
 
@@ -184,6 +184,9 @@ class Translator:
                     name, [], None, c_ast.Struct("__cuda_" + name, None))))
         self.ext.append(c_ast.Typedef("dim3", [], ["typedef"], c_ast.TypeDecl(
             "dim3", [], None, c_ast.Struct("__cuda_uint3", None))))
+        for name, words in PRELUDE_TYPEDEFS.items():
+            self.ext.append(c_ast.Typedef(name, [], ["typedef"], c_ast.TypeDecl(
+                name, [], None, c_ast.IdentifierType(words.split()))))
         bodies = []
         self._collect(self.root.get("inner", []), [], bodies, in_template=False)
         for e in self._enums:
@@ -366,7 +369,16 @@ class Translator:
         return tail[0] if len(tail) == 1 else None
 
     def type_text(self, t: dict) -> str:
-        return t.get("desugaredQualType", t.get("qualType", "int"))
+        """clang's spelling of a type: as written when it names only built-in types, vector
+        types and the prelude's typedefs (so `(size_t)r` stays `size_t` in messages), else
+        the desugared type (a template parameter's argument, a student's typedef)."""
+        q = t.get("qualType", "int")
+        words = re.findall(r"[A-Za-z_]\w*", q)
+        if "desugaredQualType" not in t or all(
+                w in _BUILTIN_WORDS or w in VECTOR_NAMES or w in PRELUDE_TYPEDEFS
+                or w in ("const", "volatile", "__restrict") for w in words):
+            return q
+        return t["desugaredQualType"]
 
     def type_node(self, text: str, declname, n=None, by_value_refs=False):
         """A pycparser type node for clang's type spelling `text` ('const float *__restrict',
@@ -403,11 +415,17 @@ class Translator:
         words = [w for w in words if w not in ("const", "volatile", "struct", "class",
                                                "union", "enum", "__restrict")]
         named = " ".join(words)
-        if named in self.typedefs and named not in VECTOR_NAMES:
+        if named in PRELUDE_TYPEDEFS:
+            node = c_ast.TypeDecl(declname, quals, None, c_ast.IdentifierType([named]))
+            words = None
+        if words is None:
+            pass
+        elif named in self.typedefs and named not in VECTOR_NAMES:
             again = " ".join(quals + [self.typedefs[named]]) + "".join("*" + p for p in ptrs)
             again += "".join(f"[{d}]" for d in dims)
             return self.type_node(again + ("&" if ref else ""), declname, n, by_value_refs)
-        node = c_ast.TypeDecl(declname, quals, None, self._base_type(words, n))
+        if words is not None:
+            node = c_ast.TypeDecl(declname, quals, None, self._base_type(words, n))
         for pq in ptrs:
             pquals = []
             for w in pq.split():
@@ -461,6 +479,9 @@ class Translator:
             return
         self._emitted.add(rid)
         qual, n = self.records[rid]
+        if n.get("bases"):
+            raise self.unsupported(n, f"inheritance ('{qual}' derives from a base class)",
+                                   "write the base's fields into the struct")
         decls = []
         for f in n.get("inner", []):
             if f.get("kind") != "FieldDecl":
@@ -819,7 +840,13 @@ class Translator:
                 return c_ast.Constant("float", v + "f", coord)
             return c_ast.Constant("double", v, coord)
         if k == "CharacterLiteral":
-            return c_ast.Constant("int", str(n["value"]), coord)
+            v = int(n["value"])
+            if self.type_text(n["type"]) == "char":      # char is signed, as nvcc's
+                v &= 0xFF
+                v = v - 256 if v >= 128 else v
+            if v < 0:
+                return c_ast.UnaryOp("-", c_ast.Constant("int", str(-v), coord), coord)
+            return c_ast.Constant("int", str(v), coord)
         if k == "StringLiteral":
             return c_ast.Constant("string", n["value"], coord)
         if k == "CXXBoolLiteralExpr":
