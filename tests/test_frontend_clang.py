@@ -1,0 +1,54 @@
+"""Stage 2 of the front end (tilinglib/frontend/clang.py): finding clang, running it under
+limits, and its input keeping the student's line numbers."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tilinglib.errors import CompileError
+from tilinglib.frontend import clang as C
+from tilinglib.frontend import preprocess
+
+
+def test_a_missing_clang_says_pip_install_ziglang(monkeypatch):
+    monkeypatch.setenv("TILINGLIB_CLANG", "/nonexistent/zig")
+    with pytest.raises(CompileError, match="pip install ziglang"):
+        C.clang_command()
+
+
+def test_tilinglib_clang_may_name_the_zig_binary(monkeypatch):
+    import ziglang
+
+    zig = os.path.join(os.path.dirname(ziglang.__file__), "zig")
+    monkeypatch.setenv("TILINGLIB_CLANG", zig)
+    assert C.clang_command() == [zig, "clang"]
+    root, diagnostics, offset = C.run_clang(preprocess("__global__ void k(int* a) {}\n").text)
+    assert root["kind"] == "TranslationUnitDecl" and offset > 0
+
+
+def test_the_students_line_l_is_line_l_after_the_prelude():
+    pre = preprocess("// one\n#if 0\nskipped\n#endif\n__global__ void k(int* a) { a[0] = 1; }\n")
+    text, offset = C.clang_input(pre.text)
+    assert text.split("\n")[offset + 5 - 1] == "__global__ void k(int* a) { a[0] = 1; }"
+    assert "#line" not in text and "#include" not in text
+
+
+def test_clang_itself_finds_no_header():
+    # -nostdinc -nobuiltininc: even a header clang ships is not found (our preprocessor
+    # refuses #include before clang; here clang itself is asked).
+    root, diagnostics, _ = C.run_clang('#include <stddef.h>\nint x;\n')
+    assert root is None and "'stddef.h' file not found" in diagnostics
+
+
+def test_a_compile_runs_under_the_graders_address_space_limit():
+    code = ("import resource\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))\n"
+            "from tilinglib.emulator import SourceModule\n"
+            "m = SourceModule('template <int N> __global__ void k(float* a) { a[0] = N; }\\n'\n"
+            "                 'template __global__ void k<3>(float*);')\n"
+            "print(sorted(m._program.kernels))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "['k<3>']", out.stderr
