@@ -17,7 +17,7 @@ MANGLED = {'sgemm2D<128, 128, 8, 8, 8>': '_Z7sgemm2DILi128ELi128ELi8ELi8ELi8EEvi
 
 
 def main():
-    mod = SourceModule(SRC, no_extern_c=True, options=["-arch=sm_90"])
+    mod = SourceModule(SRC, no_extern_c=True)
     fails = 0
     for name, mangled in MANGLED.items():
         try:

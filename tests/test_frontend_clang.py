@@ -52,3 +52,41 @@ def test_a_compile_runs_under_the_graders_address_space_limit():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.stdout.strip() == "['k<3>']", out.stderr
+
+
+def test_after_start_server_clang_runs_in_the_forked_child():
+    # As the grader's worker: the server is started, then this process may start nothing
+    # (Popen fails, as under RLIMIT_NPROC 0 for a non-root user); compiles still work.
+    code = ("import subprocess\n"
+            "from tilinglib.frontend import clang\n"
+            "clang.start_server()\n"
+            "def refuse(*a, **k):\n"
+            "    raise BlockingIOError(11, 'Resource temporarily unavailable')\n"
+            "subprocess.Popen = refuse\n"
+            "from tilinglib.emulator import SourceModule\n"
+            "m = SourceModule('template <int N> __global__ void k(float* a) { a[0] = N; }\\n'\n"
+            "                 'template __global__ void k<7>(float*);')\n"
+            "print(sorted(m._program.kernels))\n"
+            "try:\n"
+            "    SourceModule('__global__ void k(float* a) { a[0] = nope; }')\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__, e.line)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.split("\n")[:2] == ["['k<7>']", "CompileError 1"], out.stderr
+
+
+def test_without_the_server_a_refused_start_is_a_compile_error_not_a_traceback():
+    code = ("import subprocess\n"
+            "def refuse(*a, **k):\n"
+            "    raise BlockingIOError(11, 'Resource temporarily unavailable')\n"
+            "subprocess.Popen = refuse\n"
+            "from tilinglib.emulator import SourceModule\n"
+            "try:\n"
+            "    SourceModule('__global__ void k(float* a) { a[0] = 1; }')\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__, str(e).split(':')[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == ("CompileError clang could not start ([Errno 11] Resource "
+                                  "temporarily unavailable)"), out.stderr

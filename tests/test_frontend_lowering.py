@@ -259,3 +259,16 @@ def test_a_kernel_template_never_instantiated_is_named_when_looked_up():
     mod = SourceModule("template <int N> __global__ void k(float* a) { a[0] = N; }\n")
     with pytest.raises(KernelNotFoundError, match=r"'k' is a template: instantiate it"):
         mod.get_function("k<4>")
+
+
+def test_overloaded_device_functions_are_each_called():
+    src = ("__device__ float twice(float x) { return 2.0f * x; }\n"
+           "__device__ int twice(int x) { return 2 * x + 1; }\n"
+           "namespace ops { __global__ void k(float* f, int* i) {\n"
+           "  f[threadIdx.x] = twice(f[threadIdx.x]);\n"
+           "  i[threadIdx.x] = twice(i[threadIdx.x]);\n} }\n")
+    f = np.arange(32, dtype=np.float32) + 0.25
+    i = np.arange(32, dtype=np.int32)
+    run(src, "k", InOut(f), InOut(i))             # 'ops::k' by its own name
+    np.testing.assert_array_equal(f, 2 * (np.arange(32) + 0.25))
+    np.testing.assert_array_equal(i, 2 * np.arange(32) + 1)

@@ -8,8 +8,8 @@ f(np.int32(N), In(A), In(B), Out(C), block=(16, 16, 1), grid=(N // 16, N // 16))
 print(f.last_report)          # requests, sectors, wavefronts, bank conflicts, hazards
 ```
 
-The pipeline, one module per stage: preprocess (pcpp, -D options, CUDA -> C) -> parse
-(pycparser) -> compiler (AST -> closures) -> execute (blocks in batches, lockstep threads)
+The pipeline, one module per stage: the front end (tilinglib/frontend: our preprocessor,
+clang, its AST lowered to pycparser's c_ast) -> compiler (AST -> closures) -> execute (blocks in batches, lockstep threads)
 with memory, races and report beside it. `docs/emulator.md` lists the CUDA C it supports
 and how it differs from a GPU.
 """

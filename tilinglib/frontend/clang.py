@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 import threading
@@ -106,12 +107,13 @@ def _read_capped(stream, cap, out):
     out["data"] = b"".join(chunks)
 
 
-def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None, str, int]:
-    """Run clang on `text` (stage 1's output). Returns (JSON AST or None, diagnostics,
-    prelude lines: clang's line L is the student's line L - prelude lines)."""
-    cmd = clang_command() + FLAGS
-    data, offset = clang_input(text, cooperative_groups)
-    data = data.encode("utf-8")
+def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
+    """Run clang on `data`: (status, exit code, stdout, stderr); status is "ok", "limit" (it
+    ran past `CLANG_SECONDS` or wrote more than `MAX_OUTPUT_BYTES`) or "nostart: why"."""
+    try:
+        cmd = clang_command() + FLAGS
+    except CompileError as exc:
+        return f"nostart: {exc}", -1, b"", b""
     with tempfile.TemporaryDirectory(prefix="tilinglib-clang-") as cwd:
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -120,9 +122,10 @@ def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None,
                                          "HOME": cwd, "ZIG_GLOBAL_CACHE_DIR": cwd,
                                          "ZIG_LOCAL_CACHE_DIR": cwd})
         except OSError as exc:
-            raise CompileError(f"clang could not start ({exc}): {NO_CLANG}") from None
+            return f"nostart: clang could not start ({exc}): {NO_CLANG}", -1, b"", b""
         out, err = {}, {}
-        readers = [threading.Thread(target=_read_capped, args=(proc.stdout, MAX_OUTPUT_BYTES, out)),
+        readers = [threading.Thread(target=_read_capped,
+                                    args=(proc.stdout, MAX_OUTPUT_BYTES, out)),
                    threading.Thread(target=_read_capped, args=(proc.stderr, 1 << 20, err))]
         for r in readers:
             r.start()
@@ -134,27 +137,125 @@ def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None,
             proc.stdin.close()
         for r in readers:
             r.join(CLANG_SECONDS)
+        status = "ok"
         if any(r.is_alive() for r in readers) or out.get("over"):
             proc.kill()
             for r in readers:
                 r.join()
-            proc.wait()
-            proc.stdout.close()
-            proc.stderr.close()
-            raise CompileError(f"{SOURCE_NAME}: the C++ front end (clang) took more than "
-                               f"{CLANG_SECONDS:g} s or wrote too much on this source: "
-                               f"simplify it (templates instantiated thousands of times?)")
+            status = "limit"
         rc = proc.wait()
         proc.stdout.close()
         proc.stderr.close()
-    diagnostics = err.get("data", b"").decode("utf-8", "replace")
+    return status, rc, out.get("data", b""), err.get("data", b"")
+
+
+def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None, str, int]:
+    """Run clang on `text` (stage 1's output), through the clang server when this process
+    started one (`start_server`). Returns (JSON AST or None, diagnostics, prelude lines:
+    clang's line L is the student's line L - prelude lines)."""
+    data, offset = clang_input(text, cooperative_groups)
+    data = data.encode("utf-8")
+    if _SERVER is not None:
+        status, rc, stdout, stderr = _SERVER.request(data)
+    else:
+        status, rc, stdout, stderr = _clang_bytes(data)
+    if status.startswith("nostart: "):
+        raise CompileError(status[len("nostart: "):])
+    if status == "limit":
+        raise CompileError(f"{SOURCE_NAME}: the C++ front end (clang) took more than "
+                           f"{CLANG_SECONDS:g} s or wrote too much on this source: "
+                           f"simplify it (templates instantiated thousands of times?)")
+    diagnostics = stderr.decode("utf-8", "replace")
     if rc != 0:
         return None, diagnostics, offset
     try:
-        return json.loads(out.get("data", b"") or b"{}"), diagnostics, offset
+        return json.loads(stdout or b"{}"), diagnostics, offset
     except ValueError:
         raise CompileError(f"{SOURCE_NAME}: the C++ front end gave no readable AST "
                            f"(clang exit status {rc})") from None
+
+
+# ---------------------------------------------------------------------------- clang server
+# The grader's worker (grading/_worker.py) lowers its own limits before it reads a
+# submission, RLIMIT_NPROC 0 among them: a non-root process then cannot start clang (nor a
+# thread). It calls start_server() first: a child forked before the limits runs clang for
+# it, one request at a time, over two pipes; the child ends when the worker does.
+_SERVER = None
+
+
+def _write_frames(fd: int, *parts: bytes) -> None:
+    buf = b"".join(struct.pack(">Q", len(p)) + p for p in parts)
+    view = memoryview(buf)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks, left = [], n
+    while left:
+        b = os.read(fd, min(left, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)
+
+
+def _read_frames(fd: int, count: int) -> list[bytes] | None:
+    out = []
+    for _ in range(count):
+        head = _read_exact(fd, 8)
+        if head is None:
+            return None
+        body = _read_exact(fd, struct.unpack(">Q", head)[0])
+        if body is None:
+            return None
+        out.append(body)
+    return out
+
+
+class _Server:
+    def __init__(self):
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:                                    # the child: serve until EOF
+            code = 0
+            try:
+                os.close(req_w)
+                os.close(rep_r)
+                while True:
+                    frames = _read_frames(req_r, 1)
+                    if frames is None:
+                        break
+                    status, rc, out, err = _clang_bytes(frames[0])
+                    _write_frames(rep_w, status.encode(), str(rc).encode(), out, err)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(req_r)
+        os.close(rep_w)
+        self.pid, self.w, self.r = pid, req_w, rep_r
+
+    def request(self, data: bytes) -> tuple[str, int, bytes, bytes]:
+        try:
+            _write_frames(self.w, data)
+            frames = _read_frames(self.r, 4)
+        except OSError:
+            frames = None
+        if frames is None:
+            return "nostart: the clang server of this process has stopped", -1, b"", b""
+        return frames[0].decode(), int(frames[1]), frames[2], frames[3]
+
+
+def start_server() -> None:
+    """Fork a child that runs clang for this process from now on (call it before lowering
+    RLIMIT_NPROC: the grader's worker does). Once per process; POSIX only."""
+    global _SERVER
+    if _SERVER is None and hasattr(os, "fork"):
+        _SERVER = _Server()
 
 
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|fatal error"

@@ -75,7 +75,10 @@ class TranslationUnit(c_ast.FileAST):
         for known, mangled in self.kernel_names.items():
             if normalize_kernel_name(known) == key or mangled == name:
                 return known
-        return None
+        # a kernel in a namespace by its own name ('k' for 'ns::k'), when only one fits
+        tail = [k for k in self.kernel_names
+                if normalize_kernel_name(k).split("::")[-1] == key and "::" not in key]
+        return tail[0] if len(tail) == 1 else None
 
 
 _OPERATOR = re.compile(r"->|\+\+|--|<<=?|>>=?|[-+*/%&|^!~<>=?]=?|[;{},]")

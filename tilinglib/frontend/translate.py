@@ -189,6 +189,7 @@ class Translator:
                 name, [], None, c_ast.IdentifierType(words.split()))))
         bodies = []
         self._collect(self.root.get("inner", []), [], bodies, in_template=False)
+        self._name_overloads()
         for e in self._enums:
             self.ext.append(e)
         for rid in list(self.records):
@@ -320,6 +321,23 @@ class Translator:
         for f in n.get("inner", []):
             if f.get("kind") in _FUNCTION_KINDS or f.get("kind") in _RECORD_KINDS:
                 self._tparams[f.get("id")] = types
+
+    def _name_overloads(self):
+        """Overloads (`__device__ float f(float)`, `int f(int)`) share a name in C++: each
+        gets its parameter types after it (`f(float)`), so the compiler sees two functions."""
+        by_name: dict = {}
+        for fid, name in self.functions.items():
+            by_name.setdefault(name, []).append(fid)
+        for name, fids in by_name.items():
+            if len(fids) < 2:
+                continue
+            for fid in fids:
+                _, params = _split_function_type(self.fnodes[fid]["type"]["qualType"])
+                new = f"{name}({', '.join(params)})"
+                self.functions[fid] = new
+                if name in self.kernel_names:
+                    self.kernel_names[new] = self.fnodes[fid].get("mangledName", new)
+            self.kernel_names.pop(name, None)
 
     def _template_args(self, n) -> list[str]:
         out = []

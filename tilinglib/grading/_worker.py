@@ -72,6 +72,10 @@ def main() -> int:
     sys.stdin = open(os.devnull)
     request = json.loads(raw.decode("utf-8"))
     limits = Limits(**request["limits"])
+    # clang (the C++ front end) runs in a child forked now: past apply_limits, RLIMIT_NPROC 0
+    # forbids this process to start one.
+    from ..frontend.clang import start_server
+    start_server()
     apply_limits(limits)
 
     def stop(signum, frame):
