@@ -714,7 +714,10 @@ def clang_mangled_name(entry: dict, source: str) -> str | None:
     where the front end cannot say (not merged yet, or it refuses the source)."""
     try:
         from tilinglib.frontend.parse import mangled_names
-        return mangled_names(source, entry.get("options")).get(lookup_name(entry))
+        names = mangled_names(source, entry.get("options"))
+        want = lookup_name(entry)
+        # a kernel of an anonymous namespace is listed as '::k'
+        return names.get(want, names.get("::" + want))
     except Exception:                             # noqa: BLE001 (recorded as unknown)
         return None
 
