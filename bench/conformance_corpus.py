@@ -1,0 +1,871 @@
+"""The conformance corpus of issue 11: real CUDA kernels, run unchanged, checked against NumPy.
+
+bench/conformance_corpus.json names each kernel by repository, path, commit and line ranges
+(other people's code is never committed here) and gives the launch we wrote for it. This
+script
+
+1. materialises each kernel's device code from the fetched mirrors
+   (``git --git-dir=/work/.mirror/<owner>+<name>/repo show COMMIT:PATH``, the given lines
+   concatenated in order, then, for a template, an explicit instantiation of the launched
+   arguments) into the ignored folder ``.corpus/``;
+2. runs each on the emulator (``tilinglib.emulator.SourceModule``; ``no_extern_c=True`` and
+   ``get_function("name<args>")`` for templates) and checks every output against the NumPy
+   reference named in the entry (the references are the ``ref_*`` functions below);
+3. prints the table and writes bench/results/conformance_emulator.json.
+
+With ``--pycuda-script DIR`` it also writes DIR: the materialised sources, the resolved list,
+a copy of this file (its references and argument builder: numpy only) and ``run_gpu.py``,
+which runs the same launches through PyCUDA (``no_extern_c=True``, each kernel looked up by
+the mangled name nvcc gave its ``.entry`` in the PTX) and writes ``$OUT/conformance_h200.json``.
+
+    .venv/bin/python bench/conformance_corpus.py                  # the emulator table
+    .venv/bin/python bench/conformance_corpus.py -k sgemm         # the ids containing "sgemm"
+    .venv/bin/python bench/conformance_corpus.py --pycuda-script /work/main/.gpu/corpus
+
+Results: "ok" (every output matches), "wrong" (it ran; an output differs), "refused" (a
+compile-time CompileError / UnsupportedFeatureError or a failed kernel lookup), "runtime
+error" (a KernelRuntimeError during the launch), "crash" (any other exception: a tilinglib
+bug, since bad input must never give a Python traceback from inside tilinglib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LIST = HERE / "conformance_corpus.json"
+MIRRORS = Path("/work/.mirror")
+CORPUS_DIR = ROOT / ".corpus"
+RESULTS = HERE / "results" / "conformance_emulator.json"
+
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "u32": np.uint32,
+          "i64": np.int64, "u64": np.uint64, "u8": np.uint8, "i8": np.int8,
+          "i16": np.int16, "u16": np.uint16}
+
+# What a kernel's source uses, found by pattern in its materialised text (for the table).
+CONSTRUCTS = [
+    ("template", r"\btemplate\s*<"),
+    ("class template", r"template\s*<[^>]*>\s*(struct|class)\b"),
+    ("namespace", r"\bnamespace\b"),
+    ("cooperative groups", r"cooperative_groups"),
+    ("cg tiled_partition", r"tiled_partition\s*<"),
+    ("cg::reduce", r"cg::reduce\b"),
+    ("uint", r"\buint\b"),
+    ("NULL", r"\bNULL\b"),
+    ("nullptr", r"\bnullptr\b"),
+    ("default argument", r"\w\s*\([^();{}]*\w\s*=\s*[^=;(){}][^();{}]*\)\s*\{"),
+    ("constexpr", r"\bconstexpr\b"),
+    ("const int at file scope", r"(?m)^const\s+int\b"),
+    ("reinterpret_cast", r"\breinterpret_cast\b"),
+    ("float4/int4", r"\b(float4|int4|int2)\b"),
+    ("__launch_bounds__", r"__launch_bounds__"),
+    ("extern __shared__", r"extern\s+__shared__"),
+    ("warp shuffle", r"__shfl\w*"),
+    ("legacy __shfl_down", r"__shfl_down\s*\("),
+    ("atomics", r"\batomic\w+\s*\("),
+    ("assert", r"\bassert\s*\("),
+    ("INFINITY", r"\bINFINITY\b"),
+    ("__ldcs/__stcs", r"__(ld|st)cs\b"),
+    ("cuda::barrier", r"cuda::barrier"),
+    ("__CUDA_ARCH__", r"__CUDA_ARCH__"),
+]
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+# ----------------------------------------------------------------------------- materialising
+
+def mirror_git_dir(repo: str) -> Path:
+    return MIRRORS / repo.replace("/", "+") / "repo"
+
+
+def read_repo_file(repo: str, commit: str, path: str) -> str:
+    git_dir = mirror_git_dir(repo)
+    if not git_dir.is_dir():
+        sys.exit(f"no mirror of {repo} at {git_dir}: fetch github:{repo} first")
+    done = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
+                          capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"git show {commit}:{path} in {git_dir} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at the commas that are not inside (), <>, [] or {}."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return [p.strip() for p in parts]
+
+
+def _balanced(text: str, start: int, open_ch: str, close_ch: str) -> int:
+    """Index just past the bracket that closes the one at `start`."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == open_ch:
+            depth += 1
+        elif text[i] == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise ValueError(f"unbalanced {open_ch}{close_ch} from offset {start}")
+
+
+def explicit_instantiation(source: str, kernel: str, tmpl: str) -> str:
+    """``template __global__ void kernel<args>(params);`` for the `__global__` template
+    `kernel` of `source`, with the template's parameter names replaced by `tmpl`'s arguments
+    in the parameter list and default arguments dropped (C++ allows none there)."""
+    m = None
+    for m in re.finditer(r"__global__[^;{]*?\b" + re.escape(kernel) + r"\s*\(", source):
+        pass
+    if m is None:
+        raise ValueError(f"no __global__ {kernel}( in the source")
+    head = source[:m.start()]
+    t = head.rfind("template")
+    lt = source.index("<", t)
+    tparams = _split_top(source[lt + 1:_balanced(source, lt, "<", ">") - 1])
+    targs = _split_top(tmpl.strip()[1:-1])
+    names = [re.findall(r"\w+", p.split("=")[0])[-1] for p in tparams]
+    if len(names) != len(targs):
+        raise ValueError(f"{kernel}: {len(names)} template parameters, {len(targs)} arguments")
+    popen = m.end() - 1
+    params = source[popen + 1:_balanced(source, popen, "(", ")") - 1]
+    out = []
+    for p in _split_top(params):
+        p = p.split("=")[0].strip()
+        for name, arg in zip(names, targs):
+            p = re.sub(rf"\b{re.escape(name)}\b", arg, p)
+        out.append(" ".join(p.split()))
+    return f"template __global__ void {kernel}{tmpl}({', '.join(out)});"
+
+
+def materialise(entry: dict, commits: dict) -> tuple[str, list]:
+    """(source text, line map): the entry's parts in order, plus its instantiation. The
+    line map holds (path, first original line) per part, to name the original line of a
+    message."""
+    repo = entry["repo"]
+    chunks, line_map = [], []
+    for path, first, last in entry["parts"]:
+        lines = read_repo_file(repo, commits[repo], path).split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        last = len(lines) if last == -1 else last
+        line_map.append((path, first, sum(len(c) for c in chunks) + 1, last - first + 1))
+        chunks.append(lines[first - 1:last])
+    text = "\n".join("\n".join(c) for c in chunks) + "\n"
+    if entry.get("tmpl"):
+        text += explicit_instantiation(text, entry["kernel"], entry["tmpl"]) + "\n"
+    return text, line_map
+
+
+def original_line(line_map: list, line: int | None) -> str | None:
+    """'path:line' in the repository for line `line` of the materialised source."""
+    if line is None:
+        return None
+    for path, first, at, count in line_map:
+        if at <= line < at + count:
+            return f"{path}:{first + line - at}"
+    return "(the instantiation line we add)"
+
+
+def constructs_of(text: str) -> list[str]:
+    """The CONSTRUCTS names whose pattern occurs in `text` outside comments."""
+    code = re.sub(r"/\*.*?\*/", " ", re.sub(r"//[^\n]*", " ", text), flags=re.S)
+    return [name for name, pattern in CONSTRUCTS if re.search(pattern, code)]
+
+
+# ----------------------------------------------------------------------------- launches
+
+def _eval(expr, scope: dict):
+    if isinstance(expr, (int, float)):
+        return expr
+    return eval(str(expr), {"__builtins__": {}, "cdiv": cdiv}, dict(scope))  # our own list
+
+
+_ARRAY = re.compile(r"^(in|out|inout)\s+(\w+)\[(.*)\]\s+(\w+)$")
+_SCALAR = re.compile(r"^(\w+)\s+(?:(\w+)=)?(.+)$")
+
+
+def _draw(rng, spec: str | None, shape, dtype):
+    if spec == "zeros":
+        return np.zeros(shape, dtype)
+    if spec is None:
+        if np.dtype(dtype).kind == "f":
+            return rng.standard_normal(shape).astype(dtype)
+        if dtype == np.uint8:
+            return rng.integers(0, 256, shape).astype(dtype)
+        return rng.integers(-50, 50, shape).astype(dtype)
+    m = re.fullmatch(r"(randint|uniform)\((.+),(.+)\)", spec.replace(" ", ""))
+    if not m:
+        raise ValueError(f"unknown init {spec!r}")
+    lo, hi = float(m.group(2)), float(m.group(3))
+    if m.group(1) == "randint":
+        return rng.integers(int(lo), int(hi), shape).astype(dtype)
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def build_launch(entry: dict, seed: int = 1234) -> dict:
+    """The launch of `entry`: ``args`` as (kind, name, value) triples (kind "scalar",
+    "in", "out" or "inout"), ``block``, ``grid``, ``shared`` and ``scope`` (sizes, named
+    scalars and a copy of every array as it was before the launch)."""
+    rng = np.random.default_rng(seed)
+    scope = dict(entry.get("sizes", {}))
+    inits = entry.get("init", {})
+    args = []
+    for text in entry["args"]:
+        m = _ARRAY.match(text)
+        if m:
+            kind, dt, dims, name = m.groups()
+            shape = tuple(int(_eval(d, scope)) for d in _split_top(dims))
+            dtype = DTYPES[dt]
+            value = (np.zeros(shape, dtype) if kind == "out"
+                     else _draw(rng, inits.get(name), shape, dtype))
+            scope[name] = value.copy()
+            args.append((kind, name, value))
+            continue
+        m = _SCALAR.match(text)
+        if not m or m.group(1) not in DTYPES:
+            raise ValueError(f"{entry['id']}: cannot read argument {text!r}")
+        dt, name, expr = m.groups()
+        value = DTYPES[dt](_eval(expr, scope))
+        if name:
+            scope[name] = value
+        args.append(("scalar", name, value))
+    block = tuple(int(_eval(b, scope)) for b in entry["block"])
+    block += (1,) * (3 - len(block))
+    grid = tuple(int(_eval(g, scope)) for g in entry["grid"])
+    grid += (1,) * (2 - len(grid))
+    shared = int(_eval(entry.get("shared", 0), scope))
+    return {"args": args, "block": block, "grid": grid, "shared": shared, "scope": scope}
+
+
+# ----------------------------------------------------------------------------- references
+# Each takes the launch's scope (sizes, named scalars, arrays before the launch) and the
+# entry's ref_args, and returns {argument name: expected array, or a check(got) callable}
+# plus the tolerance (rtol, atol) for float outputs.
+
+F = np.float64
+
+
+def _chunk_sums(x, chunk: int, nblocks: int):
+    """Sums of the `chunk`-element pieces of x, piece c added into block c % nblocks (a
+    block-stride loop's partial sums; with one piece per block, plain block sums)."""
+    pieces = cdiv(x.size, chunk)
+    padded = np.zeros(pieces * chunk, F if x.dtype.kind == "f" else np.int64)
+    padded[:x.size] = x.reshape(-1)
+    sums = padded.reshape(pieces, chunk).sum(axis=1)
+    out = np.zeros(nblocks, sums.dtype)
+    np.add.at(out, np.arange(pieces) % nblocks, sums)
+    return out
+
+
+def ref_sgemm(s, a):
+    want = s["alpha"] * (s["A"].astype(F) @ s["B"].astype(F)) + s["beta"] * s["C"].astype(F)
+    return {"C": want}, (1e-4, 1e-4)
+
+
+def ref_matmul(s, a):
+    return {"C": s["A"].astype(F) @ s["B"].astype(F)}, (1e-4, 1e-4)
+
+
+def ref_block_sums(s, a):
+    x, out = s[a["x"]], s[a["out"]]
+    chunk = int(_eval(a["chunk"], s))
+    return {a["out"]: _chunk_sums(x, chunk, out.size)}, (1e-4, 1e-3)
+
+
+def ref_copy(s, a):
+    return {a["out"]: s[a["x"]].copy()}, (0, 0)
+
+
+def ref_transpose(s, a):
+    return {a["out"]: s[a["x"]].T.copy()}, (0, 0)
+
+
+def ref_add(s, a):
+    return {a["out"]: s[a["a"]] + s[a["b"]]}, (0, 0)
+
+
+def ref_block_scan(s, a):
+    chunk = int(_eval(a["chunk"], s))
+    x = s[a["x"]].astype(np.int64).reshape(-1, chunk)
+    scan = np.cumsum(x, axis=1)
+    return {a["x"]: scan.reshape(-1), a["sums"]: scan[:, -1]}, (0, 0)
+
+
+def ref_uniform_add(s, a):
+    bs = s["bs"]
+    return {"data": s["data"] + np.repeat(s["partial_sums"], bs)}, (0, 0)
+
+
+def ref_scale_by_threads(s, a):
+    return {"g_odata": s["g_idata"] * np.float32(s["n"])}, (0, 0)
+
+
+def ref_filter_positive(s, a):
+    src = s["src"]
+    positive = np.sort(src[src > 0])
+
+    def check_dst(got):
+        count = positive.size
+        np.testing.assert_array_equal(np.sort(got[:count]), positive,
+                                      err_msg="dst[:count] is not the positive elements")
+        assert not got[count:].any(), "dst written past the count of positive elements"
+
+    return {"nres": np.array([positive.size]), "dst": check_dst}, (0, 0)
+
+
+def ref_plus_one_offset(s, a):
+    want = s["a"].copy()
+    want[s["s"]:s["s"] + s["n"]] += 1
+    return {"a": want}, (0, 0)
+
+
+def ref_plus_one_stride(s, a):
+    want = s["a"].copy()
+    want[::s["s"]][:s["n"]] += 1
+    return {"a": want}, (0, 0)
+
+
+def ref_reverse(s, a):
+    return {"d": s["d"][::-1].copy()}, (0, 0)
+
+
+def ref_total(s, a):
+    x, out = s[a["x"]], s[a["out"]]
+    kind = F if x.dtype.kind == "f" else np.int64
+    return {a["out"]: out.astype(kind) + x.astype(kind).sum()}, (1e-4, 1e-3)
+
+
+def ref_grayscale(s, a):
+    img = s["input"].astype(np.float32)
+    gray = (np.float32(0.21) * img[..., 0] + np.float32(0.71) * img[..., 1]
+            + np.float32(0.07) * img[..., 2])
+    # (unsigned char) truncates; a contracted FMA on a GPU may land one ulp either side of
+    # an integer, hence atol 1.
+    return {"output": np.floor(gray)}, (0, 1)
+
+
+def ref_mean_filter(s, a):
+    x = s["input"].astype(np.int64)
+    r, (C, H, W) = s["r"], x.shape
+    total = np.zeros_like(x)
+    count = np.zeros((H, W), np.int64)
+    for dy in range(-r, r + 1):
+        for dx in range(-r, r + 1):
+            ys, xs = slice(max(0, -dy), min(H, H - dy)), slice(max(0, -dx), min(W, W - dx))
+            yt, xt = slice(max(0, dy), min(H, H + dy)), slice(max(0, dx), min(W, W + dx))
+            total[:, ys, xs] += x[:, yt, xt]
+            count[ys, xs] += 1
+    return {"output": total // count}, (0, 0)
+
+
+def ref_gather_2i(s, a):
+    n = s["n"]
+    return {"out": s["in"][(2 * np.arange(n)) % n]}, (0, 0)
+
+
+def ref_window_sum_in_block(s, a):
+    x, n, half, block = s["input"].astype(F), s["n"], s["w"] // 2, a["block"]
+    out = np.zeros(n)
+    for idx in range(n):
+        t = idx % block
+        for i in range(-half, half + 1):
+            if 0 <= t + i < block and 0 <= idx + i < n:
+                out[idx] += x[idx + i]
+    return {"output": out}, (1e-5, 1e-5)
+
+
+def _softmax(x):
+    e = np.exp(x.astype(F) - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def ref_softmax(s, a):
+    return {"out": _softmax(s["inp"])}, (1e-4, 1e-6)
+
+
+def _layernorm(x, w, b):
+    x = x.astype(F)
+    m = x.mean(axis=1)
+    rstd = 1 / np.sqrt(((x - m[:, None]) ** 2).mean(axis=1) + 1e-5)
+    return (x - m[:, None]) * rstd[:, None] * w + b, m, rstd
+
+
+def ref_layernorm(s, a):
+    out, m, rstd = _layernorm(s["inp"], s["weight"], s["bias"])
+    return {"out": out, "mean": m, "rstd": rstd}, (1e-4, 1e-4)
+
+
+def ref_row_mean(s, a):
+    return {"mean": s["inp"].astype(F).mean(axis=1)}, (1e-4, 1e-5)
+
+
+def ref_row_rstd(s, a):
+    d = s["inp"].astype(F) - s["mean"][:, None]
+    return {"rstd": 1 / np.sqrt((d * d).mean(axis=1) + 1e-5)}, (1e-4, 1e-5)
+
+
+def ref_normalize(s, a):
+    x = s["inp"].astype(F)
+    return {"out": (x - s["mean"][:, None]) * s["rstd"][:, None] * s["weight"] + s["bias"]}, \
+        (1e-5, 1e-5)
+
+
+def ref_dot_partials(s, a):
+    prod = s["a"].astype(F) * s["b"].astype(F)
+    return {"c": _chunk_sums(prod, 256, s["blocks"])}, (1e-4, 1e-3)
+
+
+def ref_histogram(s, a):
+    return {"histo": s["histo"] + np.bincount(s["buffer"], minlength=256)}, (0, 0)
+
+
+def ref_inclusive_scan(s, a):
+    return {"output": np.cumsum(s["input"].astype(np.int64))}, (0, 0)
+
+
+def ref_histogram_mod16(s, a):
+    return {"bins": s["bins"] + np.bincount(s["input"] % 16, minlength=16)}, (0, 0)
+
+
+def ref_block_max(s, a):
+    x, bs = s["input"], s["bs"]
+    padded = np.full(cdiv(x.size, bs) * bs, -np.finfo(np.float32).max, np.float32)
+    padded[:x.size] = x
+    return {"partials": padded.reshape(-1, bs).max(axis=1)}, (0, 0)
+
+
+def ref_bitonic_step(s, a):
+    """One compare-exchange step (j, k) of a bitonic sort: element i and i ^ j swap when
+    out of the order that bit k of i asks for."""
+    d, j, k = s["data"].copy(), s["j"], s["k"]
+    out = d.copy()
+    for i in range(d.size):
+        p = i ^ j
+        if p > i:
+            up = (i & k) == 0
+            if (up and d[i] > d[p]) or (not up and d[i] < d[p]):
+                out[i], out[p] = d[p], d[i]
+    return {"data": out}, (0, 0)
+
+
+REFERENCES = {name[4:]: f for name, f in globals().items() if name.startswith("ref_")}
+
+
+def expected_of(entry: dict, launch: dict):
+    return REFERENCES[entry["ref"]](launch["scope"], entry.get("ref_args", {}))
+
+
+def compare(entry: dict, launch: dict, outputs: dict) -> str | None:
+    """None if every output matches the reference, else what differs."""
+    expected, (rtol, atol) = expected_of(entry, launch)
+    for name, want in expected.items():
+        got = outputs[name]
+        try:
+            if callable(want):
+                want(got)
+            else:
+                np.testing.assert_allclose(got.astype(F).reshape(np.shape(want)), want,
+                                           rtol=rtol, atol=atol)
+        except AssertionError as exc:
+            lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+            detail = next((ln.strip() for ln in lines if "Mismatched" in ln), lines[0]
+                          if lines else "")
+            return f"{name}: {detail}"
+    return None
+
+
+# ----------------------------------------------------------------------------- the emulator
+
+# The LaunchReport counters recorded per kernel (Nsight Compute's names), for a later
+# comparison with ncu on the H200.
+COUNTERS = ("global_load_requests", "global_load_sectors", "global_store_requests",
+            "global_store_sectors", "shared_load_requests", "shared_load_wavefronts",
+            "shared_store_requests", "shared_store_wavefronts", "shared_bank_conflicts",
+            "global_atomic_requests", "shared_atomic_requests", "flops")
+
+
+def lookup_name(entry: dict) -> str:
+    return entry["kernel"] + (entry.get("tmpl") or "")
+
+
+def run_on_emulator(entry: dict, source: str, line_map: list) -> dict:
+    from tilinglib import emulator
+    from tilinglib.errors import (CompileError, KernelNotFoundError, KernelRuntimeError,
+                                  TilingLibError)
+
+    result = {"id": entry["id"]}
+    t0 = time.perf_counter()
+    try:
+        mod = emulator.SourceModule(source, options=entry.get("options"),
+                                    no_extern_c=bool(entry.get("tmpl")))
+    except CompileError as exc:
+        first = str(exc).splitlines()[0]
+        return result | {"result": "refused", "by": type(exc).__name__, "message": first,
+                         "at": original_line(line_map, exc.line)}
+    except Exception as exc:                      # noqa: BLE001 (recorded: a bug to report)
+        return result | {"result": "crash", "by": type(exc).__name__,
+                         "message": str(exc).splitlines()[0] if str(exc) else ""}
+    try:
+        f = mod.get_function(lookup_name(entry))
+    except KernelNotFoundError as exc:
+        return result | {"result": "refused", "by": "KernelNotFoundError",
+                         "message": str(exc).splitlines()[0]}
+    launch = build_launch(entry)
+    wrap = {"in": emulator.In, "out": emulator.Out, "inout": emulator.InOut}
+    call_args = [v if k == "scalar" else wrap[k](v) for k, _, v in launch["args"]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            f(*call_args, block=launch["block"], grid=launch["grid"], shared=launch["shared"],
+              hazards="warn")
+        except KernelRuntimeError as exc:
+            return result | {"result": "runtime error", "by": type(exc).__name__,
+                             "message": str(exc).splitlines()[0],
+                             "at": original_line(line_map, getattr(exc, "line", None))}
+        except TilingLibError as exc:
+            return result | {"result": "refused", "by": type(exc).__name__,
+                             "message": str(exc).splitlines()[0]}
+        except Exception as exc:                  # noqa: BLE001
+            return result | {"result": "crash", "by": type(exc).__name__,
+                             "message": str(exc).splitlines()[0] if str(exc) else ""}
+    outputs = {name: v for k, name, v in launch["args"] if k != "scalar"}
+    diff = compare(entry, launch, outputs)
+    report = f.last_report
+    result |= {"result": "ok" if diff is None else "wrong", "seconds": round(
+        time.perf_counter() - t0, 2), "warnings": sorted({type(w.message).__name__
+                                                          for w in caught})}
+    if diff:
+        result["message"] = diff
+    if report is not None:
+        result["hazards"] = len(report.hazards)
+        result["counters"] = {k: getattr(report, k) for k in COUNTERS}
+    return result
+
+
+# ----------------------------------------------------------------------------- the GPU folder
+
+RUN_GPU = r'''"""Run the conformance corpus through PyCUDA (numpy + pycuda only; no tilinglib).
+
+Written by bench/conformance_corpus.py --pycuda-script. Every source is compiled as PyCUDA's
+SourceModule(source, no_extern_c=True, arch=<this GPU>, options=<the entry's -D options>)
+would compile it (its cubin lands in PyCUDA's cache first, 16 nvcc at once), and the kernel
+is looked up by the mangled name of the one `.entry` of the same source compiled to PTX
+(cu++filt's demangling shown beside it). Writes $OUT/conformance_h200.json (or
+./conformance_h200.json) and prints the table.
+"""
+import json, os, re, subprocess, sys, time, traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pycuda.autoinit  # noqa: F401
+import pycuda.driver as cuda
+from pycuda.compiler import SourceModule, compile as nvcc_compile
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import corpus_lib as lib  # the references and the argument builder (numpy only)
+
+entries = json.loads((HERE / "corpus.json").read_text())
+only = sys.argv[1:]
+if only:
+    entries = [e for e in entries if any(o in e["id"] for o in only)]
+dev = cuda.Context.get_device()
+arch = "sm_%d%d" % dev.compute_capability()
+print("device:", dev.name(), arch, "| CUDA driver", cuda.get_driver_version(), flush=True)
+
+
+def source_of(e):
+    return (HERE / "sources" / (e["id"] + ".cu")).read_text()
+
+
+def build(e):
+    src, opts = source_of(e), (list(e["options"]) if e.get("options") else None)
+    out = {}
+    for target in ("ptx", "cubin"):
+        try:
+            out[target] = nvcc_compile(src, options=opts, no_extern_c=True, arch=arch,
+                                       target=target)
+        except Exception as exc:
+            out[target + "_error"] = str(exc)
+    return out
+
+
+t0 = time.time()
+with ThreadPoolExecutor(16) as pool:
+    built = list(pool.map(build, entries))
+print("compiled %d sources in %.1f s" % (len(entries), time.time() - t0), flush=True)
+
+
+def demangle(names):
+    for tool in ("cu++filt", "/usr/local/cuda/bin/cu++filt"):
+        try:
+            done = subprocess.run([tool], input="\n".join(names), capture_output=True,
+                                  text=True, timeout=30)
+            return done.stdout.splitlines()
+        except Exception:
+            continue
+    return ["?"] * len(names)
+
+
+def pick_entry(e, ptx):
+    names = re.findall(r"\.entry\s+([\w$]+)\s*\(", ptx)
+    shown = demangle(names)
+    if len(names) == 1:
+        return names[0], shown[0]
+    want = e["kernel"]
+    for n, d in zip(names, shown):
+        if re.search(r"\b%s\b" % re.escape(want), d) or n == want:
+            return n, d
+    raise LookupError("no .entry for %s among %s" % (want, names))
+
+
+results = []
+for e, b in zip(entries, built):
+    r = {"id": e["id"]}
+    results.append(r)
+    if "cubin" not in b:
+        err = b.get("cubin_error", "")
+        lines = [ln for ln in err.splitlines() if "error" in ln.lower()]
+        r.update(result="refused by nvcc", message=(lines or [err[:300]])[0][:300])
+        continue
+    try:
+        mod = SourceModule(source_of(e), options=list(e["options"]) if e.get("options") else None,
+                           no_extern_c=True, arch=arch)
+        mangled, readable = pick_entry(e, b["ptx"].decode() if isinstance(b["ptx"], bytes)
+                                       else b["ptx"])
+        r.update(mangled=mangled, demangled=readable)
+        if e.get("clang_mangled"):
+            r["clang_mangled_agrees"] = e["clang_mangled"] == mangled
+        f = mod.get_function(mangled)
+        launch = lib.build_launch(e)
+        wrap = {"in": cuda.In, "out": cuda.Out, "inout": cuda.InOut}
+        args = [v if k == "scalar" else wrap[k](v) for k, _, v in launch["args"]]
+        f(*args, block=launch["block"], grid=launch["grid"], shared=launch["shared"])
+        cuda.Context.synchronize()
+        outputs = {name: v for k, name, v in launch["args"] if k != "scalar"}
+        diff = lib.compare(e, launch, outputs)
+        r["result"] = "ok" if diff is None else "wrong"
+        if diff:
+            r["message"] = diff
+    except Exception as exc:
+        r.update(result="error", by=type(exc).__name__, message=str(exc).splitlines()[0][:300]
+                 if str(exc) else "", where=traceback.format_exc().splitlines()[-3:])
+    print("%-40s %-16s %s" % (e["id"], r["result"], r.get("message", r.get("demangled", ""))),
+          flush=True)
+
+# Our own construct kernels (tests/kernels/conformance/cxx_*.cu): compiled only, to check
+# that nvcc takes what the emulator's tests take; their results are the tests' business.
+own = []
+for path in sorted((HERE / "own").glob("*.cu")):
+    r = {"file": path.name}
+    try:
+        ptx = nvcc_compile(path.read_text(), no_extern_c=True, arch=arch, target="ptx")
+        names = re.findall(r"\.entry\s+([\w$]+)\s*\(", ptx.decode())
+        r.update(result="compiles", entries=demangle(names) if names else [])
+    except Exception as exc:
+        lines = [ln for ln in str(exc).splitlines() if "error" in ln.lower()]
+        r.update(result="refused by nvcc", message=(lines or [str(exc)[:300]])[0][:300])
+    own.append(r)
+    print("%-40s %-16s %s" % (r["file"], r["result"], r.get("message", r.get("entries", ""))),
+          flush=True)
+
+counts = {}
+for r in results:
+    counts[r["result"]] = counts.get(r["result"], 0) + 1
+agree = [r["clang_mangled_agrees"] for r in results if "clang_mangled_agrees" in r]
+print("totals:", counts, "| clang's mangled name = nvcc's .entry for %d of %d kernels"
+      % (sum(agree), len(agree)))
+dest = Path(os.environ.get("OUT") or ".") / "conformance_h200.json"
+dest.write_text(json.dumps({"device": dev.name(), "arch": arch, "counts": counts,
+                            "clang_mangled_agrees": [sum(agree), len(agree)],
+                            "results": results, "own_kernels": own}, indent=1))
+print("wrote", dest)
+'''
+
+
+def clang_mangled_name(entry: dict, source: str) -> str | None:
+    """The mangled name tilinglib's front end (clang) gives the entry's kernel, or None
+    where the front end cannot say (not merged yet, or it refuses the source)."""
+    try:
+        from tilinglib.frontend.parse import mangled_names
+        names = mangled_names(source, entry.get("options"))
+        want = lookup_name(entry)
+        # a kernel of an anonymous namespace is listed as '::k'
+        return names.get(want, names.get("::" + want))
+    except Exception:                             # noqa: BLE001 (recorded as unknown)
+        return None
+
+
+def write_gpu_folder(folder: Path, entries: list, sources: dict) -> None:
+    entries = [e | {"clang_mangled": clang_mangled_name(e, sources[e["id"]])} for e in entries]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sources").mkdir(exist_ok=True)
+    for e in entries:
+        (folder / "sources" / f"{e['id']}.cu").write_text(sources[e["id"]])
+    (folder / "corpus.json").write_text(json.dumps(entries, indent=1))
+    shutil.copyfile(__file__, folder / "corpus_lib.py")
+    (folder / "own").mkdir(exist_ok=True)
+    for path in sorted((ROOT / "tests" / "kernels" / "conformance").glob("cxx_*.cu")):
+        shutil.copyfile(path, folder / "own" / path.name)
+    (folder / "run_gpu.py").write_text(RUN_GPU)
+
+
+# ----------------------------------------------------------------------------- the doc table
+
+DOC = ROOT / "docs" / "conformance.md"
+H200_RESULTS = HERE / "results" / "conformance_h200.json"
+BEGIN, END = "<!-- corpus table: bench/conformance_corpus.py --doc -->", "<!-- end of table -->"
+
+
+def _short(r: dict | None) -> str:
+    if r is None:
+        return "not run"
+    text = r["result"]
+    if r.get("message") and r["result"] != "ok":
+        msg = r["message"].replace("|", "\\|")
+        msg = re.sub(r"^kernel\.cu:\d+(:\d+)?: ", "", msg)
+        text += ": " + (msg[:90] + "..." if len(msg) > 90 else msg)
+        if r.get("at"):
+            text += f" (at {r['at'].rsplit('/', 1)[-1]})"
+    return text
+
+
+def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
+    """The markdown table of docs/conformance.md from the list and the results files."""
+    emu_by = {r["id"]: r for r in emu["results"]}
+    gpu_by = {r["id"]: r for r in (h200 or {}).get("results", [])}
+    rows = ["| kernel | repository | path: lines | constructs | launch | emulator "
+            "| H200 (PyCUDA) |", "|---|---|---|---|---|---|---|"]
+    for e in listing["kernels"]:
+        paths: dict = {}
+        for path, first, last in e["parts"]:
+            paths.setdefault(path, []).append(f"{first}-{'end' if last == -1 else last}")
+        where = "; ".join(f"`{p}`: {', '.join(r)}" for p, r in paths.items())
+        r = emu_by.get(e["id"], {})
+        lau = build_launch(e)
+        launch = (f"grid {lau['grid']}, block {lau['block']}"
+                  + (f", shared {lau['shared']} B" if lau["shared"] else "")
+                  + "; " + ", ".join(f"{k}={v}" for k, v in e.get("sizes", {}).items()))
+        owner, name = e["repo"].split("/")
+        commit = listing["repositories"][e["repo"]][:10]
+        rows.append(f"| `{lookup_name(e)}` | {owner}/{name[:20]} @`{commit}`"
+                    f" | {where} | {', '.join(r.get('constructs', []))} | {launch} | "
+                    f"{_short(r or None)} | "
+                    f"{_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |")
+    counts = emu["counts"]
+    lines = [f"Emulator: {', '.join(f'{v} {k}' for k, v in counts.items())} of "
+             f"{len(listing['kernels'])}."]
+    if h200:
+        lines.append(f"H200: {', '.join(f'{v} {k}' for k, v in h200['counts'].items())}.")
+    lines.append("")
+    lines.append("| repository (commit) | emulator |" + (" H200 |" if h200 else ""))
+    lines.append("|---|---|" + ("---|" if h200 else ""))
+
+    def tally(repo, by):
+        c: dict = {}
+        for e in listing["kernels"]:
+            if e["repo"] == repo and e["id"] in by:
+                c[by[e["id"]]["result"]] = c.get(by[e["id"]]["result"], 0) + 1
+        return ", ".join(f"{v} {k}" for k, v in sorted(c.items()))
+
+    for repo, commit in listing["repositories"].items():
+        lines.append(f"| {repo} (`{commit[:10]}`) | {tally(repo, emu_by)} |"
+                     + (f" {tally(repo, gpu_by)} |" if h200 else ""))
+    return "\n".join(lines + [""] + rows) + "\n"
+
+
+def write_doc(listing: dict, results: Path) -> None:
+    emu = json.loads(results.read_text())
+    h200 = json.loads(H200_RESULTS.read_text()) if H200_RESULTS.exists() else None
+    text = DOC.read_text()
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(head + BEGIN + "\n" + render_table(listing, emu, h200) + END + tail)
+    print("wrote the table of", DOC)
+
+
+# ----------------------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-k", dest="only", action="append", default=[],
+                    help="run only the ids containing this text (repeatable)")
+    ap.add_argument("--pycuda-script", type=Path, metavar="DIR",
+                    help="also write the standalone PyCUDA runner folder DIR")
+    ap.add_argument("--no-emulator", action="store_true", help="only materialise")
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--doc", action="store_true",
+                    help="only rewrite the table of docs/conformance.md from the results files")
+    opts = ap.parse_args(argv)
+
+    listing = json.loads(LIST.read_text())
+    if opts.doc:
+        write_doc(listing, opts.results)
+        return 0
+    commits = listing["repositories"]
+    entries = [e for e in listing["kernels"]
+               if not opts.only or any(o in e["id"] for o in opts.only)]
+    CORPUS_DIR.mkdir(exist_ok=True)
+    sources, maps = {}, {}
+    for e in entries:
+        sources[e["id"]], maps[e["id"]] = materialise(e, commits)
+        (CORPUS_DIR / f"{e['id']}.cu").write_text(sources[e["id"]])
+    if opts.pycuda_script:
+        write_gpu_folder(opts.pycuda_script, entries, sources)
+        print(f"wrote {len(entries)} kernels and run_gpu.py to {opts.pycuda_script}")
+    if opts.no_emulator:
+        return 0
+
+    rows = []
+    for e in entries:
+        r = run_on_emulator(e, sources[e["id"]], maps[e["id"]])
+        r |= {"repo": e["repo"], "kernel": lookup_name(e),
+              "constructs": constructs_of(sources[e["id"]])}
+        rows.append(r)
+        print(f"{e['id']:40s} {r['result']:14s} {r.get('message', '')[:110]}", flush=True)
+    counts: dict = {}
+    for r in rows:
+        counts[r["result"]] = counts.get(r["result"], 0) + 1
+    per_repo: dict = {}
+    for r in rows:
+        per_repo.setdefault(r["repo"], {}).setdefault(r["result"], 0)
+        per_repo[r["repo"]][r["result"]] += 1
+    print("totals:", counts)
+    for repo, c in per_repo.items():
+        print(f"  {repo}: {c}")
+    if not opts.only:
+        opts.results.parent.mkdir(parents=True, exist_ok=True)
+        opts.results.write_text(json.dumps({"counts": counts, "per_repository": per_repo,
+                                            "results": rows}, indent=1) + "\n")
+        print("wrote", opts.results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
