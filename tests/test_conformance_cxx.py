@@ -86,9 +86,6 @@ def test_cooperative_groups_warp_tile_shuffles():
     np.testing.assert_array_equal(count, [bs // 32] * nb)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "frontend (d235a92) refuses #include <cooperative_groups/reduce.h>, which nvcc needs "
-    "for cg::reduce: not in KNOWN_HEADERS of tilinglib/frontend/preprocess.py"))
 def test_cooperative_groups_reduce():
     rows, cols = 7, 70
     x = rng().standard_normal((rows, cols)).astype(np.float32)
@@ -161,7 +158,6 @@ def test_nvcc_predefined_macros_and_explicit_specialisation():
     np.testing.assert_array_equal(out, 3 * x)
 
 
-@pytest.mark.xfail(strict=True, reason="frontend (d235a92) declares no __ldcs / __stcs")
 def test_streaming_loads_and_stores():
     n = 300
     x = rng().standard_normal(n).astype(np.float32)
@@ -185,9 +181,6 @@ def test_file_scope_const_bounds_and_device_assert():
     assert f.last_report.shared_load_bank_conflicts == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "no __reduce_add_sync / __reduce_min_sync / __reduce_max_sync in the emulator "
-    "(frontend d235a92)"))
 def test_warp_reduce_builtins():
     n = 128
     x = rng().integers(-500, 500, n).astype(np.int32)

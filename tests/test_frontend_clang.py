@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tilinglib.emulator import SourceModule
 from tilinglib.errors import CompileError
 from tilinglib.frontend import clang as C
 from tilinglib.frontend import preprocess
@@ -90,3 +91,10 @@ def test_without_the_server_a_refused_start_is_a_compile_error_not_a_traceback()
                          timeout=120)
     assert out.stdout.strip() == ("CompileError clang could not start ([Errno 11] Resource "
                                   "temporarily unavailable)"), out.stderr
+
+
+def test_the_pre_cuda9_shuffle_is_named_with_its_replacement():
+    with pytest.raises(CompileError) as info:
+        SourceModule("__global__ void k(float* a) {\n  a[0] = __shfl_down(a[0], 1);\n}\n")
+    assert info.value.line == 2
+    assert "__shfl_down_sync(0xffffffff, ...)" in str(info.value)

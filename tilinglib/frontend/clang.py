@@ -280,6 +280,10 @@ _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>erro
 
 # clang's wording -> the course's, where they differ.
 _WORDING = [
+    (re.compile(r"^use of undeclared identifier '(__shfl(?:_up|_down|_xor)?|__ballot|__any|"
+                r"__all)'$"),
+     r"'\1' is not declared: CUDA 9 replaced it with \1_sync(mask, ...) (sm_70 and later, "
+     r"the H200 among them, have only the _sync form), e.g. \1_sync(0xffffffff, ...)"),
     (re.compile(r"^use of undeclared identifier '(.*)'$"), r"'\1' is not declared"),
     (re.compile(r"^unknown type name '(.*)'$"), r"unknown type '\1'"),
     (re.compile(r"^expected ';' (after (expression|declaration|statement)|at end of "

@@ -220,6 +220,40 @@ __device__ T reduce(const thread_block_tile<N> &g, T value, Op op) {
 }  // namespace cooperative_groups
 """
 
+# Device functions of CUDA's headers written in CUDA C++ over the built-ins above, each block
+# read by clang when the source names one of its names (with the declarations it uses).
+# The sm_80 warp reductions combine each lane of `mask` through __shfl_sync, lane by lane,
+# so they are exact for any mask; the cache-hint loads and stores are plain accesses (the
+# emulator has no cache to hint to), counted as any load or store.
+def _reduce_sync(name, ctype, start, combine):
+    return (f"__device__ {ctype} {name}(unsigned int mask, {ctype} value) {{ {ctype} r = {start}; "
+            f"for (int lane = 0; lane < 32; ++lane) if ((mask >> lane) & 1u) {{ "
+            f"{ctype} v = __shfl_sync(mask, value, lane); r = {combine}; }} return r; }}")
+
+
+_REDUCE_SYNC = "\n".join([
+    _reduce_sync("__reduce_add_sync", "unsigned int", "0u", "r + v"),
+    _reduce_sync("__reduce_add_sync", "int", "0", "r + v"),
+    _reduce_sync("__reduce_min_sync", "unsigned int", "0xffffffffu", "v < r ? v : r"),
+    _reduce_sync("__reduce_min_sync", "int", "2147483647", "v < r ? v : r"),
+    _reduce_sync("__reduce_max_sync", "unsigned int", "0u", "v > r ? v : r"),
+    _reduce_sync("__reduce_max_sync", "int", "-2147483647 - 1", "v > r ? v : r"),
+    _reduce_sync("__reduce_and_sync", "unsigned int", "0xffffffffu", "r & v"),
+    _reduce_sync("__reduce_or_sync", "unsigned int", "0u", "r | v"),
+    _reduce_sync("__reduce_xor_sync", "unsigned int", "0u", "r ^ v"),
+])
+_CACHE_HINTS = "\n".join(
+    [f"template <class T> __device__ T {n}(const T *address) {{ return *address; }}"
+     for n in ("__ldcs", "__ldcg", "__ldca", "__ldlu", "__ldcv")]
+    + [f"template <class T> __device__ void {n}(T *address, T value) {{ *address = value; }}"
+       for n in ("__stcs", "__stcg", "__stwb", "__stwt")])
+# (names that pull the block in, the block, the prelude declarations it uses)
+HEADER_FUNCTIONS = [
+    (frozenset(re.findall(r"(__reduce_\w+_sync)\(", _REDUCE_SYNC)), _REDUCE_SYNC,
+     frozenset({"__shfl_sync"})),
+    (frozenset(re.findall(r"(__(?:ld|st)\w+)\(", _CACHE_HINTS)), _CACHE_HINTS, frozenset()),
+]
+
 # The CUDA keywords as clang's attributes: macros of the prelude, so that the student's text
 # reaches clang unchanged (every column clang reports is the student's).
 KEYWORDS = {
@@ -274,13 +308,18 @@ def prelude_text(cooperative_groups: bool = False, used=None) -> str:
     `used` is None. With `cooperative_groups`, `COOPERATIVE_GROUPS` too (the source
     included <cooperative_groups.h>), and what it uses."""
     parts = []
+    blocks = [text for names, text, _ in HEADER_FUNCTIONS if used is None or names & set(used)]
     if used is not None:
         used = set(used) | _ALWAYS
         if cooperative_groups:
             used |= set(_IDENT.findall(COOPERATIVE_GROUPS))
+        for names, _, needs in HEADER_FUNCTIONS:
+            if names & used:
+                used |= needs
     for names, text in _all_items(cooperative_groups):
         if used is None or names & used:
             parts.append(text)
+    parts += blocks
     if cooperative_groups:
         parts.append(COOPERATIVE_GROUPS)
     return _defines() + "\n".join(parts) + "\n"

@@ -64,6 +64,7 @@ KNOWN_HEADERS = frozenset({
     "builtin_types.h", "driver_types.h", "host_defines.h", "crt/host_defines.h",
     "cuda_fp16.h", "cuda_bf16.h",       # included is fine; using __half is refused below
     "cooperative_groups.h",             # its declarations: prelude.COOPERATIVE_GROUPS
+    "cooperative_groups/reduce.h",      # cg::reduce, cg::plus, ...: there too
     "stdio.h", "stdlib.h", "stdint.h", "stddef.h", "stdbool.h", "math.h", "float.h",
     "limits.h", "assert.h", "string.h", "inttypes.h",
     "cstdio", "cstdlib", "cstdint", "cstddef", "cmath", "cfloat", "climits", "cassert",
@@ -247,7 +248,7 @@ class _Preprocessor(pcpp.Preprocessor):
         if name is None:
             raise _Stop(line, f"malformed #include: {NO_FILES}")
         if name in KNOWN_HEADERS:
-            if name == "cooperative_groups.h":
+            if name in ("cooperative_groups.h", "cooperative_groups/reduce.h"):
                 self.cooperative_groups = True
             return iter(())
         shown = name if len(name) <= 80 else name[:77] + "..."

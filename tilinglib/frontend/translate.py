@@ -811,6 +811,11 @@ class Translator:
             return None
         raise self.unsupported(n, f"this constructor of '{ttext}'")
 
+    def record_id(self, n):
+        """The id of the record (struct or class) that expression `n` has as its type, or None."""
+        name = self.record_name(self.type_text(n["type"]))
+        return next((i for i, (q, _) in self.records.items() if q == name), None)
+
     def _is_empty(self, rid) -> bool:
         return not any(f.get("kind") == "FieldDecl" for f in self.records[rid][1].get("inner", []))
 
@@ -896,6 +901,11 @@ class Translator:
             sub = inner[0]
             if k == "CXXFunctionalCastExpr" and sub.get("kind") in ("CXXConstructExpr",):
                 return self.construct(sub)
+            if k == "CXXFunctionalCastExpr" and sub.get("kind") == "InitListExpr" \
+                    and not sub.get("inner"):
+                rid = self.record_id(n)         # T{} of an aggregate: a value-initialized T
+                if rid is not None:
+                    return self.default_value(rid, n)
             if n.get("castKind") in ("NoOp", "ConstructorConversion", "UserDefinedConversion") \
                     and k != "CStyleCastExpr":
                 return self.expr(sub)
@@ -955,8 +965,7 @@ class Translator:
                                   c_ast.Constant("int", "0"), coord)
             r = self.construct(n)
             if r is None:
-                rid = next((i for i, (q, _) in self.records.items()
-                            if q == self.record_name(self.type_text(n["type"]))), None)
+                rid = self.record_id(n)
                 if rid is None:
                     raise self.unsupported(n, "this temporary object")
                 r = self.default_value(rid, n)
