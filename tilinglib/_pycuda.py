@@ -282,6 +282,11 @@ class SourceModule:
         except Exception as exc:
             if "not found" not in str(exc).lower():
                 raise
+            if "_GLOBAL__N_" in symbol:
+                raise KernelNotFoundError(
+                    f"kernel {name!r} is inside an anonymous namespace: nvcc gives it a name "
+                    f"private to this file, which PyCUDA cannot look up. Move it out of the "
+                    f"namespace {{ ... }}, or give the namespace a name.") from None
             known = ", ".join(sorted(signatures)) if signatures else "none found"
             raise KernelNotFoundError(
                 f"this module has no kernel named {name!r} (kernels: {known}). Check the "
