@@ -336,6 +336,49 @@ def _check_unsupported(text: str, source_lines) -> None:
                 line=line, source_line=src)
 
 
+# What clang would read as a directive in stage 1's text. pcpp leaves no comment and no
+# line splice, but clang lexes again: the digraph '%:' is '#' to clang (not to pcpp), '\r'
+# ends a line for clang, and a macro can expand to '#' at the start of a line ('#define H #'
+# then 'H include "/etc/passwd"'); each of those reached clang as an #include of a host
+# file. The only directive lines stage 1 writes are these:
+_OWN_DIRECTIVE = re.compile(r'[ \t]*#[ \t]*(?:line[ \t]+\d+(?:[ \t]+"[^"\\]*")?|pragma[ \t]+'
+                            r'(?:' + "|".join(PASSED_PRAGMAS) + r')\b[\w \t()+\-*/<>]*)[ \t]*')
+_HASH = re.compile(r"#|%:|%\?\?<|\?\?=")            # '#', its digraph and trigraph spellings
+_SPLICE = re.compile(r"(?:\\|\?\?/)[ \t\f\v]*[\r\n]")
+
+
+def check_no_directives(text: str, source_lines) -> None:
+    """Refuse stage 1's `text` if clang could read any directive in it but the #line and
+    #pragma unroll lines stage 1 writes: a '#' (or '%:') with nothing before it on its line
+    (lines end at '\\r' as well as '\\n' for clang) but blanks or the end of a comment, and
+    any line splice left over. Conservative: a '#' inside a string literal at the start of
+    a line is refused too. Raises `CompileError` at the student's line."""
+    def refuse(pos, what):
+        line = _line_of(text, pos)
+        src = source_lines[line - 1] if 0 < line <= len(source_lines) else None
+        raise CompileError(f"{SOURCE_NAME}:{line}: {what}: {NO_FILES} (only #define, #if..."
+                           f" #endif, #include of a known header and #pragma unroll are "
+                           f"directives here; '%:' is '#' in C++)", line=line,
+                           source_line=src)
+
+    m = _SPLICE.search(text)
+    if m:
+        refuse(m.start(), "a line splice (a backslash at the end of a line) outside a "
+                          "#define")
+    start = 0
+    for raw in re.split(r"(\r\n|\r|\n)", text):
+        if raw in ("\r\n", "\r", "\n"):
+            start += len(raw)
+            continue
+        if not _OWN_DIRECTIVE.fullmatch(raw) or "/*" in raw or "//" in raw:
+            for h in _HASH.finditer(raw):
+                before = raw[:h.start()]
+                if not before.strip(" \t\f\v") or "*/" in before:
+                    refuse(start + h.start(), f"'{h.group(0)}' starts a directive that "
+                                              f"clang would run")
+        start += len(raw)
+
+
 def _check_text(source: str, source_lines) -> None:
     """Refuse a str that is no text a file could hold (a lone surrogate such as '\\ud800')."""
     try:
@@ -404,6 +447,7 @@ def preprocess(source: str, options=None) -> Preprocessed:
                                if 0 < line <= len(source_lines) else None)
     if not text.lstrip().startswith("#line"):
         text = f'#line 1 "{SOURCE_NAME}"\n' + text
+    check_no_directives(text, source_lines)
     _check_unsupported(text, source_lines)
     return Preprocessed(text=text, source_lines=source_lines, defines=defines,
                         float_mode=float_mode(options),
