@@ -9,10 +9,13 @@ Before the fix each case below printed the secret file's first line in the Compi
 ("unknown type 'PINEAPPLE_SECRET_31337'").
 """
 
+import re
+
+import numpy as np
 import pytest
 
 from tilinglib.emulator import SourceModule
-from tilinglib.errors import CompileError
+from tilinglib.errors import CompileError, UnsupportedFeatureError
 
 SECRET = "PINEAPPLE_SECRET_31337"
 KERNEL = "__global__ void k(int* a)\n{\n    a[0] = 1;\n}\n"
@@ -71,3 +74,47 @@ def test_has_include_tells_nothing_about_host_files(secret):
 ])
 def test_legal_hashes_still_compile(body):
     SourceModule("#include <cstdio>\n__global__ void k(int* a)\n{\n" + body + "}\n")
+
+
+# --------------------------------------------------------------------------- odd C++
+H = "__global__ void k(int* a)\n{\n"
+
+
+def run_k(src, n=4):
+    """a[] after k(a) on one thread, a starting at zeros (int32)."""
+    from tilinglib.emulator import InOut
+    a = np.zeros(n, dtype=np.int32)
+    SourceModule(src).get_function("k")(InOut(a), block=(1, 1, 1), grid=(1, 1))
+    return a
+
+
+# Before: a union was a struct (u.f = 1.0f; u.i read 0, not 0x3f800000 = 1065353216) and a
+# bit-field held its whole type ('int x : 3' = 7 read 7, not -1): wrong results, silently.
+@pytest.mark.parametrize("src, line, what", [
+    ("union U { int i; float f; };\n" + H + "    U u; u.f = 1.0f;\n    a[0] = u.i;\n}\n",
+     1, "unions ('U')"),
+    ("struct S { union { int i; float f; }; };\n" + H + "    S s; s.f = 1.0f;\n"
+     "    a[0] = s.i;\n}\n", 1, "does not support the type 'S::(anonymous"),
+    ("struct S { int x : 3; int y : 5; };\n" + H + "    S s; s.x = 7; s.y = 1;\n"
+     "    a[0] = s.x;\n}\n", 1, "bit-fields ('x' in 'S')"),
+])
+def test_union_and_bitfield_are_refused_not_miscomputed(src, line, what):
+    with pytest.raises(UnsupportedFeatureError, match=re.escape(what)) as info:
+        SourceModule(src)
+    assert info.value.line == line
+
+
+# Before: every enum was an internal TypeError (pycparser 3's c_ast.Enum takes an
+# underlying type); a static method was given an object ("'S::f' takes 1 arguments, 0 given").
+@pytest.mark.parametrize("src, expected", [
+    ("enum class E : int { A = 3, B };\n" + H + "    a[0] = (int)E::B;\n}\n", 4),
+    ("enum E { A = 1, B = 4 };\n" + H + "    a[0] = A | B;\n}\n", 5),
+    ("enum { N = 7 };\n" + H + "    int t[N];\n    t[N - 1] = N;\n    a[0] = t[6];\n}\n", 7),
+    ("struct S { __device__ static int f() { return 6; } };\n" + H + "    a[0] = S::f();\n}\n", 6),
+    ("struct S { int n; __device__ static int f(int x) { return 6 + x; } };\n" + H
+     + "    S s{1};\n    a[0] = s.f(2) + s.n;\n}\n", 9),
+    ("template<typename T> struct O { template<int N> __device__ static T f() { return N; } };\n"
+     + H + "    a[0] = O<int>::f<7>();\n}\n", 7),
+])
+def test_enums_and_static_methods_run(src, expected):
+    assert run_k(src)[0] == expected
