@@ -10,6 +10,7 @@ Before the fix each case below printed the secret file's first line in the Compi
 """
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,3 +119,40 @@ def test_union_and_bitfield_are_refused_not_miscomputed(src, line, what):
 ])
 def test_enums_and_static_methods_run(src, expected):
     assert run_k(src)[0] == expected
+
+
+# --------------------------------------------------------------------------- the grader's checks
+SUBMISSIONS = Path(__file__).parent / "submissions"
+
+
+def _in_namespace(src: str) -> str:
+    out = re.sub(r"(__global__ void sgemm\(.*?\n\{.*?\n\})", r"namespace hide {\n\1\n}", src,
+                 flags=re.S)
+    assert "namespace hide {" in out
+    return out
+
+
+# Before: get_function('sgemm') ran 'hide::sgemm' (a kernel in a namespace, by its own name)
+# but the source checks looked for a kernel spelled 'sgemm', found none and passed: 100/100
+# for submissions that earn 90.
+@pytest.mark.parametrize("name, failing", [
+    ("bad_int32_index.cu", "64-bit index arithmetic"),
+    ("bad_uninitialised_accumulator.cu", "accumulator initialised"),
+])
+def test_a_namespace_does_not_hide_the_kernel_from_the_source_checks(name, failing):
+    from tilinglib.grading import check_sgemm
+    src = (SUBMISSIONS / name).read_text()
+    plain = check_sgemm(src, "sgemm")
+    hidden = check_sgemm(_in_namespace(src), "sgemm")
+    assert [c.name for c in plain.checks if not c.passed] == [failing]
+    assert [c.name for c in hidden.checks if not c.passed] == [failing]
+    assert hidden.score == plain.score == 90
+
+
+def test_source_checks_find_the_kernel_get_function_runs():
+    from tilinglib._source_checks import int_overflow_risks, uninitialized_locals
+    src = ("namespace ns {\n__global__ void k(int n, int w, float* a)\n{\n    float s;\n"
+           "    a[n * w] = s;\n}\n}\n")
+    assert [(f.line, f.text) for f in int_overflow_risks(src, kernel="k")] == [(5, "n * w")]
+    assert [(f.line, f.text) for f in uninitialized_locals(src, kernel="k")] == [(5, "s")]
+    assert uninitialized_locals(src, kernel="other") == []

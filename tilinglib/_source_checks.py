@@ -190,10 +190,23 @@ def _ids(e) -> set[str]:
     return set().union(*(_ids(c) for _, c in e.children())) if e.children() else set()
 
 
-def _kernels(source: str, options) -> list[c_ast.FuncDef]:
-    pre = preprocess(source, options)
-    ast = parse(pre)
-    return [n for n in ast.ext if isinstance(n, c_ast.FuncDef) and is_kernel(n)]
+def _kernels(source: str, options, kernel: str | None = None) -> list[c_ast.FuncDef]:
+    """The kernels of `source`; only `kernel` if given, found as get_function finds it
+    (`_kernel_named`)."""
+    ast = parse(preprocess(source, options))
+    want = _kernel_named(ast, kernel)
+    return [n for n in ast.ext if isinstance(n, c_ast.FuncDef) and is_kernel(n)
+            and (kernel is None or n.decl.name == want)]
+
+
+def _kernel_named(ast, kernel: str | None) -> str | None:
+    """The name in `ast` of the kernel get_function(`kernel`) runs: 'sgemm' is 'ns::sgemm'
+    when the kernel is in a namespace, 'k<16U>' is 'k<16>'. Matching the name as written
+    instead let a kernel inside a namespace run for its points and skip every source check."""
+    if kernel is None:
+        return None
+    found = ast.kernel_name(kernel) if hasattr(ast, "kernel_name") else None
+    return found if found is not None else kernel
 
 
 def _risky_products(k: _Kernel, e) -> list:
@@ -319,8 +332,9 @@ def int_overflow_risks(source: str, options=None, kernel: str | None = None) -> 
             seen.add(id(node))
             findings.append(Finding(_line(node), text))
 
+    want = _kernel_named(ast, kernel)
     for func in functions.values():
-        if not is_kernel(func) or (kernel is not None and func.decl.name != kernel):
+        if not is_kernel(func) or (kernel is not None and func.decl.name != want):
             continue
         names = _reachable(func, functions)
         work = [(name, e) for name in names for e in _address_expressions(context(name)[0])]
@@ -360,9 +374,7 @@ def uninitialized_locals(source: str, options=None, kernel: str | None = None) -
     is reported unless every path from the declaration to it assigns the variable. Raises the
     emulator's `CompileError` if the source does not parse."""
     findings: list[Finding] = []
-    for func in _kernels(source, options):
-        if kernel is not None and func.decl.name != kernel:
-            continue
+    for func in _kernels(source, options, kernel):
         seen = set()
         for r in unset_reads(func):
             if id(r.decl) not in seen:
