@@ -9,6 +9,7 @@ Before the fix each case below printed the secret file's first line in the Compi
 ("unknown type 'PINEAPPLE_SECRET_31337'").
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -156,3 +157,60 @@ def test_source_checks_find_the_kernel_get_function_runs():
     assert [(f.line, f.text) for f in int_overflow_risks(src, kernel="k")] == [(5, "n * w")]
     assert [(f.line, f.text) for f in uninitialized_locals(src, kernel="k")] == [(5, "s")]
     assert uninitialized_locals(src, kernel="other") == []
+
+
+def test_the_graders_worker_shows_no_host_file_through_a_digraph(tmp_path):
+    """End to end: `python -m tilinglib.grading`'s sandboxed worker on a notebook whose kernel
+    starts '%:include "<secret>"' (before the fix its feedback held the secret's first line)."""
+    from tilinglib.grading.cli import Submission, grade_submission
+    from test_grading_cli import A1, REFERENCE, kernel_cell, submit
+    secret = tmp_path / "secret.h"
+    secret.write_text(f"{SECRET}\n")
+    path = submit(tmp_path / "submitted", "mallory", A1,
+                  [("a1-kernel", kernel_cell(f'%:include "{secret}"\n' + REFERENCE))])
+    result = grade_submission(Submission("mallory", A1, path))
+    text = json.dumps(result.outcome.__dict__)
+    assert SECRET not in text
+    assert result.outcome.status == "compile_error" and result.outcome.score == 0
+    assert "directive that clang would run" in text
+
+
+# --------------------------------------------------------------------------- clang's limits
+def test_clang_gets_one_deadline_not_one_per_pipe(tmp_path, monkeypatch):
+    """A clang that never ends is stopped after CLANG_SECONDS in all: the two pipe readers
+    share one deadline (before, each was joined for CLANG_SECONDS in turn: a 30 s limit let a
+    template explosion run 46 s). Checked by the join timeouts asked for, not by a clock."""
+    from tilinglib.frontend import clang
+    fake = tmp_path / "fakeclang"
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("TILINGLIB_CLANG", str(fake))
+    monkeypatch.setattr(clang, "CLANG_SECONDS", 0.5)
+    asked = []
+    real_join = clang.threading.Thread.join
+
+    def join(self, timeout=None):
+        if timeout is not None:
+            asked.append(timeout)
+        return real_join(self, timeout)
+
+    monkeypatch.setattr(clang.threading.Thread, "join", join)
+    status, rc, out, err = clang._clang_bytes(b"int x;\n")
+    assert status == "limit"
+    assert len(asked) == 2 and sum(asked) <= 0.5
+
+
+def test_clang_is_told_to_write_no_crash_reproducer():
+    """A crash (clang out of its 2 GiB on '__make_integer_seq<S, int, 100000000>') would write
+    the preprocessed source and a script to TMPDIR: -fno-crash-diagnostics, and TMPDIR is the
+    empty directory clang runs in."""
+    from tilinglib.frontend import clang
+    assert "-fno-crash-diagnostics" in clang.FLAGS
+
+
+def test_a_clang_crash_is_named_as_such():
+    from tilinglib.frontend.clang import compile_error
+    err = compile_error("zig: error: clang frontend command failed with exit code 134 (use -v "
+                        "to see invocation)\n", ("int x;",))
+    assert "stopped on this source without an error message" in str(err)
+    assert "exit code 134" not in str(err)
