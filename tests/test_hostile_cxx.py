@@ -214,3 +214,29 @@ def test_a_clang_crash_is_named_as_such():
                         "to see invocation)\n", ("int x;",))
     assert "stopped on this source without an error message" in str(err)
     assert "exit code 134" not in str(err)
+
+
+# Before: the unset accumulator moved into a __device__ helper ('T s; return s;' in a
+# template, or 'auto sum = zero();') passed the check: 100 instead of 90.
+@pytest.mark.parametrize("helper, decl, name, line", [
+    ("template<typename T> __device__ T acc() { T s; return s; }\n",
+     "    float sum = acc<float>();\n", "s", 1),
+    ("__device__ float zero() { float q; return q; }\n", "    auto sum = zero();\n", "q", 1),
+])
+def test_an_unset_accumulator_in_a_device_helper_is_found(helper, decl, name, line):
+    from tilinglib.grading import check_sgemm
+    src = (SUBMISSIONS / "bad_uninitialised_accumulator.cu").read_text()
+    hidden = helper + src.replace("    float sum;\n", decl)
+    report = check_sgemm(hidden, "sgemm")
+    failed = [c for c in report.checks if not c.passed]
+    assert [c.name for c in failed] == ["accumulator initialised"]
+    assert f"'{name}' is read at line {line} " in failed[0].message
+    assert report.score == 90
+
+
+def test_cplusplus_selects_the_branch_nvcc_selects():
+    """nvcc defines __cplusplus (C++17: 201703L); pcpp did not, so '#if __cplusplus' chose
+    the other branch than the GPU build: a kernel graded on code the GPU never runs."""
+    src = ("#if __cplusplus >= 201703L\n#define V 17\n#else\n#define V 0\n#endif\n" + H
+           + "    a[0] = V;\n    a[1] = (int)(__cplusplus / 100);\n}\n")
+    assert run_k(src)[:2].tolist() == [17, 2017]

@@ -367,19 +367,25 @@ def int_overflow_risks(source: str, options=None, kernel: str | None = None) -> 
 
 
 def uninitialized_locals(source: str, options=None, kernel: str | None = None) -> list[Finding]:
-    """Local scalars of kernel `kernel` (all kernels if None) that may be read before they are
-    given a value, one `Finding(line, name)` per variable: its first such read.
+    """Local scalars of kernel `kernel` (all kernels if None), and of the functions it calls,
+    that may be read before they are given a value, one `Finding(line, name)` per variable:
+    its first such read.
 
     The rule is `unset_reads` (definite assignment, as in the C# and Java languages): a read
     is reported unless every path from the declaration to it assigns the variable. Raises the
     emulator's `CompileError` if the source does not parse."""
     findings: list[Finding] = []
+    ast = parse(preprocess(source, options))
+    functions = {n.decl.name: n for n in ast.ext if isinstance(n, c_ast.FuncDef)}
     for func in _kernels(source, options, kernel):
         seen = set()
-        for r in unset_reads(func):
-            if id(r.decl) not in seen:
-                seen.add(id(r.decl))
-                findings.append(Finding(r.line, r.name))
+        # and the __device__ functions it calls: 'T s; return s;' in a template helper, or
+        # 'auto sum = zero();', hid the unset accumulator from a check of the kernel alone
+        for name in _reachable(func, functions):
+            for r in unset_reads(functions[name]):
+                if id(r.decl) not in seen:
+                    seen.add(id(r.decl))
+                    findings.append(Finding(r.line, r.name))
     return findings
 
 

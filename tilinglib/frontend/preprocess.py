@@ -49,6 +49,9 @@ PREDEFINED_MACROS = {
     "__CUDA_ARCH__": "900",
     "__CUDACC_VER_MAJOR__": "13",
     "__CUDACC_VER_MINOR__": "0",
+    # nvcc 13's default dialect (C++17), as clang is run (-std=c++17). Without it pcpp took
+    # '#if __cplusplus >= 201103L' as false: another branch than the GPU build's.
+    "__cplusplus": "201703L",
 }
 
 # Macros the C and CUDA headers define that the source may use without including them
