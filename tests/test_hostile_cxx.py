@@ -4,7 +4,8 @@ traceback or a wrong result.
 
 clang preprocesses stage 1's output again, so anything clang reads as a directive and pcpp
 does not was an #include of a host file: the digraph '%:', a macro expanding to '#' at the
-start of a line, '%:' after '\\r' or a form feed, '%:' after a raw string or a comment.
+start of a line, '%:' or '#' after '\\r', a form feed, a NUL or a Unicode blank (clang skips
+them as whitespace), '%:' after a raw string or a comment.
 Before the fix each case below printed the secret file's first line in the CompileError
 ("unknown type 'PINEAPPLE_SECRET_31337'").
 """
@@ -47,6 +48,11 @@ DIRECTIVES = {
     "after a raw string": (lambda s: f'const char* r = R"(\n)";\n%:include "{s}"\n', 3),
     "after a digit separator": (lambda s: f"__device__ int q = 1'0;\n%:include \"{s}\"\n", 2),
     "after a carriage return": (lambda s: f'__device__ int z;\r%:include "{s}"\n', 2),
+    "after a NUL": (lambda s: f'\x00%:include "{s}"\n', 1),
+    "# after a NUL": (lambda s: f'\x00#include "{s}"\n', 1),       # pcpp sees no directive
+    "after a no-break space": (lambda s: f'\u00a0%:include "{s}"\n', 1),
+    "# after an em space": (lambda s: f'\u2003#include "{s}"\n', 1),
+    "macro after a no-break space": (lambda s: f'#define H #\n\u00a0H include "{s}"\n', 2),
     "after a form feed": (lambda s: f'\f%:include "{s}"\n', None),   # pcpp counts \f
 }
 

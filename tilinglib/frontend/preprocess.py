@@ -347,13 +347,15 @@ def _check_unsupported(text: str, source_lines) -> None:
 _OWN_DIRECTIVE = re.compile(r'[ \t]*#[ \t]*(?:line[ \t]+\d+(?:[ \t]+"[^"\\]*")?|pragma[ \t]+'
                             r'(?:' + "|".join(PASSED_PRAGMAS) + r')\b[\w \t()+\-*/<>]*)[ \t]*')
 _HASH = re.compile(r"#|%:|%\?\?<|\?\?=")            # '#', its digraph and trigraph spellings
+_PRINTABLE = re.compile(r"[\x21-\x7e]")
 _SPLICE = re.compile(r"(?:\\|\?\?/)[ \t\f\v]*[\r\n]")
 
 
 def check_no_directives(text: str, source_lines) -> None:
     """Refuse stage 1's `text` if clang could read any directive in it but the #line and
     #pragma unroll lines stage 1 writes: a '#' (or '%:') with nothing before it on its line
-    (lines end at '\\r' as well as '\\n' for clang) but blanks or the end of a comment, and
+    (lines end at '\\r' as well as '\\n' for clang) but blanks (NUL and Unicode blanks
+    included: anything but printable ASCII) or the end of a comment, and
     any line splice left over. Conservative: a '#' inside a string literal at the start of
     a line is refused too. Raises `CompileError` at the student's line."""
     def refuse(pos, what):
@@ -376,7 +378,9 @@ def check_no_directives(text: str, source_lines) -> None:
         if not _OWN_DIRECTIVE.fullmatch(raw) or "/*" in raw or "//" in raw:
             for h in _HASH.finditer(raw):
                 before = raw[:h.start()]
-                if not before.strip(" \t\f\v") or "*/" in before:
+                # clang skips NUL and Unicode blanks (U+00A0, U+2003...) as whitespace: only
+                # printable ASCII before the '#' can make it a token that is not a line's first
+                if not _PRINTABLE.search(before) or "*/" in before:
                     refuse(start + h.start(), f"'{h.group(0)}' starts a directive that "
                                               f"clang would run")
         start += len(raw)
