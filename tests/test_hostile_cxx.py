@@ -246,3 +246,28 @@ def test_cplusplus_selects_the_branch_nvcc_selects():
     src = ("#if __cplusplus >= 201703L\n#define V 17\n#else\n#define V 0\n#endif\n" + H
            + "    a[0] = V;\n    a[1] = (int)(__cplusplus / 100);\n}\n")
     assert run_k(src)[:2].tolist() == [17, 2017]
+
+
+# A method's object is a copy (docs/frontend.md): every way of writing to it is refused, at
+# its line, so no write is silently lost. Before, '*this' was "cannot dereference a value of
+# type C" (now named).
+MUTATING_METHODS = {
+    "this->n = 5": ("{ this->n = 5; }", "changes its object's fields ('n' in 'set')"),
+    "n through a call": ("{ inc(); } __device__ void inc() { n = 5; }",
+                         "changes its object's fields ('n' in 'inc')"),
+    "(*this).n = 5": ("{ (*this).n = 5; }", "'*this'"),
+    "*this = C{5}": ("{ *this = C{5}; }", "'*this'"),
+    "int& r = n": ("{ int& r = n; r = 5; }", "taking the address of a local variable"),
+    "&n": ("{ int* q = &n; *q = 5; }", "taking the address of a local variable"),
+    "atomicAdd(&n, 4)": ("{ atomicAdd(&n, 4); }", "taking the address of a local variable"),
+}
+
+
+@pytest.mark.parametrize("name", list(MUTATING_METHODS))
+def test_a_write_to_a_methods_object_is_refused(name):
+    body, what = MUTATING_METHODS[name]
+    src = ("struct C { int n; __device__ void set() " + body + " };\n" + H
+           + "    C c{1};\n    c.set();\n    a[0] = c.n;\n}\n")
+    with pytest.raises(UnsupportedFeatureError, match=re.escape(what)) as info:
+        SourceModule(src)
+    assert info.value.line == 1

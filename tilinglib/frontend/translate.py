@@ -921,6 +921,12 @@ class Translator:
                 op = "p" + op
             if op == "__extension__":
                 return self.expr(inner[0])
+            if op == "*" and inner[0].get("kind") == "CXXThisExpr":
+                # was "cannot dereference a value of type C": the method's object is a value
+                raise self.unsupported(n, "'*this' (a method gets its object by value, not "
+                                          "a pointer)", "name the field itself: n, not "
+                                                        "(*this).n; return a new object "
+                                                        "instead of assigning *this")
             return c_ast.UnaryOp(op, self.expr(inner[0]), coord)
         if k == "BinaryOperator":
             op = n["opcode"]
