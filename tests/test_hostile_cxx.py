@@ -271,3 +271,16 @@ def test_a_write_to_a_methods_object_is_refused(name):
     with pytest.raises(UnsupportedFeatureError, match=re.escape(what)) as info:
         SourceModule(src)
     assert info.value.line == 1
+
+
+def test_the_kernel_named_so_wins_over_an_extern_c_mangled_name():
+    """Before: get_function('sgemm') ran hide::sgemm (extern "C": its mangled name is
+    'sgemm'), not the kernel named sgemm, because it came first in the source."""
+    src = ('namespace hide { extern "C" __global__ void k(int* a) { a[0] = 2; } }\n'
+           '__global__ void k(int* a) { a[0] = 1; }\n')
+    assert run_k(src)[0] == 1
+    from tilinglib.frontend.parse import parse
+    from tilinglib.frontend.preprocess import preprocess
+    tu = parse(preprocess(src))
+    assert tu.kernel_names == {"hide::k": "k", "k": "_Z1kPi"}
+    assert tu.kernel_name("k") == "k" and tu.kernel_name("_Z1kPi") == "k"
