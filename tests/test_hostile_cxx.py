@@ -79,6 +79,7 @@ def test_has_include_tells_nothing_about_host_files(secret):
     '    printf("#%d %%: # \\n", a[0]);\n',                  # '#' and '%:' inside a string
     '#pragma unroll 4\n    for (int i = 0; i < 8; i++) a[i] = i;\n',
     '#pragma unroll\n    for (int i = 0; i < 8; i++) a[i] = i;\n',
+    '#pragma unroll (8 % 3 + 1)\n    for (int i = 0; i < 8; i++) a[i] = i;\n',
 ])
 def test_legal_hashes_still_compile(body):
     SourceModule("#include <cstdio>\n__global__ void k(int* a)\n{\n" + body + "}\n")

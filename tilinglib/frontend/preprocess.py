@@ -345,8 +345,8 @@ def _check_unsupported(text: str, source_lines) -> None:
 # then 'H include "/etc/passwd"'); each of those reached clang as an #include of a host
 # file. The only directive lines stage 1 writes are these:
 _OWN_DIRECTIVE = re.compile(r'[ \t]*#[ \t]*(?:line[ \t]+\d+(?:[ \t]+"[^"\\]*")?|pragma[ \t]+'
-                            r'(?:' + "|".join(PASSED_PRAGMAS) + r')\b[\w \t()+\-*/<>]*)[ \t]*')
-_HASH = re.compile(r"#|%:|%\?\?<|\?\?=")            # '#', its digraph and trigraph spellings
+                            r'(?:' + "|".join(PASSED_PRAGMAS) + r')\b[^"\'\\\r\n]*)[ \t]*')
+_HASH = re.compile(r"#|%:|\?\?=")          # "#", its digraph and its trigraph
 _PRINTABLE = re.compile(r"[\x21-\x7e]")
 _SPLICE = re.compile(r"(?:\\|\?\?/)[ \t\f\v]*[\r\n]")
 
