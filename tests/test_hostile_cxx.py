@@ -285,3 +285,20 @@ def test_the_kernel_named_so_wins_over_an_extern_c_mangled_name():
     tu = parse(preprocess(src))
     assert tu.kernel_names == {"hide::k": "k", "k": "_Z1kPi"}
     assert tu.kernel_name("k") == "k" and tu.kernel_name("_Z1kPi") == "k"
+
+
+# --------------------------------------------------------------------------- #line
+def test_a_students_line_directive_is_dropped():
+    """Before: '#line N' reached clang.flatten_lines, which wrote N blank lines for clang
+    ('#line 2000000000': a list of 2e9 strings, 16 GB), and every message after it named line
+    N + k, which the source does not have (no line quoted)."""
+    from tilinglib.frontend.clang import clang_input
+    from tilinglib.frontend.preprocess import preprocess
+    src = "#line 3000000\n" + H + "    a[0] = b;\n}\n"
+    pre = preprocess(src)
+    assert "3000000" not in pre.text
+    text, offset = clang_input(pre.text)
+    assert text.count("\n") - offset < 10              # not 3,000,000 blank lines
+    with pytest.raises(CompileError, match=r"kernel\.cu:4:12: 'b' is not declared") as info:
+        SourceModule(src)
+    assert info.value.line == 4 and info.value.source_line == "    a[0] = b;"
