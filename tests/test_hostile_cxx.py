@@ -302,3 +302,35 @@ def test_a_students_line_directive_is_dropped():
     with pytest.raises(CompileError, match=r"kernel\.cu:4:12: 'b' is not declared") as info:
         SourceModule(src)
     assert info.value.line == 4 and info.value.source_line == "    a[0] = b;"
+
+
+# Before: a 32-bit index product in a constructor's member initializer ('I(r, K, k).v')
+# passed the 64-bit index check: 100 instead of 90 (a template, a static method, a
+# namespace, a functor or an overload were already followed).
+HELPER = "__device__ int idx(int r, int cols, int c)\n{\n    return r * cols + c;\n}\n"
+CALL = r"idx\((\w+), (\w+), (\w+)\)"
+
+
+@pytest.mark.parametrize("name, helper, call, text", [
+    ("constructor", "struct I { int v; __device__ I(int r, int cols, int c) : v(r * cols + c) "
+                    "{} };\n", r"I(\1, \2, \3).v", "r * cols (in I::I())"),
+    ("template", "template<typename T> __device__ T idx(T r, T cols, T c) "
+                 "{ return r * cols + c; }\n", r"idx(\1, \2, \3)", "r * cols (in idx<int>())"),
+])
+def test_an_index_product_hidden_in_cxx_is_found(name, helper, call, text):
+    from tilinglib.grading import check_sgemm
+    src = (SUBMISSIONS / "bad_int32_in_device_helper.cu").read_text()
+    assert HELPER in src
+    hidden = re.sub(CALL, call, src.replace(HELPER, helper))
+    report = check_sgemm(hidden, "sgemm")
+    failed = [c for c in report.checks if not c.passed]
+    assert [c.name for c in failed] == ["64-bit index arithmetic"]
+    assert f"line 8: {text}" in failed[0].message
+    assert report.score == 90
+
+
+def test_a_struct_field_holding_an_index_product_is_found():
+    from tilinglib._source_checks import int_overflow_risks
+    src = ("struct P { int off; };\n__global__ void k(int n, int w, float* a)\n{\n    P p;\n"
+           "    p.off = n * w;\n    a[p.off] = 1.0f;\n}\n")
+    assert [(f.line, f.text) for f in int_overflow_risks(src, kernel="k")] == [(5, "n * w")]

@@ -243,6 +243,14 @@ def _assignments(k: _Kernel) -> dict[str, list]:
             out.setdefault(n.name, []).append(n.init)
         elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
             out.setdefault(n.lvalue.name, []).append(n.rvalue)
+        elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.StructRef):
+            # a field, under its struct's name (a read of s.f is a read of s, see _ids): a
+            # constructor's 'v(r * cols + c)' is 'this.v = r * cols + c', then 'return this'
+            base = n.lvalue
+            while isinstance(base, c_ast.StructRef):
+                base = base.name
+            if isinstance(base, c_ast.ID):
+                out.setdefault(base.name, []).append(n.rvalue)
     return out
 
 
