@@ -334,3 +334,28 @@ def test_a_struct_field_holding_an_index_product_is_found():
     src = ("struct P { int off; };\n__global__ void k(int n, int w, float* a)\n{\n    P p;\n"
            "    p.off = n * w;\n    a[p.off] = 1.0f;\n}\n")
     assert [(f.line, f.text) for f in int_overflow_risks(src, kernel="k")] == [(5, "n * w")]
+
+
+def test_constant_memory_over_64_kib_is_a_compile_error():
+    """Before: '__constant__ int c[1 << 30]' compiled, and the launch allocated 4 GB (a raw
+    MemoryError under the grader's 2 GiB). 64 KiB exactly still runs."""
+    with pytest.raises(CompileError, match=r"take 4,294,967,296 bytes; a GPU has 65,536"):
+        SourceModule("__constant__ int c[1 << 30];\n" + H + "    a[0] = c[0];\n}\n")
+    with pytest.raises(CompileError, match=r"\(c, d\) take 65,540 bytes"):
+        SourceModule("__constant__ int c[1 << 14];\n__constant__ int d[1];\n" + H
+                     + "    a[0] = c[0] + d[0];\n}\n")
+    assert run_k("__constant__ int c[1 << 14] = {4, 5};\n" + H + "    a[0] = c[1];\n}\n")[0] == 5
+
+
+# Before: an array initialised in part read all zeros (clang's JSON puts the elements under
+# 'array_filler'): 'int l[4] = {4, 5}; l[1]' was 0, silently, in local and __constant__ arrays.
+@pytest.mark.parametrize("src, expected", [
+    (H + "    int l[4] = {4, 5};\n    a[0] = l[1];\n    a[1] = l[3];\n}\n", [5, 0]),
+    ("__constant__ int c[4] = {4, 5};\n" + H + "    a[0] = c[1];\n    a[1] = c[2];\n}\n", [5, 0]),
+    (H + "    int m[2][3] = {{1}, {4, 5}};\n    a[0] = m[1][1];\n    a[1] = m[0][2];\n}\n",
+     [5, 0]),
+    (H + "    float f[3] = {1.5f};\n    a[0] = (int)(f[0] * 2);\n    a[1] = (int)f[2];\n}\n",
+     [3, 0]),
+])
+def test_a_partly_initialised_array_keeps_its_values(src, expected):
+    assert run_k(src)[:2].tolist() == expected

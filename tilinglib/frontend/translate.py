@@ -788,10 +788,25 @@ class Translator:
         return c_ast.Decl(name, quals, [], storage, [], tnode, init, None,
                           coord=self.coord(d))
 
-    def init_expr(self, n, d):
+    def init_expr(self, n, d, nested=False):
         k = n.get("kind")
+        if k == "InitListExpr" and "inner" not in n and "array_filler" in n:
+            # An array initialised in part ('int l[4] = {4, 5}'): clang's JSON writes the
+            # filler, then the elements, under 'array_filler' and no 'inner' (read as empty,
+            # every element was 0: l[1] read 0, not 5). An inner list, or one of structs, is
+            # filled out to its length (the compiler lays nested lists out one after another).
+            filler, items = n["array_filler"][0], n["array_filler"][1:]
+            out = [self.init_expr(e, d, nested=True) for e in items]
+            m = re.search(r"\[(\d+)\]$", n.get("type", {}).get("qualType", ""))
+            if m and (nested or filler.get("kind") != "ImplicitValueInitExpr"):
+                missing = int(m.group(1)) - len(out)
+                if missing > 65536:
+                    raise self.unsupported(n, "an initializer list this much shorter than its "
+                                              "array", "write the zeros out, or set it in a loop")
+                out += [self.init_expr(filler, d, nested=True) for _ in range(missing)]
+            return c_ast.InitList([x for x in out if x is not None], self.coord(n))
         if k == "InitListExpr":
-            return c_ast.InitList([x for x in (self.init_expr(e, d) for e in
+            return c_ast.InitList([x for x in (self.init_expr(e, d, nested=True) for e in
                                                n.get("inner", [])) if x is not None],
                                   self.coord(n))
         if k == "CXXConstructExpr":
