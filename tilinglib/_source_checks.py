@@ -190,10 +190,23 @@ def _ids(e) -> set[str]:
     return set().union(*(_ids(c) for _, c in e.children())) if e.children() else set()
 
 
-def _kernels(source: str, options) -> list[c_ast.FuncDef]:
-    pre = preprocess(source, options)
-    ast = parse(pre)
-    return [n for n in ast.ext if isinstance(n, c_ast.FuncDef) and is_kernel(n)]
+def _kernels(source: str, options, kernel: str | None = None) -> list[c_ast.FuncDef]:
+    """The kernels of `source`; only `kernel` if given, found as get_function finds it
+    (`_kernel_named`)."""
+    ast = parse(preprocess(source, options))
+    want = _kernel_named(ast, kernel)
+    return [n for n in ast.ext if isinstance(n, c_ast.FuncDef) and is_kernel(n)
+            and (kernel is None or n.decl.name == want)]
+
+
+def _kernel_named(ast, kernel: str | None) -> str | None:
+    """The name in `ast` of the kernel get_function(`kernel`) runs: 'sgemm' is 'ns::sgemm'
+    when the kernel is in a namespace, 'k<16U>' is 'k<16>'. Matching the name as written
+    instead let a kernel inside a namespace run for its points and skip every source check."""
+    if kernel is None:
+        return None
+    found = ast.kernel_name(kernel) if hasattr(ast, "kernel_name") else None
+    return found if found is not None else kernel
 
 
 def _risky_products(k: _Kernel, e) -> list:
@@ -230,6 +243,14 @@ def _assignments(k: _Kernel) -> dict[str, list]:
             out.setdefault(n.name, []).append(n.init)
         elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
             out.setdefault(n.lvalue.name, []).append(n.rvalue)
+        elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.StructRef):
+            # a field, under its struct's name (a read of s.f is a read of s, see _ids): a
+            # constructor's 'v(r * cols + c)' is 'this.v = r * cols + c', then 'return this'
+            base = n.lvalue
+            while isinstance(base, c_ast.StructRef):
+                base = base.name
+            if isinstance(base, c_ast.ID):
+                out.setdefault(base.name, []).append(n.rvalue)
     return out
 
 
@@ -319,8 +340,9 @@ def int_overflow_risks(source: str, options=None, kernel: str | None = None) -> 
             seen.add(id(node))
             findings.append(Finding(_line(node), text))
 
+    want = _kernel_named(ast, kernel)
     for func in functions.values():
-        if not is_kernel(func) or (kernel is not None and func.decl.name != kernel):
+        if not is_kernel(func) or (kernel is not None and func.decl.name != want):
             continue
         names = _reachable(func, functions)
         work = [(name, e) for name in names for e in _address_expressions(context(name)[0])]
@@ -353,21 +375,25 @@ def int_overflow_risks(source: str, options=None, kernel: str | None = None) -> 
 
 
 def uninitialized_locals(source: str, options=None, kernel: str | None = None) -> list[Finding]:
-    """Local scalars of kernel `kernel` (all kernels if None) that may be read before they are
-    given a value, one `Finding(line, name)` per variable: its first such read.
+    """Local scalars of kernel `kernel` (all kernels if None), and of the functions it calls,
+    that may be read before they are given a value, one `Finding(line, name)` per variable:
+    its first such read.
 
     The rule is `unset_reads` (definite assignment, as in the C# and Java languages): a read
     is reported unless every path from the declaration to it assigns the variable. Raises the
     emulator's `CompileError` if the source does not parse."""
     findings: list[Finding] = []
-    for func in _kernels(source, options):
-        if kernel is not None and func.decl.name != kernel:
-            continue
+    ast = parse(preprocess(source, options))
+    functions = {n.decl.name: n for n in ast.ext if isinstance(n, c_ast.FuncDef)}
+    for func in _kernels(source, options, kernel):
         seen = set()
-        for r in unset_reads(func):
-            if id(r.decl) not in seen:
-                seen.add(id(r.decl))
-                findings.append(Finding(r.line, r.name))
+        # and the __device__ functions it calls: 'T s; return s;' in a template helper, or
+        # 'auto sum = zero();', hid the unset accumulator from a check of the kernel alone
+        for name in _reachable(func, functions):
+            for r in unset_reads(functions[name]):
+                if id(r.decl) not in seen:
+                    seen.add(id(r.decl))
+                    findings.append(Finding(r.line, r.name))
     return findings
 
 

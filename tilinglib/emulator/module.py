@@ -20,6 +20,7 @@ from ..frontend.preprocess import check_options
 
 _DEFAULT = object()     # "not given": keep LaunchOptions' default
 MAX_LOCAL_BYTES = 512 * 1024    # local memory per thread, the CUDA limit (ptxas refuses more)
+MAX_CONSTANT_BYTES = 64 * 1024  # __constant__ memory of a module, the CUDA limit
 from ..frontend.parse import parse, recursion_room
 from ..frontend.preprocess import preprocess
 
@@ -84,6 +85,14 @@ def _compile(source: str, options: tuple):
                                f"local memory per thread (its local arrays); CUDA allows at "
                                f"most {MAX_LOCAL_BYTES:,} (512 KiB): ptxas refuses the kernel. "
                                f"Use a smaller array, or global memory passed in by the host.")
+    constant_bytes = sum(t.size for _, t, _ in program.constants)
+    if constant_bytes > MAX_CONSTANT_BYTES:
+        # each launch allocates them: '__constant__ int c[1 << 30]' was a 4 GB MemoryError
+        names = ", ".join(name for name, _, _ in program.constants[:4])
+        raise CompileError(f"kernel.cu: the __constant__ variables ({names}) take "
+                           f"{constant_bytes:,} bytes; a GPU has {MAX_CONSTANT_BYTES:,} (64 KiB) "
+                           f"of constant memory: ptxas refuses more. Pass big tables in global "
+                           f"memory.")
     return program
 
 

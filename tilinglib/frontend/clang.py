@@ -26,6 +26,7 @@ import struct
 import subprocess
 import tempfile
 import threading
+import time
 
 from ..errors import CompileError
 from .prelude import identifiers, prelude_text
@@ -38,7 +39,7 @@ MAX_ERRORS = 10
 FLAGS = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
          "--cuda-gpu-arch=sm_90", "-nostdinc", "-nobuiltininc", "-std=c++17", "-w",
          "-fno-color-diagnostics", "-fno-caret-diagnostics", "-fno-diagnostics-show-option",
-         f"-ferror-limit={MAX_ERRORS}", "-fbracket-depth=1024", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-"]
+         f"-ferror-limit={MAX_ERRORS}", "-fbracket-depth=1024", "-fno-crash-diagnostics", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-"]
 
 NO_CLANG = ("the CUDA C++ front end needs clang, which the 'ziglang' package provides: run "
             "pip install ziglang (or set TILINGLIB_CLANG to a clang or zig binary)")
@@ -136,7 +137,7 @@ def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
                                     stderr=subprocess.PIPE, cwd=cwd,
                                     preexec_fn=_limit_clang if os.name == "posix" else None,
                                     env={"PATH": os.environ.get("PATH", ""),
-                                         "HOME": cwd, "ZIG_GLOBAL_CACHE_DIR": cwd,
+                                         "HOME": cwd, "TMPDIR": cwd, "ZIG_GLOBAL_CACHE_DIR": cwd,
                                          "ZIG_LOCAL_CACHE_DIR": cwd})
         except OSError as exc:
             return f"nostart: clang could not start ({exc}): {NO_CLANG}", -1, b"", b""
@@ -152,8 +153,9 @@ def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
             pass
         finally:
             proc.stdin.close()
-        for r in readers:
-            r.join(CLANG_SECONDS)
+        deadline = time.monotonic() + CLANG_SECONDS     # one deadline for both readers:
+        for r in readers:                                # joined one after the other, 30 s
+            r.join(max(0.0, deadline - time.monotonic()))  # each ran to 46 s
         status = "ok"
         if any(r.is_alive() for r in readers) or out.get("over"):
             proc.kill()
@@ -339,6 +341,14 @@ def compile_error(diagnostics: str, source_lines, offset: int = 0) -> CompileErr
                 errors[-1][2] += f" ({reason})"
     if not errors:
         text = diagnostics.strip().splitlines()
+        if not text or any(w in diagnostics for w in ("Stack dump", "PLEASE submit",
+                                                      "diagnostic msg", "Killed", "std::bad_alloc",
+                                                      "frontend command failed")):
+            return CompileError(f"{SOURCE_NAME}: the C++ front end (clang) stopped on this "
+                                f"source without an error message (out of its "
+                                f"{CLANG_MEMORY_BYTES >> 30} GiB of memory, or it crashed): "
+                                f"simplify it (a template instantiated millions of times, a "
+                                f"huge pack or array?)")
         return CompileError(f"{SOURCE_NAME}: the C++ front end failed: "
                             f"{text[-1] if text else 'no message'}")
     first = next((e for e in errors if e[0] is not None), errors[0])

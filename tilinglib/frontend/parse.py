@@ -73,8 +73,13 @@ class TranslationUnit(c_ast.FileAST):
     def kernel_name(self, name: str) -> str | None:
         """The kernel `name` as this unit spells it (spaces and 32U/32 ignored), or None."""
         key = normalize_kernel_name(name)
+        # its own name before any mangled name: an extern "C" kernel in a namespace has the
+        # mangled name 'sgemm' and was picked for 'sgemm' over the kernel named so
+        for known in self.kernel_names:
+            if normalize_kernel_name(known) == key:
+                return known
         for known, mangled in self.kernel_names.items():
-            if normalize_kernel_name(known) == key or mangled == name:
+            if mangled == name:
                 return known
         # a kernel in a namespace by its own name ('k' for 'ns::k'), when only one fits
         tail = [k for k in self.kernel_names

@@ -49,6 +49,9 @@ PREDEFINED_MACROS = {
     "__CUDA_ARCH__": "900",
     "__CUDACC_VER_MAJOR__": "13",
     "__CUDACC_VER_MINOR__": "0",
+    # nvcc 13's default dialect (C++17), as clang is run (-std=c++17). Without it pcpp took
+    # '#if __cplusplus >= 201103L' as false: another branch than the GPU build's.
+    "__cplusplus": "201703L",
 }
 
 # Macros the C and CUDA headers define that the source may use without including them
@@ -302,8 +305,10 @@ class _Preprocessor(pcpp.Preprocessor):
             return True
         if directive.value == "warning":
             return True
-        if directive.value == "line":         # passed on; clang.flatten_lines renames the file
-            return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
+        if directive.value == "line":
+            # dropped: messages name the student's own lines. Passed on, '#line 2000000000'
+            # made clang.flatten_lines build a list of 2e9 blank lines (16 GB).
+            return True
         if directive.value in ("include_next", "import", "embed"):
             raise _Stop(directive.lineno, f"#{directive.value}: {NO_FILES}")
         raise _Stop(directive.lineno, f"#{directive.value} is not a preprocessor directive "
@@ -335,6 +340,53 @@ def _check_unsupported(text: str, source_lines) -> None:
             raise UnsupportedFeatureError(
                 f"{SOURCE_NAME}:{line}: the CPU emulator does not support {construct}: {advice}",
                 line=line, source_line=src)
+
+
+# What clang would read as a directive in stage 1's text. pcpp leaves no comment and no
+# line splice, but clang lexes again: the digraph '%:' is '#' to clang (not to pcpp), '\r'
+# ends a line for clang, and a macro can expand to '#' at the start of a line ('#define H #'
+# then 'H include "/etc/passwd"'); each of those reached clang as an #include of a host
+# file. The only directive lines stage 1 writes are these:
+_OWN_DIRECTIVE = re.compile(r'[ \t]*#[ \t]*(?:line[ \t]+\d+(?:[ \t]+"[^"\\]*")?|pragma[ \t]+'
+                            r'(?:' + "|".join(PASSED_PRAGMAS) + r')\b[^"\'\\\r\n]*)[ \t]*')
+_HASH = re.compile(r"#|%:|\?\?=")          # "#", its digraph and its trigraph
+_PRINTABLE = re.compile(r"[\x21-\x7e]")
+_SPLICE = re.compile(r"(?:\\|\?\?/)[ \t\f\v]*[\r\n]")
+
+
+def check_no_directives(text: str, source_lines) -> None:
+    """Refuse stage 1's `text` if clang could read any directive in it but the #line and
+    #pragma unroll lines stage 1 writes: a '#' (or '%:') with nothing before it on its line
+    (lines end at '\\r' as well as '\\n' for clang) but blanks (NUL and Unicode blanks
+    included: anything but printable ASCII) or the end of a comment, and
+    any line splice left over. Conservative: a '#' inside a string literal at the start of
+    a line is refused too. Raises `CompileError` at the student's line."""
+    def refuse(pos, what):
+        line = _line_of(text, pos)
+        src = source_lines[line - 1] if 0 < line <= len(source_lines) else None
+        raise CompileError(f"{SOURCE_NAME}:{line}: {what}: {NO_FILES} (only #define, #if..."
+                           f" #endif, #include of a known header and #pragma unroll are "
+                           f"directives here; '%:' is '#' in C++)", line=line,
+                           source_line=src)
+
+    m = _SPLICE.search(text)
+    if m:
+        refuse(m.start(), "a line splice (a backslash at the end of a line) outside a "
+                          "#define")
+    start = 0
+    for raw in re.split(r"(\r\n|\r|\n)", text):
+        if raw in ("\r\n", "\r", "\n"):
+            start += len(raw)
+            continue
+        if not _OWN_DIRECTIVE.fullmatch(raw) or "/*" in raw or "//" in raw:
+            for h in _HASH.finditer(raw):
+                before = raw[:h.start()]
+                # clang skips NUL and Unicode blanks (U+00A0, U+2003...) as whitespace: only
+                # printable ASCII before the '#' can make it a token that is not a line's first
+                if not _PRINTABLE.search(before) or "*/" in before:
+                    refuse(start + h.start(), f"'{h.group(0)}' starts a directive that "
+                                              f"clang would run")
+        start += len(raw)
 
 
 def _check_text(source: str, source_lines) -> None:
@@ -405,6 +457,7 @@ def preprocess(source: str, options=None) -> Preprocessed:
                                if 0 < line <= len(source_lines) else None)
     if not text.lstrip().startswith("#line"):
         text = f'#line 1 "{SOURCE_NAME}"\n' + text
+    check_no_directives(text, source_lines)
     _check_unsupported(text, source_lines)
     return Preprocessed(text=text, source_lines=source_lines, defines=defines,
                         float_mode=float_mode(options),

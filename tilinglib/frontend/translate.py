@@ -367,8 +367,11 @@ class Translator:
             if e.get("inner"):
                 value = self.expr(e["inner"][0])
             items.append(c_ast.Enumerator(e["name"], value, self.coord(e)))
+        # c_ast.Enum's third argument is `underlying_type` in pycparser 3 (required) and
+        # `coord` in 2.x: None is right for both (the emulator's enums are int).
         self._enums.append(c_ast.Decl(None, [], [], [], [], c_ast.Enum(
-            n.get("name"), c_ast.EnumeratorList(items)), None, None, coord=self.coord(n)))
+            n.get("name"), c_ast.EnumeratorList(items), None), None, None,
+            coord=self.coord(n)))
 
     # ------------------------------------------------------------------ types
     def record_name(self, text: str) -> str | None:
@@ -500,10 +503,18 @@ class Translator:
         if n.get("bases"):
             raise self.unsupported(n, f"inheritance ('{qual}' derives from a base class)",
                                    "write the base's fields into the struct")
+        if n.get("tagUsed") == "union":
+            # a C struct would give each member its own bytes: u.f = 1.0f; u.i read 0
+            raise self.unsupported(n, f"unions ('{qual}')", "reinterpret bits with "
+                                   "__float_as_int / __int_as_float, or use separate fields")
         decls = []
         for f in n.get("inner", []):
             if f.get("kind") != "FieldDecl":
                 continue
+            if f.get("isBitfield"):
+                # the field would hold its whole type: 'int x : 3' set to 7 read 7, not -1
+                raise self.unsupported(f, f"bit-fields ('{f.get('name')}' in '{qual}')",
+                                       "use a whole int and mask or shift it yourself")
             ttext = self.type_text(f["type"])
             for other, (oqual, _) in self.records.items():   # fields' structs first
                 if other != rid and _norm(oqual) in _norm(ttext):
@@ -529,7 +540,7 @@ class Translator:
         this_type = None
         if record is not None:
             this_type = self.records[record][0]
-            if not ctor:
+            if not ctor and f.get("storageClass") != "static":   # a static method has no object
                 params.append(c_ast.Decl("this", [], [], [], [], c_ast.TypeDecl(
                     "this", [], None, c_ast.Struct(this_type, None)), None, None,
                     coord=self.coord(f)))
@@ -777,10 +788,25 @@ class Translator:
         return c_ast.Decl(name, quals, [], storage, [], tnode, init, None,
                           coord=self.coord(d))
 
-    def init_expr(self, n, d):
+    def init_expr(self, n, d, nested=False):
         k = n.get("kind")
+        if k == "InitListExpr" and "inner" not in n and "array_filler" in n:
+            # An array initialised in part ('int l[4] = {4, 5}'): clang's JSON writes the
+            # filler, then the elements, under 'array_filler' and no 'inner' (read as empty,
+            # every element was 0: l[1] read 0, not 5). An inner list, or one of structs, is
+            # filled out to its length (the compiler lays nested lists out one after another).
+            filler, items = n["array_filler"][0], n["array_filler"][1:]
+            out = [self.init_expr(e, d, nested=True) for e in items]
+            m = re.search(r"\[(\d+)\]$", n.get("type", {}).get("qualType", ""))
+            if m and (nested or filler.get("kind") != "ImplicitValueInitExpr"):
+                missing = int(m.group(1)) - len(out)
+                if missing > 65536:
+                    raise self.unsupported(n, "an initializer list this much shorter than its "
+                                              "array", "write the zeros out, or set it in a loop")
+                out += [self.init_expr(filler, d, nested=True) for _ in range(missing)]
+            return c_ast.InitList([x for x in out if x is not None], self.coord(n))
         if k == "InitListExpr":
-            return c_ast.InitList([x for x in (self.init_expr(e, d) for e in
+            return c_ast.InitList([x for x in (self.init_expr(e, d, nested=True) for e in
                                                n.get("inner", [])) if x is not None],
                                   self.coord(n))
         if k == "CXXConstructExpr":
@@ -920,6 +946,12 @@ class Translator:
                 op = "p" + op
             if op == "__extension__":
                 return self.expr(inner[0])
+            if op == "*" and inner[0].get("kind") == "CXXThisExpr":
+                # was "cannot dereference a value of type C": the method's object is a value
+                raise self.unsupported(n, "'*this' (a method gets its object by value, not "
+                                          "a pointer)", "name the field itself: n, not "
+                                                        "(*this).n; return a new object "
+                                                        "instead of assigning *this")
             return c_ast.UnaryOp(op, self.expr(inner[0]), coord)
         if k == "BinaryOperator":
             op = n["opcode"]
@@ -1066,8 +1098,9 @@ class Translator:
             what = self.fqual.get(mid, "this method")
             raise self.unsupported(n, f"the method '{what}' (clang gave no body for it: "
                                       f"is it __device__?)")
+        static = (fnode or {}).get("storageClass") == "static"     # s.f() of a static f
         call = c_ast.FuncCall(c_ast.ID(name, coord), c_ast.ExprList(
-            [obj] + self.call_args(fnode, args), coord), coord)
+            ([] if static else [obj]) + self.call_args(fnode, args), coord), coord)
         if mid in self.ref_returns:
             return c_ast.UnaryOp("*", call, coord)
         return call
