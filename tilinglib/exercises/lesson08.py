@@ -159,10 +159,10 @@ WARP_AREAS = {"regtile2d": (16, 128), "vec4": (8, 128), "warptile": (64, 32)}
 
 def _ncu_bank_bytes(name: str) -> float | None:
     """Shared bytes read from the banks per FFMA, from the H200 counters of the ladder's run."""
-    from .. import reference
+    from .. import ladder, reference
 
     try:
-        m = reference.load("h200").step_counters(name, 1024).metrics
+        m = reference.load("h200").step_counters(name, 1024, ladder.get(name).resolve()).metrics
         return (m["smsp__sass_data_bytes_mem_shared_op_ld.sum"]
                 / m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])
     except (KeyError, ZeroDivisionError):
