@@ -36,6 +36,9 @@ NOT_REPOSITORY_FILES = {
     "grades.csv": "written by `python -m tilinglib.grading`",
     "grades.json": "written by `python -m tilinglib.grading` (its results file)",
     "h200.json": "the file `python -m tilinglib.bench --out h200.json` writes",
+    "run_gpu.py": "written by `bench/conformance_corpus.py --pycuda-script DIR` into DIR",
+    "reduction_kernel.cu": "a file of NVIDIA/cuda-samples, in docs/conformance.md's list",
+    "warpAggregatedAtomicsCG.cu": "a file of NVIDIA/cuda-samples, in docs/conformance.md's list",
 }
 
 _PATH = re.compile(r"(?<![\w/.:-])((?:\.\./)+[\w./-]+|(?:%s)/[\w./-]*)" % "|".join(
@@ -60,7 +63,7 @@ def _texts():
 
 
 def _all_names() -> set[str]:
-    skip = {".git", ".venv", ".gpu", "artifacts", "build", "dist"}
+    skip = {".git", ".venv", ".gpu", ".zig", ".corpus", "artifacts", "build", "dist"}
     return {p.name for p in ROOT.rglob("*")
             if not skip.intersection(p.relative_to(ROOT).parts)}
 
