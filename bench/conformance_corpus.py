@@ -5,7 +5,8 @@ bench/conformance_corpus.json names each kernel by repository, path, commit and 
 script
 
 1. materialises each kernel's device code from the fetched mirrors
-   (``git --git-dir=/work/.mirror/<owner>+<name>/repo show COMMIT:PATH``, the given lines
+   (``git --git-dir=MIRRORS/<owner>+<name>/repo show COMMIT:PATH``, MIRRORS given by
+   ``--mirrors DIR``: bare clones of the repositories at the listed commits; the given lines
    concatenated in order, then, for a template, an explicit instantiation of the launched
    arguments) into the ignored folder ``.corpus/``;
 2. runs each on the emulator (``tilinglib.emulator.SourceModule``; ``no_extern_c=True`` and
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -45,7 +47,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LIST = HERE / "conformance_corpus.json"
-MIRRORS = Path("/work/.mirror")
+# A folder of bare clones, one per repository, named <owner>+<name>/repo (the layout the
+# team's fetch tool makes); --mirrors or TILINGLIB_CORPUS_MIRRORS points elsewhere.
+MIRRORS = Path(os.environ.get("TILINGLIB_CORPUS_MIRRORS", "/work/.mirror"))
 CORPUS_DIR = ROOT / ".corpus"
 RESULTS = HERE / "results" / "conformance_emulator.json"
 
@@ -819,10 +823,16 @@ def main(argv=None) -> int:
     ap.add_argument("--pycuda-script", type=Path, metavar="DIR",
                     help="also write the standalone PyCUDA runner folder DIR")
     ap.add_argument("--no-emulator", action="store_true", help="only materialise")
+    ap.add_argument("--mirrors", type=Path, default=None, metavar="DIR",
+                    help="folder of bare clones named <owner>+<name>/repo (default: "
+                         "$TILINGLIB_CORPUS_MIRRORS or /work/.mirror)")
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--doc", action="store_true",
                     help="only rewrite the table of docs/conformance.md from the results files")
     opts = ap.parse_args(argv)
+    if opts.mirrors is not None:
+        global MIRRORS
+        MIRRORS = opts.mirrors
 
     listing = json.loads(LIST.read_text())
     if opts.doc:
