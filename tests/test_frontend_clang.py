@@ -98,3 +98,55 @@ def test_the_pre_cuda9_shuffle_is_named_with_its_replacement():
         SourceModule("__global__ void k(float* a) {\n  a[0] = __shfl_down(a[0], 1);\n}\n")
     assert info.value.line == 2
     assert "__shfl_down_sync(0xffffffff, ...)" in str(info.value)
+
+
+def _limits_of(pid: int) -> dict:
+    """{'Max address space': soft, 'Max cpu time': soft} read from /proc/PID/limits."""
+    out = {}
+    with open(f"/proc/{pid}/limits") as f:
+        for row in f.read().splitlines()[1:]:
+            name, soft = row[:26].strip(), row[26:47].strip()
+            out[name] = soft
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_spare_clang_waits_with_its_limits_already_set():
+    # After a compile one clang is kept started for the next; it must already run under
+    # the address-space and CPU limits before any source reaches it.
+    C.run_clang(preprocess("__global__ void k(int* a) { a[0] = 1; }\n").text)
+    spare = C._SPARE
+    assert spare is not None and spare.proc.poll() is None
+    limits = _limits_of(spare.proc.pid)
+    assert int(limits["Max address space"]) == C.CLANG_MEMORY_BYTES
+    assert int(limits["Max cpu time"]) == int(C.CLANG_SECONDS) + 5
+    C.stop_spare()
+    assert C._SPARE is None and spare.proc.poll() is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_does_not_keep_the_parents_clang_waiting(monkeypatch):
+    # A forked process (the grader's workers, multiprocessing) inherits the spare's pipes.
+    # If the child kept its copy of the write end, the parent's clang would never see the
+    # end of its input and the parent's next compile would run into the deadline.
+    monkeypatch.setattr(C, "CLANG_SECONDS", 8.0)
+    text = preprocess("__global__ void k(int* a) { a[0] = 2; }\n").text
+    C.run_clang(text)
+    assert C._SPARE is not None
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                  # the child: wait until the parent is done
+        try:
+            os.close(go_w)
+            ok = C._SPARE is None
+            os.read(go_r, 1)
+        finally:
+            os._exit(0 if ok else 3)
+    os.close(go_r)
+    try:
+        root, diagnostics, _ = C.run_clang(text)  # CompileError("took more than 8 s") if held
+        assert root["kind"] == "TranslationUnitDecl"
+    finally:
+        os.close(go_w)
+        _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0

@@ -9,8 +9,12 @@ student's preprocessed source (its line L on line L after the prelude), with:
   preprocessor has already refused every ``#include`` it does not satisfy itself, so clang
   sees none);
 - the source on stdin and an empty temporary directory as working directory;
-- a time limit (`CLANG_SECONDS`) and a cap on what it may write (`MAX_OUTPUT_BYTES`): a
-  submission is untrusted.
+- a time limit (`CLANG_SECONDS`), a cap on what it may write (`MAX_OUTPUT_BYTES`), and
+  limits on its memory and CPU set before it reads any input: a submission is untrusted.
+
+clang's own start-up (about 9 ms) is kept off a compile's path: after each compile one clang
+process is started and left waiting for its input (`_Clang`, `_take`), so a recompile (a
+lesson's slider) finds one ready. A forked child never uses, nor keeps open, its parent's.
 
 Errors clang reports become one `CompileError` at the first error's line and column (the
 student's own), listing up to `MAX_ERRORS` errors, each with its line.
@@ -18,6 +22,7 @@ student's own), listing up to `MAX_ERRORS` errors, each with its line.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -111,36 +116,76 @@ def _read_capped(stream, cap, out):
 CLANG_MEMORY_BYTES = 2 << 30       # address space for one clang run (a compile needs < 512 MiB)
 
 
-def _limit_clang() -> None:
-    """In the clang child, before it starts: at most `CLANG_MEMORY_BYTES` of address space
-    and `CLANG_SECONDS` (+5) of CPU, whoever started it (the grader's clang server runs
-    outside the worker's own limits)."""
+def _clang_limits() -> list[tuple[int, tuple[int, int]]]:
+    """The limits of one clang run: at most `CLANG_MEMORY_BYTES` of address space and
+    `CLANG_SECONDS` (+5) of CPU, whoever started it (the grader's clang server runs outside
+    the worker's own limits), or this process's own where they are lower. Empty where the
+    `resource` module is missing (Windows)."""
     try:
         import resource
-        resource.setrlimit(resource.RLIMIT_AS, (CLANG_MEMORY_BYTES, CLANG_MEMORY_BYTES))
-        cpu = int(CLANG_SECONDS) + 5
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    except (ImportError, ValueError, OSError):
-        pass
+    except ImportError:
+        return []
+    out = []
+    for which, want in ((resource.RLIMIT_AS, CLANG_MEMORY_BYTES),
+                        (resource.RLIMIT_CPU, int(CLANG_SECONDS) + 5)):
+        hard = resource.getrlimit(which)[1]     # lower already (a grader's worker): keep it
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        out.append((which, (want, want)))
+    return out
 
 
-def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
-    """Run clang on `data`: (status, exit code, stdout, stderr); status is "ok", "limit" (it
-    ran past `CLANG_SECONDS` or wrote more than `MAX_OUTPUT_BYTES`) or "nostart: why"."""
-    try:
-        cmd = clang_command() + FLAGS
-    except CompileError as exc:
-        return f"nostart: {exc}", -1, b"", b""
-    with tempfile.TemporaryDirectory(prefix="tilinglib-clang-") as cwd:
+def _limit_clang() -> None:
+    """`_clang_limits` set in the clang child before it starts (where prlimit is missing)."""
+    import resource
+    for which, value in _clang_limits():
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, cwd=cwd,
-                                    preexec_fn=_limit_clang if os.name == "posix" else None,
-                                    env={"PATH": os.environ.get("PATH", ""),
-                                         "HOME": cwd, "TMPDIR": cwd, "ZIG_GLOBAL_CACHE_DIR": cwd,
-                                         "ZIG_LOCAL_CACHE_DIR": cwd})
-        except OSError as exc:
-            return f"nostart: clang could not start ({exc}): {NO_CLANG}", -1, b"", b""
+            resource.setrlimit(which, value)
+        except (ValueError, OSError):
+            pass
+
+
+class _Clang:
+    """One clang process, started and waiting for its source on stdin.
+
+    It is started without a ``preexec_fn`` where the OS has ``prlimit`` (Linux): Python
+    then starts it with vfork, about 0.4 ms, where a fork of a notebook's process took 20 ms
+    or more; its limits are set with prlimit before it is given any input, so it runs nothing
+    of the student's without them. One spare is kept started (`_take`) so that a compile
+    finds clang past its own start-up (about 9 ms), as the lesson sliders' recompiles do."""
+
+    def __init__(self, cmd: list[str]):
+        import resource
+        self.cmd = cmd
+        self.owner = os.getpid()
+        self._dir = tempfile.TemporaryDirectory(prefix="tilinglib-clang-")
+        cwd = self._dir.name
+        limits = _clang_limits()
+        late = bool(limits) and hasattr(resource, "prlimit")
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=cwd, preexec_fn=None if late or not limits else _limit_clang,
+                env={"PATH": os.environ.get("PATH", ""), "HOME": cwd, "TMPDIR": cwd,
+                     "ZIG_GLOBAL_CACHE_DIR": cwd, "ZIG_LOCAL_CACHE_DIR": cwd})
+        except BaseException:
+            self._dir.cleanup()
+            raise
+        if late:
+            try:
+                for which, value in limits:
+                    resource.prlimit(self.proc.pid, which, value)
+            except (ValueError, OSError):
+                self.close()             # never run clang without its limits
+                raise OSError("could not set clang's memory and CPU limits") from None
+
+    def usable(self, cmd: list[str]) -> bool:
+        return self.cmd == cmd and self.owner == os.getpid() and self.proc.poll() is None
+
+    def run(self, data: bytes) -> tuple[str, int, bytes, bytes]:
+        """Give clang `data` and collect what it writes, within one `CLANG_SECONDS` deadline
+        and `MAX_OUTPUT_BYTES`."""
+        proc = self.proc
         out, err = {}, {}
         readers = [threading.Thread(target=_read_capped,
                                     args=(proc.stdout, MAX_OUTPUT_BYTES, out)),
@@ -152,7 +197,10 @@ def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
         except BrokenPipeError:
             pass
         finally:
-            proc.stdin.close()
+            try:
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
         deadline = time.monotonic() + CLANG_SECONDS     # one deadline for both readers:
         for r in readers:                                # joined one after the other, 30 s
             r.join(max(0.0, deadline - time.monotonic()))  # each ran to 46 s
@@ -163,9 +211,117 @@ def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
                 r.join()
             status = "limit"
         rc = proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-    return status, rc, out.get("data", b""), err.get("data", b"")
+        self.close()
+        return status, rc, out.get("data", b""), err.get("data", b"")
+
+    def close(self) -> None:
+        """Stop the process (if it still runs) and remove its directory."""
+        if self.owner != os.getpid():
+            return                       # a forked child's copy: the parent's process
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+        self._dir.cleanup()
+
+
+_SPARE: _Clang | None = None
+_SPARE_LOCK = threading.Lock()
+
+
+def _take(cmd: list[str]) -> _Clang:
+    """The spare clang if it is this process's and runs `cmd`, else a new one."""
+    global _SPARE
+    with _SPARE_LOCK:
+        spare, _SPARE = _SPARE, None
+    if spare is not None and spare.usable(cmd):
+        return spare
+    if spare is not None:
+        spare.close()
+    return _Clang(cmd)
+
+
+def _start_spare(cmd: list[str]) -> None:
+    global _SPARE
+    try:
+        spare = _Clang(cmd)
+    except OSError:
+        return
+    with _SPARE_LOCK:
+        old, _SPARE = _SPARE, spare
+    if old is not None:
+        old.close()
+
+
+def _forget_spare_after_fork() -> None:
+    """In a forked child: close its copies of the parent's spare pipes (a copy of the write
+    end left open would keep the parent's clang from ever seeing the end of its input)."""
+    global _SPARE
+    spare, _SPARE = _SPARE, None
+    if spare is not None:
+        for stream in (spare.proc.stdin, spare.proc.stdout, spare.proc.stderr):
+            try:
+                os.close(stream.fileno())
+            except (OSError, ValueError):
+                pass
+
+
+def stop_spare() -> None:
+    """Stop the spare clang process (at exit; tests)."""
+    global _SPARE
+    with _SPARE_LOCK:
+        spare, _SPARE = _SPARE, None
+    if spare is not None:
+        spare.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_spare_after_fork)
+atexit.register(stop_spare)
+
+
+def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
+    """Run clang on `data`: (status, exit code, stdout, stderr); status is "ok", "limit" (it
+    ran past `CLANG_SECONDS` or wrote more than `MAX_OUTPUT_BYTES`) or "nostart: why"."""
+    try:
+        cmd = clang_command() + FLAGS
+    except CompileError as exc:
+        return f"nostart: {exc}", -1, b"", b""
+    try:
+        clang = _take(cmd)
+    except OSError as exc:
+        return f"nostart: clang could not start ({exc}): {NO_CLANG}", -1, b"", b""
+    result = clang.run(data)
+    _start_spare(cmd)
+    return result
+
+
+def read_ast(data: bytes) -> dict:
+    """clang's JSON AST with every source location written in full.
+
+    clang writes a location's ``file`` and ``line`` only where they change from the location
+    written before it; they are filled in here, in writing order, as the JSON is read (a
+    location object is complete when the reader calls the hook, and the hook sees the
+    locations in the order they were written). A ``presumedLine`` (after a ``#line`` stage 1
+    kept) replaces the line. Raises ValueError for text that is not JSON."""
+    last = {"file": None, "line": None}
+
+    def whole(node: dict) -> dict:
+        if "offset" in node and "col" in node:
+            for key in ("file", "line"):
+                if key in node:
+                    last[key] = node[key]
+                else:
+                    node[key] = last[key]
+            if "presumedLine" in node:
+                node["line"] = node["presumedLine"]
+        return node
+
+    return json.loads(data, object_hook=whole)
 
 
 def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None, str, int]:
@@ -188,7 +344,7 @@ def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None,
     if rc != 0:
         return None, diagnostics, offset
     try:
-        return json.loads(stdout or b"{}"), diagnostics, offset
+        return read_ast(stdout or b"{}"), diagnostics, offset
     except ValueError:
         raise CompileError(f"{SOURCE_NAME}: the C++ front end gave no readable AST "
                            f"(clang exit status {rc})") from None

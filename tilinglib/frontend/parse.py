@@ -21,7 +21,7 @@ from pycparser import c_ast
 from ..errors import CompileError
 from .clang import compile_error, run_clang
 from .preprocess import SOURCE_NAME, Preprocessed, preprocess
-from .translate import Translator, fill_locations, normalize_kernel_name
+from .translate import Translator, normalize_kernel_name
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,6 @@ def _translate(text: str, cooperative_groups: bool, source_lines: tuple) -> Tran
     root, diagnostics, offset = run_clang(text, cooperative_groups)
     if root is None:
         raise compile_error(diagnostics, source_lines, offset)
-    fill_locations(root)
     tr = Translator(root, source_lines, offset)
     ast = tr.translate()
     return TranslationUnit(ast.ext, tr.kernel_names, tr.template_kernels)

@@ -47,32 +47,6 @@ _TRANSPARENT = ("ExprWithCleanups", "MaterializeTemporaryExpr", "CXXBindTemporar
                 "ConstantExpr", "ParenExpr", "FullExpr", "CXXFunctionalCastExpr_noop")
 
 
-def fill_locations(node, state=None) -> None:
-    """clang's JSON writes a location's file and line only where they change from the
-    location written before; fill them in, in writing order, on every location."""
-    if state is None:
-        state = {"file": None, "line": None}
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, dict):
-            if "offset" in n and "col" in n:
-                if "file" in n:
-                    state["file"] = n["file"]
-                else:
-                    n["file"] = state["file"]
-                if "line" in n:
-                    state["line"] = n["line"]
-                else:
-                    n["line"] = state["line"]
-                if "presumedLine" in n:       # after a #line the stage kept (rare)
-                    n["line"] = n["presumedLine"]
-            children = [v for v in n.values() if isinstance(v, (dict, list))]
-            stack.extend(reversed(children))
-        elif isinstance(n, list):
-            stack.extend(reversed(n))
-
-
 def _norm(name: str) -> str:
     """A type or template name in one spelling: no 'struct '/'class ', no spaces, no integer
     suffixes on template arguments (clang writes both 32U and 32)."""
