@@ -19,8 +19,10 @@ alternate between the two trees, ``--repeat`` times, and the best of each is kep
 noisy machine slows both alike. Figures: the naive kernel at N=64 (first launch after
 compiling, 32x32 blocks) and its speed-up over Numba's simulator, the tiled kernel at N=256
 TILE=32, lesson 03's slider (``tilinglib.sgemm.measure_tiled`` at N=128, compile and launch,
-for every TILE it offers; target < 0.5 s each), and with ``--lessons`` the six lessons under
-nbval (``pytest --nbval``, one run per tree and repeat).
+for every TILE it offers; target < 0.5 s each), a recompile of ``sgemm_tiled`` with a new
+``-D`` (median of 12, each after a slider's launch), and with ``--lessons`` the six lessons
+under nbval (``pytest --nbval``, one run per tree and repeat). ``--compare-tree DIR`` does the
+same against the files of another checkout (a machine with no git history, e.g. the GPU host).
 """
 
 from __future__ import annotations
@@ -179,6 +181,15 @@ def worker(what: str) -> dict:
         from tilinglib import sgemm
         out = {}
         sgemm.measure_tiled(SLIDER_N, 16)          # imports and first compile outside
+        from tilinglib import kernels
+        from tilinglib.backend import get_backend
+        src, times = kernels.load("sgemm_tiled"), []
+        for i in range(12):                        # a new -D each time: never a cached one
+            t = time.perf_counter()
+            get_backend().SourceModule(src, options=[f"-DTILE={40 + i}"])
+            times.append(time.perf_counter() - t)
+            sgemm.measure_tiled(SLIDER_N, 32)      # as a slider does between two compiles
+        out["compile sgemm_tiled (median of 12)"] = sorted(times)[len(times) // 2]
         for tile in sgemm.valid_tiles(SLIDER_N):
             t = time.perf_counter()
             sgemm.measure_tiled(SLIDER_N, tile)
@@ -188,7 +199,8 @@ def worker(what: str) -> dict:
 
 
 def _run_worker(tree: Path, what: str) -> dict:
-    env = dict(os.environ, TILINGLIB_BENCH_TREE=str(tree), PYTHONPATH=str(tree))
+    path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, TILINGLIB_BENCH_TREE=str(tree), PYTHONPATH=path)
     proc = subprocess.run([sys.executable, __file__, "--worker", what], capture_output=True,
                           text=True, env=env, cwd=tree)
     if proc.returncode != 0:
@@ -199,7 +211,8 @@ def _run_worker(tree: Path, what: str) -> dict:
 def _run_lessons(tree: Path) -> dict:
     """Seconds for the six lessons under nbval, on the emulator, with `tree`'s tilinglib
     (PYTHONPATH reaches the notebook kernels) and `tree`'s notebooks."""
-    env = dict(os.environ, PYTHONPATH=str(tree), TILINGLIB_BACKEND="emulator")
+    path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONPATH=path, TILINGLIB_BACKEND="emulator")
     nbs = sorted(str(p) for p in (tree / "notebooks").glob("0*.ipynb"))
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -219,31 +232,38 @@ def compare(ref: str, repeat: int, lessons: bool, skip_numba: bool) -> None:
     try:
         rev = subprocess.run(["git", "-C", str(base), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip()
-        print(f"before: {ref} ({rev}) in {base}; after: {ROOT}; best of {repeat}, alternating")
-        best = {"before": {}, "after": {}}
-        jobs = ["naive", "tiled", "slider"] + (["lessons"] if lessons else [])
-        for i in range(repeat):
-            for which, tree in ((("before", base), ("after", ROOT)) if i % 2 == 0
-                                else (("after", ROOT), ("before", base))):
-                for job in jobs:
-                    got = _run_lessons(tree) if job == "lessons" else _run_worker(tree, job)
-                    for k, v in got.items():
-                        best[which][k] = min(v, best[which].get(k, float("inf")))
-        sim = None if skip_numba else numba_times(64, 32)
-        width = max(len(k) for k in best["after"])
-        print(f"\n{'figure':<{width}}  {'before s':>9}  {'after s':>9}  {'before/after':>12}")
-        for k, after in best["after"].items():
-            before = best["before"][k]
-            print(f"{k:<{width}}  {before:9.3f}  {after:9.3f}  {before / after:11.2f}x")
-        if sim:
-            print(f"\nNumba's CUDA simulator, naive N=64 32x32: {sim['naive']:.2f} s "
-                  f"(target: the emulator >= 600x faster)")
-            for k in ("naive N=64 32x32 (first)", "naive N=64 32x32 (best of 5)"):
-                print(f"  emulator {k[17:]}: {sim['naive'] / best['before'][k]:.0f}x before, "
-                      f"{sim['naive'] / best['after'][k]:.0f}x after")
+        compare_trees(base, f"{ref} ({rev})", repeat, lessons, skip_numba)
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)])
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def compare_trees(base: Path, label: str, repeat: int, lessons: bool,
+                  skip_numba: bool) -> None:
+    """Print before (the tree `base`) / after (this tree) / ratio, each figure the best of
+    `repeat` fresh processes alternating between the two trees."""
+    print(f"before: {label} in {base}; after: {ROOT}; best of {repeat}, alternating")
+    best = {"before": {}, "after": {}}
+    jobs = ["naive", "tiled", "slider"] + (["lessons"] if lessons else [])
+    for i in range(repeat):
+        for which, tree in ((("before", base), ("after", ROOT)) if i % 2 == 0
+                            else (("after", ROOT), ("before", base))):
+            for job in jobs:
+                got = _run_lessons(tree) if job == "lessons" else _run_worker(tree, job)
+                for k, v in got.items():
+                    best[which][k] = min(v, best[which].get(k, float("inf")))
+    sim = None if skip_numba else numba_times(64, 32)
+    width = max(len(k) for k in best["after"])
+    print(f"\n{'figure':<{width}}  {'before s':>9}  {'after s':>9}  {'before/after':>12}")
+    for k, after in best["after"].items():
+        before = best["before"][k]
+        print(f"{k:<{width}}  {before:9.3f}  {after:9.3f}  {before / after:11.2f}x")
+    if sim:
+        print(f"\nNumba's CUDA simulator, naive N=64 32x32: {sim['naive']:.2f} s "
+              f"(target: the emulator >= 600x faster)")
+        for k in ("naive N=64 32x32 (first)", "naive N=64 32x32 (best of 5)"):
+            print(f"  emulator {k[17:]}: {sim['naive'] / best['before'][k]:.0f}x before, "
+                  f"{sim['naive'] / best['after'][k]:.0f}x after")
 
 
 def main(argv=None) -> int:
@@ -252,7 +272,12 @@ def main(argv=None) -> int:
     p.add_argument("--skip-numba", action="store_true")
     p.add_argument("--compare-ref", metavar="GITREV",
                    help="measure this tree against GITREV (before/after table)")
-    p.add_argument("--repeat", type=int, default=3, help="runs per tree with --compare-ref")
+    p.add_argument("--compare-tree", metavar="DIR",
+                   help="as --compare-ref, against the files of another checkout in DIR "
+                        "(e.g. made with: git archive REV | tar -x -C DIR), for a machine "
+                        "with no git history")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs per tree with --compare-ref/--compare-tree")
     p.add_argument("--lessons", action="store_true",
                    help="with --compare-ref: also time the six lessons under nbval")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -262,6 +287,10 @@ def main(argv=None) -> int:
         return 0
     if args.compare_ref:
         compare(args.compare_ref, args.repeat, args.lessons, args.skip_numba)
+        return 0
+    if args.compare_tree:
+        compare_trees(Path(args.compare_tree).resolve(), args.compare_tree, args.repeat,
+                      args.lessons, args.skip_numba)
         return 0
     print(f"CPU: {os.cpu_count()} cores; numpy {np.__version__}")
 

@@ -231,11 +231,20 @@ class _Clang:
 
 _SPARE: _Clang | None = None
 _SPARE_LOCK = threading.Lock()
+_SPARE_THREAD: threading.Thread | None = None
+
+
+def _wait_for_spare() -> None:
+    """Let a spare still being started (`_start_spare`) finish starting."""
+    t = _SPARE_THREAD
+    if t is not None and t is not threading.current_thread():
+        t.join()
 
 
 def _take(cmd: list[str]) -> _Clang:
     """The spare clang if it is this process's and runs `cmd`, else a new one."""
     global _SPARE
+    _wait_for_spare()
     with _SPARE_LOCK:
         spare, _SPARE = _SPARE, None
     if spare is not None and spare.usable(cmd):
@@ -246,22 +255,35 @@ def _take(cmd: list[str]) -> _Clang:
 
 
 def _start_spare(cmd: list[str]) -> None:
-    global _SPARE
+    """Start the next compile's clang, in a thread: the compile that called it returns at
+    once (starting a process waits for it to be scheduled: up to 6 ms on a busy machine).
+    Where no thread can be started, there is no spare."""
+    global _SPARE_THREAD
+
+    def start() -> None:
+        global _SPARE
+        try:
+            spare = _Clang(cmd)
+        except OSError:
+            return
+        with _SPARE_LOCK:
+            old, _SPARE = _SPARE, spare
+        if old is not None:
+            old.close()
+
     try:
-        spare = _Clang(cmd)
-    except OSError:
+        t = threading.Thread(target=start, name="tilinglib-clang-spare", daemon=True)
+        t.start()
+    except RuntimeError:
         return
-    with _SPARE_LOCK:
-        old, _SPARE = _SPARE, spare
-    if old is not None:
-        old.close()
+    _SPARE_THREAD = t
 
 
 def _forget_spare_after_fork() -> None:
     """In a forked child: close its copies of the parent's spare pipes (a copy of the write
     end left open would keep the parent's clang from ever seeing the end of its input)."""
-    global _SPARE
-    spare, _SPARE = _SPARE, None
+    global _SPARE, _SPARE_THREAD
+    spare, _SPARE, _SPARE_THREAD = _SPARE, None, None
     if spare is not None:
         for stream in (spare.proc.stdin, spare.proc.stdout, spare.proc.stderr):
             try:
@@ -273,6 +295,7 @@ def _forget_spare_after_fork() -> None:
 def stop_spare() -> None:
     """Stop the spare clang process (at exit; tests)."""
     global _SPARE
+    _wait_for_spare()
     with _SPARE_LOCK:
         spare, _SPARE = _SPARE, None
     if spare is not None:
