@@ -236,12 +236,15 @@ class SourceModule:
         check_options(options)
         self.options = list(options) if options is not None else None
         self.no_extern_c = no_extern_c
+        # PyCUDA's compile arguments, kept: an anonymous-namespace kernel's name is read back
+        # from the cubin (`_anonymous_symbol`).
+        self._compile_args = dict(nvcc=nvcc, options=self.options, keep=keep,
+                                  no_extern_c=True, arch=arch, code=code, cache_dir=cache_dir,
+                                  include_dirs=list(include_dirs))
         with self._session.guard("compiling the module"):
             try:
                 self._pycuda_module = pycuda.compiler.SourceModule(
-                    wrap_source(source, no_extern_c), nvcc=nvcc, options=self.options,
-                    keep=keep, no_extern_c=True, arch=arch, code=code, cache_dir=cache_dir,
-                    include_dirs=list(include_dirs))
+                    wrap_source(source, no_extern_c), **self._compile_args)
             except drv.CompileError as exc:
                 raise compile_error_from_nvcc(source, exc) from None
             except OSError as exc:
@@ -282,17 +285,59 @@ class SourceModule:
         except Exception as exc:
             if "not found" not in str(exc).lower():
                 raise
+            found = self._anonymous_symbol(symbol) if "_GLOBAL__N_" in symbol else None
+            if found is not None:
+                return CheckedFunction(found, name, signatures.get(canonical) if signatures
+                                       else None, self._session)
             if "_GLOBAL__N_" in symbol:
                 raise KernelNotFoundError(
                     f"kernel {name!r} is inside an anonymous namespace: nvcc gives it a name "
-                    f"private to this file, which PyCUDA cannot look up. Move it out of the "
-                    f"namespace {{ ... }}, or give the namespace a name.") from None
+                    f"private to this compile, and this module's cubin could not be read back "
+                    f"to find it (cache_dir=False?). Move it out of the namespace {{ ... }}, "
+                    f"or give the namespace a name.") from None
             known = ", ".join(sorted(signatures)) if signatures else "none found"
             raise KernelNotFoundError(
                 f"this module has no kernel named {name!r} (kernels: {known}). Check the "
                 f"spelling; the name is the one after __global__ void.") from None
         params = signatures.get(canonical) if signatures else None
         return CheckedFunction(raw, name, params, self._session)
+
+    def _anonymous_symbol(self, symbol: str):
+        """The PyCUDA Function of a kernel in an anonymous namespace, or None.
+
+        clang names the namespace ``12_GLOBAL__N_1`` in `symbol`; nvcc puts a name of its own
+        there (``45_GLOBAL__N__488c2b5e_9_kernel_cu_f9058338_507`` on the H200 with CUDA 13),
+        different at every compile. So the name is read from the cubin this module loaded:
+        PyCUDA's compiler cache hands back the same bytes for the same source and options.
+        The candidate must be `symbol` with only that one component changed, and the driver
+        must find it."""
+        import pycuda.compiler
+
+        at = symbol.find("12_GLOBAL__N_1")
+        if at < 0:
+            return None
+        prefix, suffix = symbol[:at], symbol[at + len("12_GLOBAL__N_1"):]
+        try:
+            with self._session.guard("reading the module's kernel names"):
+                cubin = pycuda.compiler.compile(wrap_source(self.source, self.no_extern_c),
+                                                **self._compile_args)
+        except ContextLostError:
+            raise
+        except Exception:
+            return None
+        for raw in set(re.findall(rb"_Z[\w$]+", bytes(cubin))):
+            cand = raw.decode("ascii")
+            m = re.match(r"(\d+)", cand[len(prefix):]) if cand.startswith(prefix) else None
+            if not m:
+                continue
+            start = len(prefix) + len(m.group(1))
+            part = cand[start:start + int(m.group(1))]
+            if part.startswith("_GLOBAL__N_") and cand[start + len(part):] == suffix:
+                try:
+                    return self._pycuda_module.get_function(cand)
+                except Exception:
+                    continue
+        return None
 
     def _symbol(self, name: str) -> tuple[str, str]:
         """(the name to look up in the cubin, the kernel's name as the front end spells it).
