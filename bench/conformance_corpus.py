@@ -579,7 +579,8 @@ Written by bench/conformance_corpus.py --pycuda-script. Every source is compiled
 SourceModule(source, no_extern_c=True, arch=<this GPU>, options=<the entry's -D options>)
 would compile it (its cubin lands in PyCUDA's cache first, 16 nvcc at once), and the kernel
 is looked up by the mangled name of the one `.entry` of the same source compiled to PTX
-(cu++filt's demangling shown beside it). Writes $OUT/conformance_h200.json (or
+(cu++filt's demangling shown beside it; in an anonymous namespace, as the cubin spells it).
+Writes $OUT/conformance_h200.json (or
 ./conformance_h200.json) and prints the table.
 """
 import json, os, re, subprocess, sys, time, traceback
@@ -649,6 +650,26 @@ def pick_entry(e, ptx):
     raise LookupError("no .entry for %s among %s" % (want, names))
 
 
+def as_loaded(name, cubin):
+    """`name` as the loaded cubin spells it. nvcc names an anonymous namespace
+    (<len>_GLOBAL__N__<hash>_...) differently at every compile, so the PTX's name is not the
+    cubin's: the cubin's is the one that differs only in that component. (The cubin bytes are
+    the module's own: PyCUDA's cache hands SourceModule the same ones.)"""
+    m = re.search(r"(\d+)_GLOBAL__N_", name)
+    if not m:
+        return name
+    pre, post = name[:m.start()], name[m.start(1) + len(m.group(1)) + int(m.group(1)):]
+    for raw in sorted(set(re.findall(rb"_Z[\w$]+", bytes(cubin)))):
+        c = raw.decode("ascii")
+        d = re.match(r"\d+", c[len(pre):]) if c.startswith(pre) else None
+        if d:
+            at = len(pre) + len(d.group())
+            part = c[at:at + int(d.group())]
+            if part.startswith("_GLOBAL__N_") and c[at + len(part):] == post:
+                return c
+    return name
+
+
 results = []
 for e, b in zip(entries, built):
     r = {"id": e["id"]}
@@ -666,7 +687,7 @@ for e, b in zip(entries, built):
         r.update(mangled=mangled, demangled=readable)
         if e.get("clang_mangled"):
             r["clang_mangled_agrees"] = e["clang_mangled"] == mangled
-        f = mod.get_function(mangled)
+        f = mod.get_function(as_loaded(mangled, b["cubin"]))
         launch = lib.build_launch(e)
         wrap = {"in": cuda.In, "out": cuda.Out, "inout": cuda.InOut}
         args = [v if k == "scalar" else wrap[k](v) for k, _, v in launch["args"]]
