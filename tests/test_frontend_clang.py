@@ -152,3 +152,34 @@ def test_a_forked_child_does_not_keep_the_parents_clang_waiting(monkeypatch):
         os.close(go_w)
         _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def _fake_clang(tmp_path, monkeypatch, script: str):
+    fake = tmp_path / "fakeclang"
+    fake.write_text("#!/bin/sh\ncat > /dev/null\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("TILINGLIB_CLANG", str(fake))
+    return C._Clang(C.clang_command() + C.FLAGS)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the select() reader")
+def test_a_complete_ast_with_no_diagnostic_does_not_wait_for_clangs_exit(tmp_path, monkeypatch):
+    # clang spends ~3 ms freeing its memory after the AST's last brace; that is waited for
+    # in the background. (The fake sleeps 5 s after writing: it is still running.)
+    clang = _fake_clang(tmp_path, monkeypatch,
+                        "printf '{\\n  \"kind\": \"TranslationUnitDecl\"\\n}'\nexec sleep 5\n")
+    status, rc, out, err = clang.run(b"int x;\n")
+    assert (status, rc, err) == ("ok", 0, b"")
+    assert C.read_ast(out) == {"kind": "TranslationUnitDecl"}
+    assert clang.proc.poll() is None
+    clang.proc.kill()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the select() reader")
+def test_a_diagnostic_before_the_ast_waits_for_clangs_exit_status(tmp_path, monkeypatch):
+    clang = _fake_clang(tmp_path, monkeypatch,
+                        "echo '<stdin>:1:1: error: nope' >&2\n"
+                        "printf '{\\n  \"kind\": \"TranslationUnitDecl\"\\n}'\nexit 1\n")
+    status, rc, out, err = clang.run(b"int x;\n")
+    assert (status, rc) == ("ok", 1) and b"error: nope" in err
+    assert clang.proc.poll() == 1

@@ -183,16 +183,40 @@ def test_the_graders_worker_shows_no_host_file_through_a_digraph(tmp_path):
 
 
 # --------------------------------------------------------------------------- clang's limits
-def test_clang_gets_one_deadline_not_one_per_pipe(tmp_path, monkeypatch):
-    """A clang that never ends is stopped after CLANG_SECONDS in all: the two pipe readers
-    share one deadline (before, each was joined for CLANG_SECONDS in turn: a 30 s limit let a
-    template explosion run 46 s). Checked by the join timeouts asked for, not by a clock."""
+def _never_ending_clang(tmp_path, monkeypatch):
     from tilinglib.frontend import clang
     fake = tmp_path / "fakeclang"
     fake.write_text("#!/bin/sh\nexec sleep 60\n")
     fake.chmod(0o755)
     monkeypatch.setenv("TILINGLIB_CLANG", str(fake))
     monkeypatch.setattr(clang, "CLANG_SECONDS", 0.5)
+    return clang
+
+
+def test_clang_gets_one_deadline_not_one_per_pipe(tmp_path, monkeypatch):
+    """A clang that never ends is stopped after CLANG_SECONDS in all, whichever pipe it
+    keeps open (before, each pipe's reader was given CLANG_SECONDS in turn: a 30 s limit let a
+    template explosion run 46 s). Checked by the waits asked for, not by a clock."""
+    import selectors
+    clang = _never_ending_clang(tmp_path, monkeypatch)
+    asked = []
+    real_select = selectors.DefaultSelector.select
+
+    def select(self, timeout=None):
+        asked.append(timeout)
+        return real_select(self, timeout)
+
+    monkeypatch.setattr(selectors.DefaultSelector, "select", select)
+    status, rc, out, err = clang._clang_bytes(b"int x;\n")
+    clang.stop_spare()
+    assert status == "limit"
+    assert asked and None not in asked and max(asked) <= 0.5
+
+
+def test_clang_gets_one_deadline_where_pipes_are_read_by_threads(tmp_path, monkeypatch):
+    """The same limit on the thread readers used where select() cannot wait on pipes
+    (Windows): the two joins share the one deadline."""
+    clang = _never_ending_clang(tmp_path, monkeypatch)
     asked = []
     real_join = clang.threading.Thread.join
 
@@ -202,7 +226,8 @@ def test_clang_gets_one_deadline_not_one_per_pipe(tmp_path, monkeypatch):
         return real_join(self, timeout)
 
     monkeypatch.setattr(clang.threading.Thread, "join", join)
-    status, rc, out, err = clang._clang_bytes(b"int x;\n")
+    status, rc, out, err = clang._Clang(clang.clang_command() + clang.FLAGS)._run_threads(
+        b"int x;\n")
     assert status == "limit"
     assert len(asked) == 2 and sum(asked) <= 0.5
 

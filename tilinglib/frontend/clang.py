@@ -185,6 +185,68 @@ class _Clang:
     def run(self, data: bytes) -> tuple[str, int, bytes, bytes]:
         """Give clang `data` and collect what it writes, within one `CLANG_SECONDS` deadline
         and `MAX_OUTPUT_BYTES`."""
+        if os.name == "posix":
+            return self._run_select(data)
+        return self._run_threads(data)
+
+    def _write_input(self, data: bytes) -> None:
+        # clang reads all of its input before it writes anything but a driver error (a few
+        # bytes), so writing it all first cannot fill both pipes.
+        try:
+            self.proc.stdin.write(data)
+        except BrokenPipeError:
+            pass
+        finally:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+    def _run_select(self, data: bytes) -> tuple[str, int, bytes, bytes]:
+        """POSIX: both pipes read in this thread. The JSON AST is complete when it ends with
+        its top-level closing brace, the only '}' clang's writer puts at the start of a line;
+        if nothing came on stderr by then (clang writes every diagnostic before the AST, and
+        -w silences warnings) the compile is done, and clang's exit (about 3 ms of freeing
+        its memory) is waited for in the background."""
+        import selectors
+
+        proc = self.proc
+        self._write_input(data)
+        out, err = bytearray(), bytearray()
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        deadline = time.monotonic() + CLANG_SECONDS
+        status = "ok"
+        try:
+            while sel.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    status = "limit"
+                    break
+                for key, _ in sel.select(left):
+                    chunk = os.read(key.fd, 1 << 20)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                    else:
+                        key.data.extend(chunk)
+                if len(out) > MAX_OUTPUT_BYTES or len(err) > 1 << 20:
+                    status = "limit"
+                    break
+                if out.endswith(b"\n}") and not err and proc.stdout in _registered(sel):
+                    if not sel.select(0) or _only_stdout_eof(sel, proc):
+                        _finish_in_background(self)
+                        return "ok", 0, bytes(out), b""
+        finally:
+            sel.close()
+        if status == "limit":
+            proc.kill()
+        rc = proc.wait()
+        self.close()
+        return status, rc, bytes(out), bytes(err)
+
+    def _run_threads(self, data: bytes) -> tuple[str, int, bytes, bytes]:
+        """Elsewhere (Windows): a reader thread per pipe, then clang's exit."""
         proc = self.proc
         out, err = {}, {}
         readers = [threading.Thread(target=_read_capped,
@@ -192,15 +254,7 @@ class _Clang:
                    threading.Thread(target=_read_capped, args=(proc.stderr, 1 << 20, err))]
         for r in readers:
             r.start()
-        try:
-            proc.stdin.write(data)
-        except BrokenPipeError:
-            pass
-        finally:
-            try:
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
+        self._write_input(data)
         deadline = time.monotonic() + CLANG_SECONDS     # one deadline for both readers:
         for r in readers:                                # joined one after the other, 30 s
             r.join(max(0.0, deadline - time.monotonic()))  # each ran to 46 s
@@ -227,6 +281,29 @@ class _Clang:
             except (OSError, ValueError):
                 pass
         self._dir.cleanup()
+
+
+def _registered(sel) -> set:
+    return {key.fileobj for key in sel.get_map().values()}
+
+
+def _only_stdout_eof(sel, proc) -> bool:
+    """After the AST's last brace: True if stderr has nothing to read (stdout may show its
+    end of file, which is not a diagnostic)."""
+    return all(key.fileobj is proc.stdout for key, _ in sel.select(0))
+
+
+def _finish_in_background(clang: "_Clang") -> None:
+    """Wait for `clang` to exit and clean up after it, in a thread (at once where none can
+    be started)."""
+    def finish():
+        clang.proc.wait()
+        clang.close()
+
+    try:
+        threading.Thread(target=finish, name="tilinglib-clang-exit", daemon=True).start()
+    except RuntimeError:
+        finish()
 
 
 _SPARE: _Clang | None = None
