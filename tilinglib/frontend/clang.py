@@ -135,6 +135,14 @@ def _clang_limits() -> list[tuple[int, tuple[int, int]]]:
     return out
 
 
+def _has_prlimit() -> bool:
+    try:
+        import resource
+    except ImportError:
+        return False
+    return hasattr(resource, "prlimit")
+
+
 def _limit_clang() -> None:
     """`_clang_limits` set in the clang child before it starts (where prlimit is missing)."""
     import resource
@@ -155,13 +163,12 @@ class _Clang:
     finds clang past its own start-up (about 9 ms), as the lesson sliders' recompiles do."""
 
     def __init__(self, cmd: list[str]):
-        import resource
         self.cmd = cmd
         self.owner = os.getpid()
         self._dir = tempfile.TemporaryDirectory(prefix="tilinglib-clang-")
         cwd = self._dir.name
-        limits = _clang_limits()
-        late = bool(limits) and hasattr(resource, "prlimit")
+        limits = _clang_limits()                 # empty where there is no `resource`
+        late = bool(limits) and _has_prlimit()
         try:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -172,6 +179,7 @@ class _Clang:
             self._dir.cleanup()
             raise
         if late:
+            import resource
             try:
                 for which, value in limits:
                     resource.prlimit(self.proc.pid, which, value)
