@@ -183,3 +183,16 @@ def test_a_diagnostic_before_the_ast_waits_for_clangs_exit_status(tmp_path, monk
     status, rc, out, err = clang.run(b"int x;\n")
     assert (status, rc) == ("ok", 1) and b"error: nope" in err
     assert clang.proc.poll() == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_without_prlimit_the_limits_are_set_in_the_child_before_exec(monkeypatch):
+    # macOS has setrlimit but no prlimit: there the child sets them before clang starts.
+    monkeypatch.setattr(C, "_has_prlimit", lambda: False)
+    clang = C._Clang(C.clang_command() + C.FLAGS)
+    try:
+        limits = _limits_of(clang.proc.pid)
+        assert int(limits["Max address space"]) == C.CLANG_MEMORY_BYTES
+        assert int(limits["Max cpu time"]) == int(C.CLANG_SECONDS) + 5
+    finally:
+        clang.close()
