@@ -96,8 +96,6 @@ def test_cooperative_groups_reduce():
     np.testing.assert_allclose(sums, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "frontend (d235a92) has no cg::coalesced_group / cg::coalesced_threads()"))
 def test_cooperative_groups_coalesced_threads():
     n = 1000
     src = rng().integers(-100, 100, n).astype(np.int32)

@@ -660,7 +660,13 @@ def _vote(comp, node, name, args):
     return X(lambda ctx: ctx.vote(kind, fp(ctx)), rtype)
 
 
+def _activemask(comp, node, name, args):
+    _want(comp, node, name, args, 0)
+    return X(lambda ctx: ctx.vote("ballot", True), ct.UINT)
+
+
 _HANDLERS = {
+    "__activemask": _activemask,
     "__syncthreads": _syncthreads, "__syncwarp": _syncwarp, "assert": _assert,
     "fmaf": _fma_call, "__fmaf_rn": _fma_call, "fma": _fma_call, "__ldg": _ldg,
     "printf": _printf,

@@ -163,6 +163,7 @@ template <class T> __device__ T __shfl_xor_sync(unsigned int mask, T var, int la
 __device__ unsigned int __ballot_sync(unsigned int mask, int predicate);
 __device__ int __any_sync(unsigned int mask, int predicate);
 __device__ int __all_sync(unsigned int mask, int predicate);
+__device__ unsigned int __activemask();
 """
 
 # Cooperative groups, as CUDA's <cooperative_groups.h> defines the part the course uses.
@@ -204,6 +205,46 @@ template <unsigned int N> struct thread_block_tile {
   __device__ unsigned int ballot(int predicate) const {
     return __ballot_sync(0xffffffffu, predicate); }
 };
+namespace details {
+__device__ unsigned int lane_id() {
+  return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) & 31u; }
+// The lane of the member of rank `rank` in `mask` (32 when there is none).
+__device__ unsigned int lane_of_rank(unsigned int mask, unsigned int rank) {
+  for (unsigned int i = 0; i < rank && mask != 0u; ++i) mask &= mask - 1u;
+  return mask != 0u ? (unsigned int)(__ffs((int)mask) - 1) : 32u; }
+}  // namespace details
+// The threads of the warp that execute the call together (after divergence): lanes of
+// __activemask(), ranked in lane order.
+struct coalesced_group {
+  unsigned int mask;
+  __device__ unsigned int thread_rank() const {
+    return __popc(mask & ((1u << details::lane_id()) - 1u)); }
+  __device__ unsigned int size() const { return __popc(mask); }
+  __device__ unsigned int num_threads() const { return __popc(mask); }
+  __device__ unsigned int meta_group_rank() const { return 0u; }
+  __device__ unsigned int meta_group_size() const { return 1u; }
+  __device__ void sync() const { __syncwarp(mask); }
+  template <class T> __device__ T shfl(T var, int srcRank) const {
+    return __shfl_sync(mask, var, (int)details::lane_of_rank(mask, (unsigned int)srcRank)); }
+  template <class T> __device__ T shfl_down(T var, unsigned int delta) const {
+    unsigned int lane = details::lane_of_rank(mask, thread_rank() + delta);
+    return __shfl_sync(mask, var, (int)(lane < 32u ? lane : details::lane_id())); }
+  template <class T> __device__ T shfl_up(T var, unsigned int delta) const {
+    unsigned int r = thread_rank();
+    unsigned int lane = r >= delta ? details::lane_of_rank(mask, r - delta) : 32u;
+    return __shfl_sync(mask, var, (int)(lane < 32u ? lane : details::lane_id())); }
+  __device__ int any(int predicate) const { return __ballot_sync(mask, predicate) != 0u; }
+  __device__ int all(int predicate) const { return __ballot_sync(mask, predicate) == mask; }
+  // bit r set for the member of rank r whose predicate holds
+  __device__ unsigned int ballot(int predicate) const {
+    unsigned int lanes = __ballot_sync(mask, predicate), packed = 0u, rank = 0u;
+    for (unsigned int lane = 0; lane < 32u; ++lane)
+      if ((mask >> lane) & 1u) { packed |= ((lanes >> lane) & 1u) << rank; ++rank; }
+    return packed; }
+};
+__device__ coalesced_group coalesced_threads() {
+  coalesced_group g; g.mask = __activemask(); return g; }
+__device__ void sync(const coalesced_group &g) { __syncwarp(g.mask); }
 template <unsigned int N> __device__ thread_block_tile<N> tiled_partition(const thread_block &g) {
   thread_block_tile<N> t; return t; }
 __device__ void sync(const thread_block &g) { __syncthreads(); }
