@@ -399,6 +399,10 @@ class Translator:
                 w in _BUILTIN_WORDS or w in VECTOR_NAMES or w in PRELUDE_TYPEDEFS
                 or w in ("const", "volatile", "__restrict") for w in words):
             return q
+        if "<>" in t["desugaredQualType"] and "<>" not in q:
+            # clang leaves out template arguments equal to their defaults when it desugars
+            # (block_tile_memory<1024U> -> block_tile_memory<>): the written type names them
+            return q
         return t["desugaredQualType"]
 
     def type_node(self, text: str, declname, n=None, by_value_refs=False):
