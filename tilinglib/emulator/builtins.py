@@ -668,10 +668,10 @@ def _activemask(comp, node, name, args):
 def _tile_threads(comp, node, arg, name):
     """The constant tile size of a multi-warp cooperative-groups built-in."""
     x = comp.rvalue(comp.expr(arg))
-    if x.const is None or int(x.const) < 32 or int(x.const) > 1024 or \
+    if x.const is None or int(x.const) < 1 or int(x.const) > 1024 or \
             int(x.const) & (int(x.const) - 1):
         raise comp.error(node, f"{name}: the tile size must be a constant power of two from "
-                               f"32 to 1024")
+                               f"1 to 1024")
     return int(x.const)
 
 

@@ -227,6 +227,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.kernel_name = None
         self.local_vars: list = []       # LocalVar of this kernel's local arrays
         self.check_local = False         # a local array declared without a value
+        self.homes: dict = {}            # id() -> the X of each addressed local (kept alive)
 
     # ------------------------------------------------------------------ program
     def compile_program(self) -> Program:
@@ -369,7 +370,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
                 store = self.assigner(self.memory_lvalue(addr, p.ctype, None), None)
                 self.fn.prologue.append(lambda ctx, slot=slot, store=store:
                                         store(ctx, ctx.env[slot]))
-                self.scope.names[p.name] = self.memory_lvalue(addr, p.ctype, None)
+                self.scope.names[p.name] = self.home_lvalue(addr, p.ctype, None)
                 continue
             self.scope.names[p.name] = X(self.slot_reader(slot), p.ctype, slot=slot)
         return slots
@@ -386,6 +387,13 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.local_vars.append(LocalVar(name, t, offset, line, name))
         address = np.int64(make_address(LOCAL_REGION, offset))
         return (lambda ctx, a=address: a), offset
+
+    def home_lvalue(self, addr, t, node) -> X:
+        """The lvalue of an addressed local at `addr`; each use of its name gets a load of
+        its own, at the use's line (expressions.expr_ID)."""
+        x = self.memory_lvalue(addr, t, node)
+        self.homes[id(x)] = x
+        return x
 
     def with_prologue(self, body):
         """`body` run after the function's prologue (addressed parameters to memory)."""

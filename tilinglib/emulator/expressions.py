@@ -72,6 +72,8 @@ class ExpressionsMixin:
         name = node.name
         x = self.scope.lookup(name)
         if x is not None:
+            if id(x) in self.homes:            # a local in memory: loaded at this line
+                return self.memory_lvalue(x.addr, x.ctype, node)
             if self.fn is not None and id(node) in self.fn.unset_reads \
                     and x.slot in self.fn.shadows:
                 return self.checked_read(x, node)

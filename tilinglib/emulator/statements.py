@@ -167,7 +167,7 @@ class StatementsMixin:
         on a GPU). Declared without a value, its reads before a write warn, as a local
         array's do."""
         addr, offset = self.local_home(node.name, t, _line(node))
-        x = self.memory_lvalue(addr, t, node)
+        x = self.home_lvalue(addr, t, node)
         self.scope.names[node.name] = x
         if node.init is None:
             self.check_local = True
