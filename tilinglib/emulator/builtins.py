@@ -306,9 +306,17 @@ def _want(comp, node, name, args, count):
         raise comp.error(node, f"{name}() takes {count} argument(s), {len(args)} given")
 
 
+def _call_line(ctx):
+    """The student's line of the latest call into the prelude (expressions.expr_FuncCall),
+    for a built-in called by the prelude's code, which has no line."""
+    return getattr(ctx, "call_line", None)
+
+
 def _syncthreads(comp, node, name, args):
     _want(comp, node, name, args, 0)
     line = _line(node)
+    if line is None:                 # in the prelude: cg::sync(block), block.sync()
+        return X(lambda ctx: ctx.syncthreads(_call_line(ctx)), ct.VOID)
     return X(lambda ctx: ctx.syncthreads(line), ct.VOID)
 
 
@@ -316,6 +324,8 @@ def _syncwarp(comp, node, name, args):
     if len(args) > 1:
         raise comp.error(node, "__syncwarp() takes at most one argument (a lane mask)")
     line = _line(node)
+    if line is None:
+        return X(lambda ctx: ctx.syncwarp(_call_line(ctx)), ct.VOID)
     return X(lambda ctx: ctx.syncwarp(line), ct.VOID)
 
 
@@ -702,6 +712,7 @@ def _tile_sync(comp, node, name, args):
     def tile_sync(ctx):
         if not ctx.any:
             return
+        line = _line(node) or _call_line(ctx)
         if threads < ctx.warps.tpb:
             _tile_whole(ctx, threads, line, "sync()")
         if ctx.full or threads >= ctx.warps.tpb:
@@ -722,7 +733,7 @@ def _tile_shfl_xor(comp, node, name, args):
     line = _line(node)
 
     def tile_shfl(ctx):
-        _tile_whole(ctx, threads, line, "cg::reduce")
+        _tile_whole(ctx, threads, line or _call_line(ctx), "cg::reduce")
         return ctx.warps.tile_shuffle_xor(fv(ctx), fm(ctx), threads)
     return X(tile_shfl, v.ctype)
 

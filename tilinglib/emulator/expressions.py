@@ -566,6 +566,14 @@ class ExpressionsMixin:
                                        f"{len(args)} given")
             fargs = [self.convert(self.rvalue(self.expr(a)), p.ctype, a)
                      for a, p in zip(args, params)]
+            line = _line(node)
+            if line is not None and _line(self.functions[name]) is None:
+                # A call of the front end's prelude (cooperative groups), whose statements
+                # have no line: a barrier or tile error inside it names this call's line.
+                def prelude_call(ctx):
+                    ctx.call_line = line
+                    return call(ctx, [f(ctx) for f in fargs])
+                return X(prelude_call, rtype)
             return X(lambda ctx: call(ctx, [f(ctx) for f in fargs]), rtype)
         return compile_builtin_call(self, node, name, args)
 
