@@ -96,8 +96,6 @@ def test_cooperative_groups_reduce():
     np.testing.assert_allclose(sums, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "frontend (d235a92) has no cg::coalesced_group / cg::coalesced_threads()"))
 def test_cooperative_groups_coalesced_threads():
     n = 1000
     src = rng().integers(-100, 100, n).astype(np.int32)
@@ -276,3 +274,108 @@ def test_the_anonymous_namespace_name_is_matched_component_by_component(monkeypa
     assert m._anonymous_symbol("_ZN5outer12_GLOBAL__N_16addTwoEPfi") == nvcc_name
     assert m._anonymous_symbol("_ZN5outer12_GLOBAL__N_16addTwoEPKf") is None
     assert m._anonymous_symbol("_ZN5outer6addTwoEPfi") is None
+
+
+def coalesced_reference(keys, values):
+    """What each thread with an odd key gets from cxx_cg_coalesced_api's describe(), worked
+    out lane by lane from the definition: the group is the warp's lanes with odd keys, a
+    member's rank its position among them in lane order."""
+    n = keys.size
+    want = np.full((n, 9), -1, np.int64)
+    masks = np.zeros(n, np.uint32)
+    for w0 in range(0, n, 32):
+        lanes = [lane for lane in range(32) if keys[w0 + lane] & 1]
+        vals = [int(values[w0 + lane]) for lane in lanes]
+        size = len(lanes)
+        ballot = sum(1 << r for r, v in enumerate(vals) if v % 3 == 0)
+        for r, lane in enumerate(lanes):
+            masks[w0 + lane] = sum(1 << x for x in lanes)
+            want[w0 + lane] = [r, size, vals[2], vals[r + 1] if r + 1 < size else vals[r],
+                               vals[r - 3] if r >= 3 else vals[r], ballot,
+                               int(any(v > 90 for v in vals)), 1, 1]
+    return want, masks
+
+
+def test_coalesced_group_members_on_a_divergent_warp():
+    n = 256
+    keys = rng().integers(0, 100, n).astype(np.int32)
+    values = rng().integers(-100, 100, n).astype(np.int32)
+    out = np.full(9 * n, -1, np.int32)
+    masks = np.zeros(n, np.uint32)
+    f = module("cxx_cg_coalesced_api").get_function("oddKeysGroup")
+    f(emulator.In(keys), emulator.In(values), emulator.InOut(out), emulator.Out(masks),
+      block=(64, 1, 1), grid=(4, 1))
+    want, want_masks = coalesced_reference(keys, values)
+    odd = (keys & 1) == 1
+    assert 3 <= odd.reshape(-1, 32).sum(axis=1).min() < 32      # divergent warps, 3+ members
+    np.testing.assert_array_equal(masks, want_masks)             # __activemask()
+    got = out.reshape(n, 9).astype(np.int64)
+    got[:, 5] &= 0xFFFFFFFF                                      # the ballot is unsigned
+    want[:, 5] &= 0xFFFFFFFF
+    np.testing.assert_array_equal(got[odd], want[odd])
+    assert (out.reshape(n, 9)[~odd] == -1).all()                 # even keys: not in a group
+
+
+@pytest.mark.parametrize("block, tile", [(128, 64), (256, 128), (1024, 1024), (512, 32)])
+def test_multi_warp_tiles_reduce_rank_and_sync(block, tile):
+    nb = 3
+    x = rng().standard_normal(block * nb).astype(np.float32)
+    ntiles = nb * block // tile
+    sums, maxima = np.zeros(ntiles, np.float32), np.zeros(ntiles, np.float32)
+    block_sums, ranks = np.zeros(nb, np.float32), np.zeros(block * nb, np.uint32)
+    f = module("cxx_cg_multi_warp").get_function(f"tileSumsAndMax<{block}, {tile}>")
+    f(emulator.In(x), emulator.Out(sums), emulator.Out(maxima), emulator.Out(block_sums),
+      emulator.Out(ranks), block=(block, 1, 1), grid=(nb, 1), hazards="raise")
+    tiles = x.reshape(ntiles, tile)
+    np.testing.assert_allclose(sums, tiles.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(maxima, tiles.max(axis=1))
+    np.testing.assert_allclose(block_sums, x.reshape(nb, block).astype(np.float64).sum(axis=1),
+                               rtol=1e-5, atol=1e-4)
+    tib = np.arange(block * nb) % block
+    np.testing.assert_array_equal(ranks, tib % tile + 10000 * (tib // tile)
+                                  + 1000000 * (block // tile))
+
+
+def test_multi_warp_tile_sync_by_part_of_a_tile_is_an_error_at_its_line():
+    from tilinglib.errors import BarrierError
+    src = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+           "__global__ void k(float *x) {\n"
+           "    auto tile = cg::tiled_partition<64>(cg::this_thread_block());\n"
+           "    if (tile.thread_rank() < 40) {\n"
+           "        x[threadIdx.x] = cg::reduce(tile, x[threadIdx.x], cg::plus<float>());\n"
+           "    }\n}\n")
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(BarrierError, match=r"cg::reduce of a thread_block_tile<64> at "
+                                           r"kernel.cu:6 in k was reached by 40 of the 64 "
+                                           r"threads of its tile in block \(0, 0, 0\) "
+                                           r"\(thread \(0, 0, 0\) is there, thread "
+                                           r"\(40, 0, 0\) is not\)") as info:
+        f(emulator.InOut(np.zeros(128, np.float32)), block=(128, 1, 1), grid=(1, 1))
+    assert info.value.line == 6          # the student's call, though the collective is
+    #                                      inside the cooperative-groups prelude
+
+
+def test_references_to_locals_scalars_structs_groups_and_aliases():
+    n = 128
+    x = rng().integers(-5, 6, n).astype(np.float32)
+    y = rng().integers(-5, 6, n).astype(np.float32)
+    out_x, out_y = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    ranges, warp_sums = np.zeros(2 * n, np.float32), np.zeros(n // 32, np.float32)
+    counts, aliased = np.zeros(n, np.int32), np.zeros(3 * n, np.int32)
+    f = module("cxx_reference_params").get_function("referenceParams")
+    f(emulator.In(x), emulator.In(y), np.int32(n), emulator.Out(out_x), emulator.Out(out_y),
+      emulator.Out(ranges), emulator.Out(warp_sums), emulator.Out(counts),
+      emulator.Out(aliased), block=(64, 1, 1), grid=(2, 1), hazards="raise")
+    lo, hi = np.minimum(x, y), np.maximum(x, y)
+    np.testing.assert_array_equal(out_x, lo)                     # swapValues(a, b)
+    np.testing.assert_array_equal(out_y, hi)
+    np.testing.assert_array_equal(ranges[0::2], np.minimum(lo, lo * 0.5))   # widen(m, v)
+    np.testing.assert_array_equal(ranges[1::2], np.maximum(hi, lo * 0.5))
+    np.testing.assert_array_equal(counts, np.full(n, (x > 0).sum() + 1000))  # inc(count)
+    np.testing.assert_array_equal(warp_sums, (lo + hi).reshape(-1, 32).sum(axis=1))
+    # writeBoth(one, one) returns 2 (a and b alias), writeBoth(one, two) 1; then one=1, two=2
+    np.testing.assert_array_equal(aliased.reshape(n, 3), np.tile([2, 1, 12], (n, 1)))
+    report = f.last_report
+    # References live in local memory, which (registers on a GPU) is not counted: only
+    # x[i], y[i] and the loop's x[(i + k) % n] load, one request per warp each.
+    assert report.global_load_requests == 4 * (2 + n)

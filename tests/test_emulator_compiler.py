@@ -397,7 +397,6 @@ def test_fma_counts_two_flops_and_plain_multiply_add_two():
     ("__global__ void k(int* a) {\n  auto f = [](int x) { return x; };\n}", "lambdas", 2),
     ("__global__ void k(int* a) {\n  int* p = new int[4];\n}", "new", 2),
     ("__global__ void k(int* a) {\n  static int n = 0;\n  a[0] = n;\n}", "static", 2),
-    ("__global__ void k(int* a) {\n  int x = 1;\n  int* p = &x;\n}", "address", 3),
 ])
 def test_unsupported_constructs_fail_at_compile_time_naming_them(source, construct, line):
     with pytest.raises(UnsupportedFeatureError) as info:

@@ -273,3 +273,184 @@ def test_overloaded_device_functions_are_each_called():
     run(src, "k", InOut(f), InOut(i))             # 'ops::k' by its own name
     np.testing.assert_array_equal(f, 2 * (np.arange(32) + 0.25))
     np.testing.assert_array_equal(i, 2 * np.arange(32) + 1)
+
+
+ACTIVEMASK = r"""
+__global__ void k(const int* keys, unsigned int* a, unsigned int* b, unsigned int* c) {
+  int i = threadIdx.x;
+  a[i] = __activemask();                       // every lane of the (possibly partial) warp
+  b[i] = 0;
+  c[i] = 0;
+  if (keys[i] % 3 != 0) {
+    if (keys[i] % 2 == 0) b[i] = __activemask();
+  }
+  for (int j = 0; j < 4; ++j) {
+    if (j == keys[i] % 4) break;
+    c[i] = __activemask();                     // the lanes still in the loop at its last trip
+  }
+}
+"""
+
+
+def test_activemask_is_the_lanes_executing_the_call():
+    n = 40                                     # one full warp and one of 8 lanes
+    keys = np.random.default_rng(11).integers(0, 50, n).astype(np.int32)
+    a, b, c = (np.zeros(n, np.uint32) for _ in range(3))
+    run(ACTIVEMASK, "k", In(keys), Out(a), Out(b), Out(c), block=(n, 1, 1))
+
+    def mask(lanes):
+        return sum(1 << (i % 32) for i in lanes)
+    want_b, want_c = np.zeros(n, np.uint32), np.zeros(n, np.uint32)
+    for w0, w1 in ((0, 32), (32, n)):
+        lanes = range(w0, w1)
+        np.testing.assert_array_equal(a[w0:w1], mask(lanes))
+        inner = [i for i in lanes if keys[i] % 3 != 0 and keys[i] % 2 == 0]
+        want_b[inner] = mask(inner)
+        for j in range(4):                      # trip j: lanes whose key % 4 > j
+            running = [i for i in lanes if keys[i] % 4 > j]
+            want_c[running] = mask(running)
+    np.testing.assert_array_equal(b, want_b)
+    np.testing.assert_array_equal(c, want_c)
+
+
+REFERENCES = r"""
+struct Acc { float sum; int count; };
+__device__ void add(Acc& acc, float v) { acc.sum += v; acc.count++; }
+__device__ void twice(int& x) { x *= 2; }
+__device__ void through(int& x) { twice(x); twice(x); }      // a reference passed on
+__device__ int byValue(int v) { twice(v); return v; }          // a parameter's address
+__device__ void order(float& lo, float& hi) { if (lo > hi) { float t = lo; lo = hi; hi = t; } }
+__global__ void k(const float* x, float* lo_hi, float* sums, int* ints, int n) {
+  int i = threadIdx.x;
+  Acc acc = {0.0f, 0};
+  for (int j = i; j < n; j += 8) add(acc, x[j]);
+  sums[i] = acc.sum;
+  ints[4 * i] = acc.count;
+  int v = i;
+  through(v);
+  ints[4 * i + 1] = v;
+  ints[4 * i + 2] = byValue(i + 1);
+  int* p = &v;
+  int& r = *p;
+  r += 1;
+  *p += 10;
+  float lo = x[i], hi = x[n - 1 - i];
+  twice(n);
+  ints[4 * i + 3] = v + 1000 * n;
+  order(lo, hi);
+  lo_hi[2 * i] = lo;
+  lo_hi[2 * i + 1] = hi;
+}
+"""
+
+
+def test_references_and_pointers_to_locals_and_parameters():
+    n = 40
+    x = np.random.default_rng(12).standard_normal(n).astype(np.float32)
+    lo_hi, sums, ints = np.zeros(16, np.float32), np.zeros(8, np.float32), np.zeros(32, np.int32)
+    run(REFERENCES, "k", In(x), Out(lo_hi), Out(sums), Out(ints), np.int32(n),
+        block=(8, 1, 1))
+    i = np.arange(8)
+    want_sums = np.array([x[j::8].astype(np.float32).sum(dtype=np.float32) for j in i])
+    np.testing.assert_allclose(sums, want_sums, rtol=1e-6)
+    ints = ints.reshape(8, 4)
+    np.testing.assert_array_equal(ints[:, 0], [len(range(j, n, 8)) for j in i])
+    np.testing.assert_array_equal(ints[:, 1], 4 * i)
+    np.testing.assert_array_equal(ints[:, 2], 2 * (i + 1))
+    np.testing.assert_array_equal(ints[:, 3], 4 * i + 11 + 1000 * 2 * n)  # kernel's n doubled
+    np.testing.assert_array_equal(lo_hi[0::2], np.minimum(x[:8], x[::-1][:8]))  # order()
+    np.testing.assert_array_equal(lo_hi[1::2], np.maximum(x[:8], x[::-1][:8]))
+
+
+def test_references_to_locals_change_no_counter():
+    """A local bound to a reference lives in local memory, which is registers on a GPU after
+    nvcc inlines the call: the counters equal those of the same kernel written inline."""
+    with_refs = ("__device__ void acc(float& s, const float* a, int i) { s += a[i]; }\n"
+                 "__global__ void k(const float* a, float* o) {\n"
+                 "  float s = 0.0f;\n"
+                 "  for (int j = 0; j < 4; ++j) acc(s, a, 32 * j + threadIdx.x);\n"
+                 "  o[threadIdx.x] = s;\n}\n")
+    inline = ("__global__ void k(const float* a, float* o) {\n"
+              "  float s = 0.0f;\n"
+              "  for (int j = 0; j < 4; ++j) s += a[32 * j + threadIdx.x];\n"
+              "  o[threadIdx.x] = s;\n}\n")
+    a = np.random.default_rng(13).standard_normal(128).astype(np.float32)
+    reports = []
+    for src in (with_refs, inline):
+        o = np.zeros(32, np.float32)
+        f = SourceModule(src).get_function("k")
+        f(In(a), Out(o), block=(32, 1, 1), grid=(1, 1))
+        np.testing.assert_allclose(o, a.reshape(4, 32).sum(axis=0), rtol=1e-6)
+        reports.append(f.last_report)
+    names = ("global_load_requests", "global_load_sectors", "global_store_requests",
+             "shared_load_requests", "shared_store_requests", "flops")
+    assert [getattr(reports[0], k) for k in names] == [getattr(reports[1], k) for k in names]
+    assert reports[0].global_load_requests == 4
+
+
+def test_a_local_read_through_a_pointer_before_any_write_warns():
+    from tilinglib.errors import UninitializedReadWarning
+    src = ("__global__ void k(int* o) {\n  int n;\n  int* p = &n;\n"
+           "  if (threadIdx.x < 5) *p = 3;\n  o[threadIdx.x] = n;\n}\n")
+    o = np.zeros(32, np.int32)
+    with pytest.warns(UninitializedReadWarning, match=r"'n' is read at line 5 before it is "
+                                                      r"given a value.*thread \(5, 0, 0\)"):
+        run(src, "k", Out(o))
+    np.testing.assert_array_equal(o[:5], 3)
+
+
+def test_a_reference_to_a_methods_field_is_refused():
+    src = ("__device__ void inc(int& x) { x++; }\n"
+           "struct C { int n; __device__ int next() const { int m = n; inc(m); return m; }\n"
+           "  __device__ void bump() { inc(n); } };\n"
+           "__global__ void k(int* a) { C c; c.n = 4; a[0] = c.next(); c.bump(); }\n")
+    with pytest.raises(UnsupportedFeatureError, match=r"kernel.cu:3: .*address of a local "
+                                                      r"variable \('n' is a field of the "
+                                                      r"method's copy of its object\)"):
+        SourceModule(src)
+
+
+def test_tile_votes_are_the_tiles_own_lanes():
+    src = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+           "__global__ void k(const int* p, unsigned int* o) {\n"
+           "  auto t = cg::tiled_partition<8>(cg::this_thread_block());\n"
+           "  int v = p[threadIdx.x];\n"
+           "  o[3 * threadIdx.x] = t.ballot(v);\n"
+           "  o[3 * threadIdx.x + 1] = t.any(v);\n"
+           "  o[3 * threadIdx.x + 2] = t.all(v);\n}\n")
+    p = (np.random.default_rng(14).random(64) < 0.6).astype(np.int32)
+    p[:8] = 1                                   # a tile where all hold
+    p[8:16] = 0                                 # and one where none does
+    o = np.zeros(3 * 64, np.uint32)
+    run(src, "k", In(p), Out(o), block=(64, 1, 1))
+    tiles = p.reshape(8, 8)
+    ballot = (tiles << np.arange(8)).sum(axis=1)
+    want = np.stack([np.repeat(ballot, 8), np.repeat(tiles.any(axis=1), 8),
+                     np.repeat(tiles.all(axis=1), 8)], axis=1)
+    np.testing.assert_array_equal(o.reshape(64, 3), want)
+
+
+@pytest.mark.parametrize("tile, line, message", [
+    (48, 4, "tiled_partition<N>: N must be a power of two from 1 to 1024"),
+    (2048, 4, "tiled_partition<N>: N must be a power of two from 1 to 1024"),
+])
+def test_a_tile_size_cuda_refuses_is_a_compile_error_at_its_line(tile, line, message):
+    src = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+           "__global__ void k(int* o) {\n"
+           f"  auto t = cg::tiled_partition<{tile}>(cg::this_thread_block());\n"
+           "  o[0] = t.thread_rank();\n}\n")
+    with pytest.raises(CompileError) as info:
+        SourceModule(src)
+    assert info.value.line == line and message in str(info.value)
+
+
+def test_a_shuffle_on_a_tile_of_several_warps_is_a_compile_error_at_its_line():
+    src = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+           "__global__ void k(int* o) {\n"
+           "  auto t = cg::tiled_partition<64>(cg::this_thread_block());\n"
+           "  o[t.thread_rank()] = t.shfl(o[0], 3);\n}\n")
+    with pytest.raises(CompileError) as info:
+        SourceModule(src)
+    assert (info.value.line, info.value.column) == (5, 26)      # at 'shfl' 
+    assert "shfl on a tile of more than 32 threads" in str(info.value)
+    assert "thread_block_tile<64>::shfl<int>" in str(info.value)

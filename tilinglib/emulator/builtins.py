@@ -306,9 +306,17 @@ def _want(comp, node, name, args, count):
         raise comp.error(node, f"{name}() takes {count} argument(s), {len(args)} given")
 
 
+def _call_line(ctx):
+    """The student's line of the latest call into the prelude (expressions.expr_FuncCall),
+    for a built-in called by the prelude's code, which has no line."""
+    return getattr(ctx, "call_line", None)
+
+
 def _syncthreads(comp, node, name, args):
     _want(comp, node, name, args, 0)
     line = _line(node)
+    if line is None:                 # in the prelude: cg::sync(block), block.sync()
+        return X(lambda ctx: ctx.syncthreads(_call_line(ctx)), ct.VOID)
     return X(lambda ctx: ctx.syncthreads(line), ct.VOID)
 
 
@@ -316,6 +324,8 @@ def _syncwarp(comp, node, name, args):
     if len(args) > 1:
         raise comp.error(node, "__syncwarp() takes at most one argument (a lane mask)")
     line = _line(node)
+    if line is None:
+        return X(lambda ctx: ctx.syncwarp(_call_line(ctx)), ct.VOID)
     return X(lambda ctx: ctx.syncwarp(line), ct.VOID)
 
 
@@ -660,7 +670,77 @@ def _vote(comp, node, name, args):
     return X(lambda ctx: ctx.vote(kind, fp(ctx)), rtype)
 
 
+def _activemask(comp, node, name, args):
+    _want(comp, node, name, args, 0)
+    return X(lambda ctx: ctx.vote("ballot", True), ct.UINT)
+
+
+def _tile_threads(comp, node, arg, name):
+    """The constant tile size of a multi-warp cooperative-groups built-in."""
+    x = comp.rvalue(comp.expr(arg))
+    if x.const is None or int(x.const) < 1 or int(x.const) > 1024 or \
+            int(x.const) & (int(x.const) - 1):
+        raise comp.error(node, f"{name}: the tile size must be a constant power of two from "
+                               f"1 to 1024")
+    return int(x.const)
+
+
+def _tile_whole(ctx, threads, line, what):
+    """Raise BarrierError unless every tile of `threads` threads with an active thread is
+    active as a whole (a collective of a multi-warp tile)."""
+    from ..errors import BarrierError
+    found = ctx.warps.tile_missing(threads, ctx.mask & ~ctx.kernel_ret)
+    if found is None:
+        return
+    missing, here, count, size = found
+    block, thread_missing = ctx.warps.coords(missing)
+    _, thread_here = ctx.warps.coords(here)
+    at = f" at kernel.cu:{line}" if line else ""
+    raise BarrierError(
+        f"{what} of a thread_block_tile<{threads}>{at} in {ctx.warps.kernel_name} was reached "
+        f"by {count} of the {size} threads of its tile in block {block} (thread {thread_here} "
+        f"is there, thread {thread_missing} is not). A tile's collective must be called by "
+        f"every thread of the tile: move it outside the condition.",
+        kernel=ctx.warps.kernel_name, line=line, block=block, thread=thread_missing)
+
+
+def _tile_sync(comp, node, name, args):
+    _want(comp, node, name, args, 1)
+    threads = _tile_threads(comp, node, args[0], name)
+    line = _line(node)
+
+    def tile_sync(ctx):
+        if not ctx.any:
+            return
+        line = _line(node) or _call_line(ctx)
+        if threads < ctx.warps.tpb:
+            _tile_whole(ctx, threads, line, "sync()")
+        if ctx.full or threads >= ctx.warps.tpb:
+            # every tile of the batch (or the whole block) is here: for the race detector a
+            # block barrier (docs/frontend.md: it orders the tiles for each other too)
+            ctx.syncthreads(line)
+        else:
+            ctx.syncwarp(line)           # some tiles: orders each of their warps' accesses
+    return X(tile_sync, ct.VOID)
+
+
+def _tile_shfl_xor(comp, node, name, args):
+    _want(comp, node, name, args, 3)
+    v = comp.rvalue(comp.expr(args[0]))
+    fv = v.fn
+    fm = comp.convert(comp.rvalue(comp.expr(args[1])), ct.UINT, node)
+    threads = _tile_threads(comp, node, args[2], name)
+    line = _line(node)
+
+    def tile_shfl(ctx):
+        _tile_whole(ctx, threads, line or _call_line(ctx), "cg::reduce")
+        return ctx.warps.tile_shuffle_xor(fv(ctx), fm(ctx), threads)
+    return X(tile_shfl, v.ctype)
+
+
 _HANDLERS = {
+    "__activemask": _activemask,
+    "__cg_tile_sync": _tile_sync, "__cg_tile_shfl_xor": _tile_shfl_xor,
     "__syncthreads": _syncthreads, "__syncwarp": _syncwarp, "assert": _assert,
     "fmaf": _fma_call, "__fmaf_rn": _fma_call, "fma": _fma_call, "__ldg": _ldg,
     "printf": _printf,

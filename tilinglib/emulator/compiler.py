@@ -79,6 +79,9 @@ class _Function:
         self.unset_decls: set = set()
         self.unset_reads: set = set()
         self.shadows: dict = {}
+        # Names of the locals and parameters whose address the function takes (`&x`, a
+        # reference bound to them): they live in the thread's local memory, not in a slot.
+        self.addressed: set = set()
 
     def new_slot(self) -> int:
         self.nslots += 1
@@ -224,6 +227,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.kernel_name = None
         self.local_vars: list = []       # LocalVar of this kernel's local arrays
         self.check_local = False         # a local array declared without a value
+        self.homes: dict = {}            # id() -> the X of each addressed local (kept alive)
 
     # ------------------------------------------------------------------ program
     def compile_program(self) -> Program:
@@ -311,7 +315,11 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
 
     # ------------------------------------------------------------------ functions
     def compile_kernel(self, node: c_ast.FuncDef) -> KernelCode:
-        self.shared, self.shared_bytes, self.local_bytes = [], 0, 0
+        # Local memory is laid out for the whole program, not per kernel: a __device__
+        # function is compiled once, with its local arrays and addressed locals at the
+        # offsets of the kernel compiled first, and another kernel calling it must not put
+        # its own locals there.
+        self.shared, self.shared_bytes = [], 0
         self.local_vars, self.check_local = [], False
         self.kernel_name = node.decl.name
         self.compiling = {node.decl.name}
@@ -323,9 +331,10 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.scope = _Scope(self.globals)
         for decl, t, dynamic in self.file_shared:
             self.shared_decl(decl, t, dynamic)
-        slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope)
+        slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope,
+                                     funcdef=node)
         self._find_unset_reads(node)
-        body = self.stmt(node.body)
+        body = self.with_prologue(self.stmt(node.body))
         ranks = {v.name: len(v.ctype.shape) for v in self.shared
                  if not v.dynamic and v.ctype.is_array}
         # Local arrays too: one filled at threadIdx-built indices was meant to be shared.
@@ -342,17 +351,61 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.fn = None
         return code
 
-    def _enter_function(self, name, rtype, params, parent=None) -> list:
+    def _enter_function(self, name, rtype, params, parent=None, funcdef=None) -> list:
         """Start compiling a function body: a fresh frame and scope (inside `parent`, by
-        default the file scope), one slot per parameter. Returns the parameters' slots."""
+        default the file scope), one slot per parameter. Returns the parameters' slots.
+        A parameter whose address the body takes (`funcdef`'s `&p`) is copied into local
+        memory on entry (`self.fn.prologue`) and named there."""
         self.fn = _Function(name, rtype)
         self.scope = _Scope(parent if parent is not None else self.globals)
+        if funcdef is not None:
+            self.fn.addressed = addressed_names(funcdef.body)
+        self.fn.prologue = []
         slots = []
         for p in params:
             slot = self.fn.new_slot()
             slots.append(slot)
+            if p.name in self.fn.addressed and not p.ctype.is_array:
+                addr, _ = self.local_home(p.name, p.ctype, p.line)
+                store = self.assigner(self.memory_lvalue(addr, p.ctype, None), None)
+                self.fn.prologue.append(lambda ctx, slot=slot, store=store:
+                                        store(ctx, ctx.env[slot]))
+                self.scope.names[p.name] = self.home_lvalue(addr, p.ctype, None)
+                continue
             self.scope.names[p.name] = X(self.slot_reader(slot), p.ctype, slot=slot)
         return slots
+
+    def local_home(self, name, t, line):
+        """Reserve `t`'s bytes in each thread's local memory for the local `name` (declared
+        at `line`) whose address is taken; returns (its address closure, its byte offset in
+        local memory). Local memory is the GPU's registers here: its accesses are not
+        counted."""
+        from .memory import LOCAL_REGION, LocalVar, make_address
+        align = max(t.align, 4)
+        offset = -(-self.local_bytes // align) * align
+        self.local_bytes = offset + t.size
+        self.local_vars.append(LocalVar(name, t, offset, line, name))
+        address = np.int64(make_address(LOCAL_REGION, offset))
+        return (lambda ctx, a=address: a), offset
+
+    def home_lvalue(self, addr, t, node) -> X:
+        """The lvalue of an addressed local at `addr`; each use of its name gets a load of
+        its own, at the use's line (expressions.expr_ID)."""
+        x = self.memory_lvalue(addr, t, node)
+        self.homes[id(x)] = x
+        return x
+
+    def with_prologue(self, body):
+        """`body` run after the function's prologue (addressed parameters to memory)."""
+        prologue = self.fn.prologue
+        if not prologue:
+            return body
+
+        def run(ctx):
+            for p in prologue:
+                p(ctx)
+            body(ctx)
+        return run
 
     def static_shared_size(self) -> int:
         """Bytes of static __shared__ memory laid out so far (the end of the last array)."""
@@ -381,11 +434,11 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         saved = (self.fn, self.scope)
         params = self.params(fdef)
         rtype = self.resolve(fdef.decl.type.type)
-        slots = self._enter_function(name, rtype, params)
+        slots = self._enter_function(name, rtype, params, funcdef=fdef)
         self._find_unset_reads(fdef)
         if not rtype.is_void:
             self.fn.ret_slot = self.fn.new_slot()
-        body = self.stmt(fdef.body)
+        body = self.with_prologue(self.stmt(fdef.body))
         nslots, ret_slot = self.fn.nslots, self.fn.ret_slot
         self.fn, self.scope = saved
         self.compiling.discard(name)
@@ -539,6 +592,26 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             store_member(ctx, v)
             ctx.env[shadow] = V.mark_set(ctx.env[shadow], ctx)
         return store_member_checked
+
+
+def addressed_names(body) -> set:
+    """The names `x` of which `body` takes the address: `&x`, `&x.f`, `&x.f.g` (the
+    front end writes a reference bound to `x` as `&x`). A name shadowed in an inner block
+    counts for both: a variable that did not need it only lives in memory."""
+    found = set()
+
+    class Visitor(c_ast.NodeVisitor):
+        def visit_UnaryOp(self, node):
+            if node.op == "&":
+                e = node.expr
+                while isinstance(e, c_ast.StructRef) and e.type == ".":
+                    e = e.name
+                if isinstance(e, c_ast.ID):
+                    found.add(e.name)
+            self.generic_visit(node)
+    if body is not None:
+        Visitor().visit(body)
+    return found
 
 
 def compile_program(pre: Preprocessed, ast: c_ast.FileAST) -> Program:

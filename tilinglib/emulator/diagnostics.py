@@ -102,6 +102,16 @@ class Diagnostics:
             return
         if ("unset-local", var.name, line) in self.warned:
             return
+        if not var.ctype.is_array:
+            # a scalar or struct local that lives in local memory (its address is taken)
+            block, thread = warps.coords(lane)
+            self._warn(("unset-local", var.name, line),
+                       f"kernel {self.kernel.name}: '{var.name}' is read at line {line} before "
+                       f"it is given a value: on a GPU it starts with whatever its register "
+                       f"held. Give '{var.name}' a value where it is declared (line "
+                       f"{var.line}). (The first such read: thread {thread} in block {block}.)",
+                       UninitializedReadWarning, line)
+            return
         base = var.ctype.base_elem
         element = M.describe_element(var.name, var.ctype.shape, base.size, offset - var.offset)
         block, thread = warps.coords(lane)

@@ -72,6 +72,8 @@ class ExpressionsMixin:
         name = node.name
         x = self.scope.lookup(name)
         if x is not None:
+            if id(x) in self.homes:            # a local in memory: loaded at this line
+                return self.memory_lvalue(x.addr, x.ctype, node)
             if self.fn is not None and id(node) in self.fn.unset_reads \
                     and x.slot in self.fn.shadows:
                 return self.checked_read(x, node)
@@ -564,6 +566,14 @@ class ExpressionsMixin:
                                        f"{len(args)} given")
             fargs = [self.convert(self.rvalue(self.expr(a)), p.ctype, a)
                      for a, p in zip(args, params)]
+            line = _line(node)
+            if line is not None and _line(self.functions[name]) is None:
+                # A call of the front end's prelude (cooperative groups), whose statements
+                # have no line: a barrier or tile error inside it names this call's line.
+                def prelude_call(ctx):
+                    ctx.call_line = line
+                    return call(ctx, [f(ctx) for f in fargs])
+                return X(prelude_call, rtype)
             return X(lambda ctx: call(ctx, [f(ctx) for f in fargs]), rtype)
         return compile_builtin_call(self, node, name, args)
 

@@ -86,6 +86,8 @@ class StatementsMixin:
                                    "declare them at file scope")
         if t.is_array:
             return self.local_array_decl(node, t)
+        if node.name in self.fn.addressed:
+            return self.addressed_decl(node, t)
         slot = self.fn.new_slot()
         x = X(self.slot_reader(slot), t, slot=slot)
         if "const" in (node.quals or []) and node.init is not None and t.is_scalar:
@@ -157,6 +159,34 @@ class StatementsMixin:
         else:
             self.scope.names[node.name] = self.memory_lvalue(lambda ctx, a=address: a, t, node)
         return lambda ctx: None
+
+    def addressed_decl(self, node, t):
+        """A scalar or struct local whose address is taken (`&x`, or a reference bound to
+        it): it lives in the thread's local memory, so a pointer to it reads and writes the
+        variable itself (C++'s aliasing, exactly). Local memory is not counted (registers
+        on a GPU). Declared without a value, its reads before a write warn, as a local
+        array's do."""
+        addr, offset = self.local_home(node.name, t, _line(node))
+        x = self.home_lvalue(addr, t, node)
+        self.scope.names[node.name] = x
+        if node.init is None:
+            self.check_local = True
+            words = (offset // 4, -(-(offset + t.size) // 4))
+
+            def declare(ctx, words=words):
+                if ctx.local_set is not None:
+                    ctx.forget_local(*words)
+            return declare
+        store = self.assigner(x, node)
+        if isinstance(node.init, c_ast.InitList):
+            if not t.is_struct:
+                raise self.error(node, "a brace initializer needs an array or struct")
+            parts = [self.convert(self.expr(e), f[1], e)
+                     for e, f in zip(node.init.exprs, t.fields)]
+            parts += [lambda ctx, z=f[1].dtype.type(0): z for f in t.fields[len(parts):]]
+            return lambda ctx: store(ctx, tuple(p(ctx) for p in parts))
+        fv = self.convert(self.rvalue(self.expr(node.init)), t, node)
+        return lambda ctx: store(ctx, fv(ctx))
 
     def local_array_decl(self, node, t):
         if t.length is None:

@@ -5,7 +5,8 @@ Input: the launch's block and grid, and the linear ids of the blocks in the batc
 blockIdx, the linear thread id in its block, the warp and lane of each thread), the warp rows
 the counters sum over, (blockIdx, threadIdx) of a lane for error messages, and the warp
 collectives that need nothing but these indices and the active mask: `__shfl_*_sync` and
-`__ballot_sync` / `__any_sync` / `__all_sync`.
+`__ballot_sync` / `__any_sync` / `__all_sync`, and the exchange and membership check of a
+cooperative-groups tile of several warps (`tile_shuffle_xor`, `tile_missing`).
 
 A `Warps` never changes after it is made and holds no per-launch state; the active mask is
 passed in by the caller (execute.Context owns it).
@@ -127,3 +128,31 @@ class Warps:
         total = np.bincount(wid, weights=mask)
         s = np.bincount(wid, weights=pred)
         return (s[wid] == total[wid]).astype(np.int32)
+
+    # ------------------------------------------------------------------ multi-warp tiles
+    def tile_missing(self, threads: int, mask: np.ndarray):
+        """A tile of `threads` consecutive linear thread ids (a power of two, a multiple of
+        32) must be active as a whole at a collective: None when every tile with an active
+        thread is whole in `mask`, else (lane of a missing thread, lane of a present one,
+        active count, tile size) for the first tile that is not."""
+        tile = self.blk * (-(-self.tpb // threads)) + self.tib // threads
+        active = np.bincount(tile[mask], minlength=int(tile[-1]) + 1)
+        size = np.bincount(tile, minlength=int(tile[-1]) + 1)
+        partial = (active > 0) & (active < size)
+        if not partial.any():
+            return None
+        t = int(np.argmax(partial))
+        missing = int(np.flatnonzero((tile == t) & ~mask)[0])
+        here = int(np.flatnonzero((tile == t) & mask)[0])
+        return missing, here, int(active[t]), int(size[t])
+
+    def tile_shuffle_xor(self, value, lane_mask, threads: int):
+        """The value of the thread whose rank in its tile of `threads` consecutive linear
+        thread ids is this thread's rank xor `lane_mask` (< `threads`): the exchange of a
+        cooperative-groups tile of several warps. A scalar `value` is returned as it is."""
+        if not isinstance(value, np.ndarray):
+            return value
+        m = np.asarray(lane_mask).astype(np.int64) & (threads - 1)
+        rank = self.tib % threads
+        index = np.arange(self.T) - rank + (rank ^ m)
+        return value[np.clip(index, 0, self.T - 1)]

@@ -163,6 +163,9 @@ template <class T> __device__ T __shfl_xor_sync(unsigned int mask, T var, int la
 __device__ unsigned int __ballot_sync(unsigned int mask, int predicate);
 __device__ int __any_sync(unsigned int mask, int predicate);
 __device__ int __all_sync(unsigned int mask, int predicate);
+__device__ unsigned int __activemask();
+__device__ void __cg_tile_sync(unsigned int threads);
+template <class T> __device__ T __cg_tile_shfl_xor(T var, unsigned int laneMask, unsigned int threads);
 """
 
 # Cooperative groups, as CUDA's <cooperative_groups.h> defines the part the course uses.
@@ -181,8 +184,23 @@ struct thread_block {
   __device__ dim3 dim_threads() const { return blockDim; }
 };
 __device__ thread_block this_thread_block() { thread_block b; return b; }
+// The __shared__ scratch CUDA's multi-warp tiles exchange data through (CUDA 11.1+):
+// here a multi-warp tile needs no scratch (the emulator's own built-ins do the exchange),
+// so it only takes its place in shared memory, 8 bytes per warp.
+template <unsigned int MaxBlockSize = 1024> struct block_tile_memory {
+  unsigned long long scratch[MaxBlockSize / 32 > 0 ? MaxBlockSize / 32 : 1];
+};
+template <unsigned int MaxBlockSize>
+__device__ thread_block this_thread_block(block_tile_memory<MaxBlockSize> &scratch) {
+  thread_block b; return b; }
+// A tile of N consecutive threads (by thread_rank of the block); N a power of two up to 1024.
+// Up to 32 threads: one warp's segment (shuffles and votes within it); more: several whole
+// warps, with sync, the ranks and sizes, and cg::reduce.
 template <unsigned int N> struct thread_block_tile {
-  __device__ void sync() const { __syncwarp(); }
+  static_assert(N >= 1 && N <= 1024 && (N & (N - 1)) == 0,
+                "thread_block_tile<N>: N must be a power of two from 1 to 1024");
+  __device__ void sync() const {
+    if (N <= 32) __syncwarp(); else __cg_tile_sync(N); }
   __device__ unsigned int thread_rank() const {
     return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) % N; }
   __device__ unsigned int size() const { return N; }
@@ -192,29 +210,90 @@ template <unsigned int N> struct thread_block_tile {
   __device__ unsigned int meta_group_size() const {
     return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N; }
   template <class T> __device__ T shfl(T var, int srcRank) const {
+    static_assert(N <= 32, "shfl on a tile of more than 32 threads: the CPU emulator runs "
+                  "sync, thread_rank, size, meta_group_rank/size and cg::reduce there");
     return __shfl_sync(0xffffffffu, var, srcRank, N); }
   template <class T> __device__ T shfl_down(T var, unsigned int delta) const {
+    static_assert(N <= 32, "shfl_down on a tile of more than 32 threads: the CPU emulator "
+                  "runs sync, thread_rank, size, meta_group_rank/size and cg::reduce there");
     return __shfl_down_sync(0xffffffffu, var, delta, N); }
   template <class T> __device__ T shfl_up(T var, unsigned int delta) const {
+    static_assert(N <= 32, "shfl_up on a tile of more than 32 threads: the CPU emulator "
+                  "runs sync, thread_rank, size, meta_group_rank/size and cg::reduce there");
     return __shfl_up_sync(0xffffffffu, var, delta, N); }
   template <class T> __device__ T shfl_xor(T var, unsigned int laneMask) const {
+    static_assert(N <= 32, "shfl_xor on a tile of more than 32 threads: the CPU emulator "
+                  "runs sync, thread_rank, size, meta_group_rank/size and cg::reduce there");
     return __shfl_xor_sync(0xffffffffu, var, laneMask, N); }
-  __device__ int any(int predicate) const { return __any_sync(0xffffffffu, predicate); }
-  __device__ int all(int predicate) const { return __all_sync(0xffffffffu, predicate); }
+  // bit r set for the tile's thread of rank r whose predicate holds (the warp's ballot
+  // shifted down to the tile's segment)
   __device__ unsigned int ballot(int predicate) const {
-    return __ballot_sync(0xffffffffu, predicate); }
+    static_assert(N <= 32, "ballot on a tile of more than 32 threads: the CPU emulator "
+                  "runs sync, thread_rank, size, meta_group_rank/size and cg::reduce there");
+    unsigned int lane = ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) & 31u;
+    return (__ballot_sync(0xffffffffu, predicate) >> (lane & ~(N - 1u))) & (0xffffffffu >> (32u - N)); }
+  __device__ int any(int predicate) const { return ballot(predicate) != 0u; }
+  __device__ int all(int predicate) const {
+    return ballot(predicate) == (0xffffffffu >> (32u - N)); }
 };
+namespace details {
+__device__ unsigned int lane_id() {
+  return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) & 31u; }
+// The lane of the member of rank `rank` in `mask` (32 when there is none).
+__device__ unsigned int lane_of_rank(unsigned int mask, unsigned int rank) {
+  for (unsigned int i = 0; i < rank && mask != 0u; ++i) mask &= mask - 1u;
+  return mask != 0u ? (unsigned int)(__ffs((int)mask) - 1) : 32u; }
+}  // namespace details
+// The threads of the warp that execute the call together (after divergence): lanes of
+// __activemask(), ranked in lane order.
+struct coalesced_group {
+  unsigned int mask;
+  __device__ unsigned int thread_rank() const {
+    return __popc(mask & ((1u << details::lane_id()) - 1u)); }
+  __device__ unsigned int size() const { return __popc(mask); }
+  __device__ unsigned int num_threads() const { return __popc(mask); }
+  __device__ unsigned int meta_group_rank() const { return 0u; }
+  __device__ unsigned int meta_group_size() const { return 1u; }
+  __device__ void sync() const { __syncwarp(mask); }
+  template <class T> __device__ T shfl(T var, int srcRank) const {
+    return __shfl_sync(mask, var, (int)details::lane_of_rank(mask, (unsigned int)srcRank)); }
+  template <class T> __device__ T shfl_down(T var, unsigned int delta) const {
+    unsigned int lane = details::lane_of_rank(mask, thread_rank() + delta);
+    return __shfl_sync(mask, var, (int)(lane < 32u ? lane : details::lane_id())); }
+  template <class T> __device__ T shfl_up(T var, unsigned int delta) const {
+    unsigned int r = thread_rank();
+    unsigned int lane = r >= delta ? details::lane_of_rank(mask, r - delta) : 32u;
+    return __shfl_sync(mask, var, (int)(lane < 32u ? lane : details::lane_id())); }
+  __device__ int any(int predicate) const { return __ballot_sync(mask, predicate) != 0u; }
+  __device__ int all(int predicate) const { return __ballot_sync(mask, predicate) == mask; }
+  // bit r set for the member of rank r whose predicate holds
+  __device__ unsigned int ballot(int predicate) const {
+    unsigned int lanes = __ballot_sync(mask, predicate), packed = 0u, rank = 0u;
+    for (unsigned int lane = 0; lane < 32u; ++lane)
+      if ((mask >> lane) & 1u) { packed |= ((lanes >> lane) & 1u) << rank; ++rank; }
+    return packed; }
+};
+__device__ coalesced_group coalesced_threads() {
+  coalesced_group g; g.mask = __activemask(); return g; }
+__device__ void sync(const coalesced_group &g) { __syncwarp(g.mask); }
 template <unsigned int N> __device__ thread_block_tile<N> tiled_partition(const thread_block &g) {
+  static_assert(N >= 1 && N <= 1024 && (N & (N - 1)) == 0,
+                "tiled_partition<N>: N must be a power of two from 1 to 1024");
   thread_block_tile<N> t; return t; }
 __device__ void sync(const thread_block &g) { __syncthreads(); }
-template <unsigned int N> __device__ void sync(const thread_block_tile<N> &g) { __syncwarp(); }
+template <unsigned int N> __device__ void sync(const thread_block_tile<N> &g) { g.sync(); }
 template <class T> struct plus { __device__ T operator()(T a, T b) const { return a + b; } };
 template <class T> struct greater { __device__ T operator()(T a, T b) const { return a > b ? a : b; } };
 template <class T> struct less { __device__ T operator()(T a, T b) const { return a < b ? a : b; } };
+// Every thread of the tile gets op over the tile's values: a butterfly of xor shuffles,
+// within the warp, then (a tile of several warps) across its warps by the emulator's
+// __cg_tile_shfl_xor (CUDA's library goes through block_tile_memory instead).
 template <unsigned int N, class T, class Op>
 __device__ T reduce(const thread_block_tile<N> &g, T value, Op op) {
-  for (unsigned int d = N / 2; d > 0; d /= 2)
-    value = op(value, __shfl_xor_sync(0xffffffffu, value, d, N));
+  for (unsigned int d = (N < 32 ? N : 32) / 2; d > 0; d /= 2)
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, d, N < 32 ? N : 32));
+  for (unsigned int d = 32; d < N; d *= 2)
+    value = op(value, __cg_tile_shfl_xor(value, d, N));
   return value;
 }
 }  // namespace cooperative_groups
