@@ -23,11 +23,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import atomics
+from . import ctypes_ as ct
 from . import memory as M
 from .closures import SharedVar
 from .races import Hazard, RaceTracker
 
 _SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+_BARRIER_WORD = ct.ULLONG            # a cuda::barrier: one 8-byte word (async_copy.py)
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -510,6 +512,29 @@ class MemoryAccess:
             view[_elements(index + foff, ft.size)] = v
         self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
 
+
+    # ------------------------------------------------------------------ cuda::barrier
+    def barrier_state(self, addr, line, what, mask=None):
+        """The state words of the 8-byte `cuda::barrier` objects at `addr` in the active
+        lanes (`mask`; None: all): (lanes or None, a uint64 view of shared memory, the
+        word index of each active lane's barrier), or None when no lane is active. The
+        barrier must lie in shared memory, in bounds and 8-byte aligned (else
+        `MemoryAccessError` naming `what`). Not an access the counters or the race tracker
+        see: the emulator keeps the barrier's expected count there (async_copy.py)."""
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return None
+        regions = a >> M.REGION_SHIFT
+        if np.any(regions != M.SHARED_REGION):
+            self._fault(lanes, int(np.argmax(regions != M.SHARED_REGION)),
+                        f"{what}: this cuda::barrier is not in shared memory. A barrier of "
+                        f"block scope is shared by the block's threads: declare it "
+                        f"'__shared__ cuda::barrier<cuda::thread_scope_block> bar;'", line)
+        _, flat, _, _ = self._resolve(a, lanes, _BARRIER_WORD, line, what)
+        view = self.shared_views.get(np.dtype(np.uint64))
+        if view is None:
+            view = self.shared_views[np.dtype(np.uint64)] = self.shared.view(np.uint64)
+        return lanes, view, flat >> 3
 
     # ------------------------------------------------------------------ reads before writes
     def forget_local(self, w0: int, w1: int, mask=None) -> None:

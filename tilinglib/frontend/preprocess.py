@@ -68,6 +68,9 @@ KNOWN_HEADERS = frozenset({
     "cuda_fp16.h", "cuda_bf16.h",       # included is fine; using __half is refused below
     "cooperative_groups.h",             # its declarations: prelude.COOPERATIVE_GROUPS
     "cooperative_groups/reduce.h",      # cg::reduce, cg::plus, ...: there too
+    # asynchronous copies (prelude.CUDA_BARRIER, PIPELINE_PRIMITIVES, CG_MEMCPY_ASYNC)
+    "cuda/barrier", "cuda/std/barrier", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
+    "cooperative_groups/memcpy_async.h",
     "stdio.h", "stdlib.h", "stdint.h", "stddef.h", "stdbool.h", "math.h", "float.h",
     "limits.h", "assert.h", "string.h", "inttypes.h",
     "cstdio", "cstdlib", "cstdint", "cstddef", "cmath", "cfloat", "climits", "cassert",

@@ -1094,6 +1094,16 @@ class Translator:
         coord = self.coord(n)
         name = self.functions.get(mid)
         fnode = self.fnodes.get(mid)
+        if name is None and fnode is not None and self._in_prelude(fnode):
+            # a method the prelude declares without a body (cuda::barrier's): the built-in
+            # named by its class template and name ('cuda::barrier::arrive_and_wait'),
+            # given the object's address first
+            builtin = self.fqual.get(mid, "")
+            while re.search(r"<[^<>]*>", builtin):
+                builtin = re.sub(r"<[^<>]*>", "", builtin)
+            args = [a for a in args if a.get("kind") != "CXXDefaultArgExpr"]
+            return c_ast.FuncCall(c_ast.ID(builtin, coord), c_ast.ExprList(
+                [c_ast.UnaryOp("&", obj, coord)] + [self.expr(a) for a in args], coord), coord)
         if name is None:
             what = self.fqual.get(mid, "this method")
             raise self.unsupported(n, f"the method '{what}' (clang gave no body for it: "

@@ -1,0 +1,477 @@
+"""Asynchronous copies into shared memory: CUDA's `cuda::barrier` and `cuda::memcpy_async`
+(<cuda/barrier>), the `__pipeline_*` primitives (<cuda_pipeline.h>) and
+`cooperative_groups::memcpy_async` / `wait` (<cooperative_groups/memcpy_async.h>).
+
+Input: a call of one of the built-ins the prelude declares for them (frontend/prelude.py:
+`CUDA_BARRIER`, `PIPELINE_PRIMITIVES`, `CG_MEMCPY_ASYNC`; a barrier's method arrives as
+`cuda::barrier::<method>(&bar, ...)`). Output: its compiled `X`.
+
+What the emulator makes of them (docs/frontend.md, "Asynchronous copies"):
+
+- A copy is done at the call, as loads and stores of the calling threads, each counted
+  by the launch's global-load and shared-store counters and bounds-checked like any other
+  access (one access per thread per chunk of the copy: 4, 8 or 16 bytes). CUDA lets the
+  copy complete at any time before the wait that covers it, so this is one of the GPU's
+  legal schedules.
+- A `cuda::barrier<cuda::thread_scope_block>` initialised with the block's thread count
+  is the block's barrier: `arrive_and_wait()` is `__syncthreads()` (for the race checker
+  and the barrier counter too). The emulator keeps the expected count in the barrier's
+  8 bytes, so a barrier used before `init` is reported.
+- What it cannot run exactly is refused with what to write instead: another scope, an
+  expected count other than the block's size, `arrive()` / `wait(token)`, a group other
+  than the whole block.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..errors import BarrierError, KernelRuntimeError
+from . import ctypes_ as ct
+from . import memory as M
+from .closures import X, _line
+
+BLOCK_SCOPE = 2                       # cuda::thread_scope_block (libcu++: __ATOMIC_BLOCK)
+_SCOPES = {0: "thread_scope_system", 1: "thread_scope_device", 2: "thread_scope_block",
+           3: "thread_scope_thread"}
+_CHUNK_TYPES = {1: ct.UCHAR, 2: ct.USHORT, 4: ct.UINT, 8: ct.ULLONG,
+                16: ct.VECTOR_TYPES["uint4"]}
+MAX_CHUNKS = 65536                    # chunks one memcpy_async may copy per thread
+_WHOLE_BLOCK = ("cooperative_groups::thread_block",)
+
+
+# ---------------------------------------------------------------------------- compile time
+def _struct_name(t) -> str:
+    return re.sub(r"^(struct|class)\s+", "", str(t))
+
+
+def _barrier(comp, node, arg, what):
+    """The barrier argument (an lvalue of type cuda::barrier<scope>): its address closure.
+    Raises `UnsupportedFeatureError` for a scope other than thread_scope_block."""
+    x = comp.expr(arg)
+    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(x.ctype))
+    if m is None:
+        raise comp.error(node, f"{what}: the barrier argument must be a cuda::barrier, "
+                               f"not {x.ctype}")
+    scope = int(m.group(1))
+    if scope != BLOCK_SCOPE:
+        raise comp.unsupported(
+            node, f"cuda::barrier<cuda::{_SCOPES.get(scope, scope)}> (the emulator runs "
+                  f"barriers of one thread block only)",
+            "declare it '__shared__ cuda::barrier<cuda::thread_scope_block> bar;' and "
+            "initialise it with the block's thread count")
+    if x.addr is None:
+        raise comp.error(node, f"{what}: the barrier must be a variable in shared memory")
+    return x.addr
+
+
+def _pointer(comp, node, arg, what):
+    x = comp.rvalue(comp.expr(arg))
+    if not x.ctype.is_pointer:
+        raise comp.error(node, f"{what} takes pointers to the destination and the source, "
+                               f"not {x.ctype}")
+    target = x.ctype.target
+    align = 1 if isinstance(target, ct.Void) else max(1, min(16, target.align))
+    return x.fn, align
+
+
+def _size(comp, node, arg):
+    """The size argument: (closure giving bytes, alignment it promises). A
+    `cuda::aligned_size_t<N>` promises N; a plain integer nothing beyond the pointers'."""
+    x = comp.rvalue(comp.expr(arg))
+    m = re.fullmatch(r"cuda::aligned_size_t<(\d+)[uUlL]*>", _struct_name(x.ctype))
+    if m is not None:
+        fn = x.fn
+        return (lambda ctx: fn(ctx)[0]), int(m.group(1))
+    if not x.ctype.is_integer:
+        raise comp.error(node, f"the size of a memcpy_async is a number of bytes (or a "
+                               f"cuda::aligned_size_t<N>), not {x.ctype}")
+    return comp.convert(x, ct.ULONG, node), 1
+
+
+def _group(comp, node, arg, what):
+    x = comp.expr(arg)
+    name = _struct_name(x.ctype)
+    if name not in _WHOLE_BLOCK:
+        raise comp.unsupported(
+            node, f"{what} with the group '{name}' (the emulator runs these collectives for "
+                  f"a whole thread block)",
+            "pass cooperative_groups::this_thread_block(), or let each thread copy its own "
+            "part with cuda::memcpy_async(dst, src, size, bar)")
+
+
+def _chunk(alignment: int) -> int:
+    """The bytes of one access of a copy whose addresses and size are multiples of
+    `alignment`: the largest of 16, 8, 4, 2, 1 that divides it."""
+    for c in (16, 8, 4, 2, 1):
+        if alignment % c == 0:
+            return c
+    return 1
+
+
+def _memcpy_async(comp, node, name, args):
+    """cuda::memcpy_async(dst, src, size, bar), cuda::memcpy_async(group, dst, src, size,
+    bar) and cooperative_groups::memcpy_async(group, dst, src, count): one name for all
+    three, told apart by their arguments."""
+    line = _line(node)
+    if len(args) == 4 and comp.rvalue(comp.expr(args[0])).ctype.is_pointer:
+        fdst, a1 = _pointer(comp, node, args[0], "cuda::memcpy_async")
+        fsrc, a2 = _pointer(comp, node, args[1], "cuda::memcpy_async")
+        fsize, a3 = _size(comp, node, args[2])
+        fbar = _barrier(comp, node, args[3], "cuda::memcpy_async")
+        chunk = _chunk(max(a1, a2, a3) if a3 > 1 else min(a1, a2))
+
+        def per_thread(ctx):
+            _check_initialised(ctx, fbar(ctx), line, "cuda::memcpy_async")
+            _copy(ctx, fdst(ctx), fsrc(ctx), fsize(ctx), chunk, line, "cuda::memcpy_async")
+        return X(per_thread, ct.VOID)
+    if len(args) in (4, 5):
+        what = "cuda::memcpy_async" if len(args) == 5 else "cooperative_groups::memcpy_async"
+        _group(comp, node, args[0], what)
+        fdst, a1 = _pointer(comp, node, args[1], what)
+        fsrc, a2 = _pointer(comp, node, args[2], what)
+        fsize, a3 = _size(comp, node, args[3])
+        fbar = _barrier(comp, node, args[4], what) if len(args) == 5 else None
+        chunk = _chunk(max(a1, a2, a3) if a3 > 1 else min(a1, a2))
+
+        def collective(ctx):
+            if fbar is not None:
+                _check_initialised(ctx, fbar(ctx), line, what)
+            _copy_collective(ctx, fdst(ctx), fsrc(ctx), fsize(ctx), chunk, line, what)
+        return X(collective, ct.VOID)
+    raise comp.error(node, f"memcpy_async takes (dst, src, size, barrier), (group, dst, src, "
+                           f"size, barrier) or (group, dst, src, count); {len(args)} "
+                           f"argument(s) given")
+
+
+def _init(comp, node, name, args):
+    if len(args) != 2:
+        raise comp.error(node, "init(&bar, expected) takes 2 arguments")
+    x = comp.rvalue(comp.expr(args[0]))
+    if not x.ctype.is_pointer:
+        raise comp.error(node, "init takes the barrier's address: init(&bar, block.size())")
+    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(x.ctype.target))
+    if m is None:
+        raise comp.error(node, f"init(&bar, expected) initialises a cuda::barrier, not "
+                               f"{x.ctype.target}")
+    scope = int(m.group(1))
+    if scope != BLOCK_SCOPE:
+        raise comp.unsupported(
+            node, f"cuda::barrier<cuda::{_SCOPES.get(scope, scope)}> (the emulator runs "
+                  f"barriers of one thread block only)",
+            "declare it '__shared__ cuda::barrier<cuda::thread_scope_block> bar;'")
+    fbar = x.fn
+    fexp = comp.convert(comp.rvalue(comp.expr(args[1])), ct.LLONG, node)
+    line = _line(node)
+    return X(lambda ctx: _run_init(ctx, fbar(ctx), fexp(ctx), line), ct.VOID)
+
+
+def _arrive_and_wait(comp, node, name, args):
+    if len(args) != 1:
+        raise comp.error(node, "arrive_and_wait() takes no arguments")
+    x = comp.rvalue(comp.expr(args[0]))
+    fbar = x.fn
+    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(x.ctype.target))
+    if m and int(m.group(1)) != BLOCK_SCOPE:
+        raise comp.unsupported(
+            node, f"cuda::barrier<cuda::{_SCOPES.get(int(m.group(1)), m.group(1))}> (the "
+                  f"emulator runs barriers of one thread block only)",
+            "declare it '__shared__ cuda::barrier<cuda::thread_scope_block> bar;'")
+    line = _line(node)
+
+    def arrive_and_wait(ctx):
+        _check_initialised(ctx, fbar(ctx), line, "arrive_and_wait()", one_per_block=True)
+        ctx.barriers.syncthreads(line, ctx.mask, ctx.kernel_ret,
+                                 what="cuda::barrier::arrive_and_wait()")
+    return X(arrive_and_wait, ct.VOID)
+
+
+def _split_phase(comp, node, name, args):
+    method = name.rsplit("::", 1)[-1]
+    raise comp.unsupported(
+        node, f"cuda::barrier's {method}() (the emulator runs a block-scope barrier as a "
+              f"barrier of the whole block, so it cannot let threads work between arriving "
+              f"and waiting)",
+        "write bar.arrive_and_wait() where the thread waits, and do the independent work "
+        "before it")
+
+
+def _pipeline_memcpy_async(comp, node, name, args):
+    if len(args) not in (3, 4):
+        raise comp.error(node, "__pipeline_memcpy_async(dst_shared, src_global, "
+                               "size_and_align[, zfill]) takes 3 or 4 arguments")
+    what = "__pipeline_memcpy_async"
+    fdst, _ = _pointer(comp, node, args[0], what)
+    fsrc, _ = _pointer(comp, node, args[1], what)
+    size = comp.rvalue(comp.expr(args[2]))
+    if size.const is not None and int(size.const) not in (4, 8, 16):
+        raise comp.error(node, f"__pipeline_memcpy_async copies 4, 8 or 16 bytes "
+                               f"(size_and_align), not {int(size.const)}: copy larger "
+                               f"pieces with several calls of 16 bytes")
+    fsize = comp.convert(size, ct.ULONG, node)
+    fzfill = comp.convert(comp.rvalue(comp.expr(args[3])), ct.ULONG, node) \
+        if len(args) == 4 else None
+    line = _line(node)
+
+    def pipeline_copy(ctx):
+        n = _uniform(ctx, fsize(ctx), line, what, "size_and_align")
+        if n not in (4, 8, 16):
+            _raise(ctx, line, f"{what} at kernel.cu:{line} copies 4, 8 or 16 bytes "
+                              f"(size_and_align), not {n}")
+        zfill = _uniform(ctx, fzfill(ctx), line, what, "zfill") if fzfill else 0
+        if zfill > n:
+            _raise(ctx, line, f"{what} at kernel.cu:{line}: zfill ({zfill}) is more than "
+                              f"the {n} bytes copied")
+        dst, src = fdst(ctx), fsrc(ctx)
+        _require_space(ctx, dst, M.SHARED_REGION, line,
+                       f"the destination of {what} must be __shared__ memory")
+        _require_global(ctx, src, line, f"the source of {what} must be global memory")
+        if zfill == 0:
+            _copy(ctx, dst, src, n, n, line, what)
+            return
+        kept = n - zfill                 # bytes read; the rest of the n bytes are zeros
+        if kept:
+            _copy(ctx, dst, src, kept, _chunk(kept), line, what)
+        _zero(ctx, dst + np.int64(kept), zfill, line)
+    return X(pipeline_copy, ct.VOID)
+
+
+def _pipeline_commit(comp, node, name, args):
+    if args:
+        raise comp.error(node, "__pipeline_commit() takes no arguments")
+    return X(lambda ctx: None, ct.VOID)
+
+
+def _pipeline_wait_prior(comp, node, name, args):
+    if len(args) != 1:
+        raise comp.error(node, "__pipeline_wait_prior(prior) takes 1 argument")
+    f = comp.convert(comp.rvalue(comp.expr(args[0])), ct.ULONG, node)
+    return X(lambda ctx: f(ctx) and None, ct.VOID)
+
+
+def _cg_wait(comp, node, name, args):
+    if len(args) != 1:
+        raise comp.error(node, "cooperative_groups::wait(group) takes 1 argument")
+    _group(comp, node, args[0], "cooperative_groups::wait")
+    line = _line(node)
+    return X(lambda ctx: ctx.barriers.syncthreads(line, ctx.mask, ctx.kernel_ret,
+                                                  what="cooperative_groups::wait(block)"),
+             ct.VOID)
+
+
+HANDLERS = {
+    "memcpy_async": _memcpy_async,
+    "init": _init,
+    "cuda::barrier::arrive_and_wait": _arrive_and_wait,
+    "cuda::barrier::arrive": _split_phase,
+    "cuda::barrier::wait": _split_phase,
+    "cuda::barrier::arrive_and_drop": _split_phase,
+    "__pipeline_memcpy_async": _pipeline_memcpy_async,
+    "__pipeline_commit": _pipeline_commit,
+    "__pipeline_wait_prior": _pipeline_wait_prior,
+    "wait": _cg_wait,
+}
+
+
+# ---------------------------------------------------------------------------- run time
+def _raise(ctx, line, message, lane=None):
+    if lane is None:
+        lane = int(np.argmax(ctx.mask)) if ctx.any else 0
+    block, thread = ctx.coords(lane)
+    raise KernelRuntimeError(f"{message} (thread {thread} in block {block}, "
+                             f"{ctx.kernel_name})", kernel=ctx.kernel_name, line=line,
+                             block=block, thread=thread)
+
+
+def _lanes(ctx):
+    return np.arange(ctx.T) if ctx.full else np.flatnonzero(ctx.mask)
+
+
+def _uniform(ctx, value, line, what, arg) -> int:
+    """`value` (a scalar or one per thread) as one int over the active lanes; different
+    values are an error naming `arg`."""
+    if not isinstance(value, np.ndarray):
+        return int(value)
+    v = value[_lanes(ctx)]
+    if v.shape[0] == 0:
+        return 0
+    if np.any(v != v[0]):
+        _raise(ctx, line, f"{what} at kernel.cu:{line}: the threads pass different values "
+                          f"of {arg} ({int(v.min())} and {int(v.max())}): the emulator "
+                          f"copies one size per call; call it once per size")
+    return int(v[0])
+
+
+def _require_space(ctx, addr, region, line, message):
+    a = addr[_lanes(ctx)] if isinstance(addr, np.ndarray) else np.array([addr])
+    bad = (a >> M.REGION_SHIFT) != region
+    if a.shape[0] and np.any(bad):
+        lane = int(_lanes(ctx)[int(np.argmax(bad))]) if isinstance(addr, np.ndarray) else None
+        _raise(ctx, line, f"{message} (kernel.cu:{line})", lane)
+
+
+def _require_global(ctx, addr, line, message):
+    a = addr[_lanes(ctx)] if isinstance(addr, np.ndarray) else np.array([addr])
+    bad = (a >> M.REGION_SHIFT) < M.FIRST_GLOBAL_REGION
+    if a.shape[0] and np.any(bad):
+        lane = int(_lanes(ctx)[int(np.argmax(bad))]) if isinstance(addr, np.ndarray) else None
+        _raise(ctx, line, f"{message} (kernel.cu:{line})", lane)
+
+
+def _copy(ctx, dst, src, size, chunk, line, what, mask=None):
+    """Each active thread (or those of `mask`) copies `size` bytes (an int, or one per
+    thread) from `src` to `dst`, `chunk` bytes per access: a counted, bounds-checked load
+    and store per thread per chunk."""
+    mask = (None if ctx.full else ctx.mask) if mask is None else mask
+    mem = ctx.memory
+    if isinstance(size, np.ndarray):
+        lanes = np.arange(ctx.T) if mask is None else np.flatnonzero(mask)
+        sizes = size[lanes] if lanes.shape[0] else np.zeros(0, np.uint64)
+        top = int(sizes.max()) if sizes.shape[0] else 0
+    else:
+        sizes, top = None, int(size)
+    while chunk > 1 and (top % chunk or (sizes is not None and np.any(sizes % chunk))):
+        chunk //= 2
+    n = top // chunk
+    if n > MAX_CHUNKS:
+        _raise(ctx, line, f"{what} at kernel.cu:{line} copies {top:,} bytes per thread, "
+                          f"over the emulator's {MAX_CHUNKS * chunk:,}: copy in smaller "
+                          f"pieces")
+    t = _CHUNK_TYPES[chunk]
+    step = np.int64(chunk)
+    for i in range(n):
+        m = mask
+        if sizes is not None:
+            m = np.zeros(ctx.T, dtype=bool)
+            m[lanes] = sizes > i * chunk
+            if not m.any():
+                break
+        off = np.int64(i) * step
+        if t.is_struct:
+            v = mem.load_struct(src + off, t, line, m)
+            mem.store_struct(dst + off, t, v, line, m)
+        else:
+            v = mem.load(src + off, t, line, m)
+            mem.store(dst + off, t, v, line, m)
+
+
+def _zero(ctx, dst, nbytes, line):
+    """Fill `nbytes` at `dst` with zeros in each active thread (a zfill)."""
+    mem = ctx.memory
+    mask = None if ctx.full else ctx.mask
+    chunk = _chunk(nbytes)
+    t = _CHUNK_TYPES[chunk]
+    for i in range(nbytes // chunk):
+        off = np.int64(i * chunk)
+        if t.is_struct:
+            mem.store_struct(dst + off, t, tuple(np.uint32(0) for _ in t.fields), line, mask)
+        else:
+            mem.store(dst + off, t, t.dtype.type(0), line, mask)
+
+
+def _copy_collective(ctx, dst, src, size, chunk, line, what):
+    """A copy by the whole block: every thread of each block passes the same arguments,
+    and thread rank r copies chunks r, r + blockDim, r + 2 * blockDim, ... (counted per
+    thread, as each thread's accesses)."""
+    w = ctx.warps
+    alive = ~ctx.kernel_ret
+    here = np.bincount(w.blk[ctx.mask], minlength=w.nblocks)
+    want = np.bincount(w.blk[alive], minlength=w.nblocks)
+    partial = (here > 0) & (here < want)
+    if partial.any():
+        b = int(np.argmax(partial))
+        missing = int(np.flatnonzero((w.blk == b) & ~ctx.mask & alive)[0])
+        block, thread = ctx.coords(missing)
+        raise BarrierError(
+            f"{what} at kernel.cu:{line} in {ctx.kernel_name} is a copy by the whole block, "
+            f"but {int(here[b])} of the {int(want[b])} threads of block {block} called it "
+            f"(thread {thread} did not): call it outside any if that not every thread "
+            f"enters", kernel=ctx.kernel_name, line=line, block=block, thread=thread)
+    lanes = _lanes(ctx)
+    if lanes.shape[0] == 0:
+        return
+    vals = [np.broadcast_to(np.asarray(v, dtype=np.int64), (ctx.T,)) for v in
+            (dst, src, np.asarray(size).astype(np.int64))]
+    blk = w.blk[lanes]
+    for v, arg in zip(vals, ("destination", "source", "size")):
+        first = np.full(w.nblocks, -1, dtype=np.int64)
+        first[blk[::-1]] = v[lanes][::-1]            # the first active lane's value per block
+        bad = v[lanes] != first[blk]
+        if np.any(bad):
+            _raise(ctx, line, f"{what} at kernel.cu:{line}: the threads of a block pass "
+                              f"different {arg}s; a collective copy takes the same arguments "
+                              f"in every thread of the group", int(lanes[int(np.argmax(bad))]))
+    d, s, n = vals
+    top = int(n[lanes].max())
+    while chunk > 1 and np.any(n[lanes] % chunk):
+        chunk //= 2
+    nchunks = n // chunk
+    tpb = np.int64(ctx.tpb)
+    rank = w.tib.astype(np.int64)
+    rounds = -(-(top // chunk) // int(tpb))
+    if rounds * ctx.tpb > MAX_CHUNKS * ctx.tpb:
+        _raise(ctx, line, f"{what} at kernel.cu:{line} copies {top:,} bytes, over the "
+                          f"emulator's {MAX_CHUNKS * chunk * ctx.tpb:,} per block")
+    t = _CHUNK_TYPES[chunk]
+    mem = ctx.memory
+    for j in range(rounds):
+        index = rank + j * tpb
+        m = ctx.mask & (index < nchunks)
+        if not m.any():
+            break
+        off = index * np.int64(chunk)
+        if t.is_struct:
+            v = mem.load_struct(s + off, t, line, m)
+            mem.store_struct(d + off, t, v, line, m)
+        else:
+            v = mem.load(s + off, t, line, m)
+            mem.store(d + off, t, v, line, m)
+
+
+def _run_init(ctx, bar, expected, line):
+    """init(&bar, expected) in the active threads: the expected count must be the block's
+    thread count; it is kept in the barrier's word (marking it initialised)."""
+    found = ctx.memory.barrier_state(bar, line, "init", None if ctx.full else ctx.mask)
+    if found is None:
+        return
+    lanes, view, words = found
+    lanes = np.arange(ctx.T) if lanes is None else lanes
+    exp = expected[lanes] if isinstance(expected, np.ndarray) else np.full(lanes.shape[0],
+                                                                          expected)
+    bad = exp != ctx.tpb
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        _raise(ctx, line, f"init(&bar, {int(exp[i])}) at kernel.cu:{line}: the block has "
+                          f"{ctx.tpb} threads, and the emulator runs a block-scope "
+                          f"cuda::barrier only as the barrier of the whole block. Initialise "
+                          f"it with the block's thread count: init(&bar, block.size()) (or "
+                          f"blockDim.x * blockDim.y * blockDim.z)", int(lanes[i]))
+    view[words] = np.uint64(ctx.tpb)
+
+
+def _check_initialised(ctx, bar, line, what, one_per_block=False):
+    found = ctx.memory.barrier_state(bar, line, what, None if ctx.full else ctx.mask)
+    if found is None:
+        return
+    lanes, view, words = found
+    lanes = np.arange(ctx.T) if lanes is None else lanes
+    unset = view[words] == 0
+    if np.any(unset):
+        i = int(np.argmax(unset))
+        _raise(ctx, line, f"{what} at kernel.cu:{line} uses a cuda::barrier that was not "
+                          f"initialised in this block: one thread calls init(&bar, "
+                          f"block.size()) (if (block.thread_rank() == 0)), then "
+                          f"__syncthreads(), before any thread uses the barrier",
+               int(lanes[i]))
+    if one_per_block:
+        blk = ctx.warps.blk[lanes]
+        first = np.full(ctx.nblocks, -1, dtype=np.int64)
+        first[blk[::-1]] = words[::-1]
+        bad = words != first[blk]
+        if np.any(bad):
+            _raise(ctx, line, f"{what} at kernel.cu:{line}: the threads of a block arrive "
+                              f"at different barriers at once; the emulator runs a block-scope "
+                              f"barrier as the whole block's barrier, so all of its threads "
+                              f"arrive at the same one", int(lanes[int(np.argmax(bad))]))
