@@ -148,6 +148,7 @@ class Translator:
         self._method_of: dict = {}       # function id -> record id
         self._ctors: dict = {}           # record id -> [(ctor type text, node)]
         self._enums: list = []
+        self._enum_values: dict = {}     # enumerator -> its value's text, where clang gave it
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
@@ -366,6 +367,12 @@ class Translator:
             value = None
             if e.get("inner"):
                 value = self.expr(e["inner"][0])
+                v = e["inner"][0]
+                while "value" not in v and v.get("kind") in ("ImplicitCastExpr",
+                                                               "ConstantExpr") and v.get("inner"):
+                    v = v["inner"][0]
+                if "value" in v:
+                    self._enum_values[e["name"]] = str(v["value"])
             items.append(c_ast.Enumerator(e["name"], value, self.coord(e)))
         # c_ast.Enum's third argument is `underlying_type` in pycparser 3 (required) and
         # `coord` in 2.x: None is right for both (the emulator's enums are int).
@@ -387,7 +394,17 @@ class Translator:
             return tail[0]
         last = key.split("::")[-1]
         tail = [v for k, v in self.record_by_name.items() if k.split("::")[-1] == last]
-        return tail[0] if len(tail) == 1 else None
+        if len(tail) == 1:
+            return tail[0]
+        if "<" in key and self._enum_values:
+            # an enumerator as a template argument, as written ('cuda::barrier<cuda::
+            # thread_scope::thread_scope_block>' of an auto variable): the record is named
+            # by its value ('cuda::barrier<2>')
+            valued = re.sub(r"(?:\w+::)*(\w+)",
+                            lambda m: self._enum_values.get(m.group(1), m.group(0)), key)
+            if valued != key:
+                return self.record_name(valued)
+        return None
 
     def type_text(self, t: dict) -> str:
         """clang's spelling of a type: as written when it names only built-in types, vector
