@@ -80,6 +80,11 @@ class MemoryAccess:
         # kernel declares a local array without a value (reads of unset words warn).
         self.local_set = (np.zeros(T * (self.local_bytes // 4), dtype=bool)
                           if kc.check_local and self.local_bytes else None)
+        # Asynchronous copies issued and not yet complete (async_copy.py: each a lane mask,
+        # what completes it, the destination, the data read at the call, the line), and
+        # each thread's count of __pipeline_commit() calls (made at the first one).
+        self.async_copies: list = []
+        self.pipeline_commits = None
         opts = launch.options
         track = opts.hazards != "ignore"
         self.races = None
@@ -535,6 +540,17 @@ class MemoryAccess:
         if view is None:
             view = self.shared_views[np.dtype(np.uint64)] = self.shared.view(np.uint64)
         return lanes, view, flat >> 3
+
+    def check_write(self, addr, t, line, mask=None) -> None:
+        """Check a store of C type `t` at `addr` in the active lanes (bounds, alignment,
+        __constant__) without doing it: an asynchronous copy's destination is checked at
+        the call, at the student's line, and written when the copy completes."""
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return
+        space, _, _, key = self._resolve(a, lanes, t, line, "write")
+        if space == "global" and key.readonly:
+            self._fault(lanes, 0, f"Invalid write to __constant__ memory '{key.name}'", line)
 
     # ------------------------------------------------------------------ reads before writes
     def forget_local(self, w0: int, w1: int, mask=None) -> None:

@@ -8,11 +8,16 @@ Input: a call of one of the built-ins the prelude declares for them (frontend/pr
 
 What the emulator makes of them (docs/frontend.md, "Asynchronous copies"):
 
-- A copy is done at the call, as loads and stores of the calling threads, each counted
-  by the launch's global-load and shared-store counters and bounds-checked like any other
-  access (one access per thread per chunk of the copy: 4, 8 or 16 bytes). CUDA lets the
-  copy complete at any time before the wait that covers it, so this is one of the GPU's
-  legal schedules.
+- A copy reads its source at the call and writes its destination when the copy
+  completes: at the `arrive_and_wait()` of the barrier it was given (just before the
+  barrier), at the `__pipeline_wait_prior(n)` that covers its batch, at
+  `cooperative_groups::wait`. Both ends are bounds-checked at the call, at the student's
+  line, and counted like any load and store (the launch's global-load and shared-store
+  counters, one access per thread per chunk of 4, 8 or 16 bytes; the store at the call's
+  line). A GPU may land the data at any time up to that point, so a read of the
+  destination before the wait sees the old bytes here (and the race checker reports an
+  uninitialised read, or a race with the store), as it may on the GPU. A copy never
+  waited for is never written.
 - A `cuda::barrier<cuda::thread_scope_block>` initialised with the block's thread count
   is the block's barrier: `arrive_and_wait()` is `__syncthreads()` (for the race checker
   and the barrier counter too). The emulator keeps the expected count in the barrier's
@@ -124,8 +129,10 @@ def _memcpy_async(comp, node, name, args):
         chunk = _chunk(max(a1, a2, a3) if a3 > 1 else min(a1, a2))
 
         def per_thread(ctx):
-            _check_initialised(ctx, fbar(ctx), line, "cuda::memcpy_async")
-            _copy(ctx, fdst(ctx), fsrc(ctx), fsize(ctx), chunk, line, "cuda::memcpy_async")
+            words = _check_initialised(ctx, fbar(ctx), line, "cuda::memcpy_async")
+            if words is not None:
+                _copy(ctx, fdst(ctx), fsrc(ctx), fsize(ctx), chunk, line,
+                      "cuda::memcpy_async", "barrier", words)
         return X(per_thread, ct.VOID)
     if len(args) in (4, 5):
         what = "cuda::memcpy_async" if len(args) == 5 else "cooperative_groups::memcpy_async"
@@ -137,9 +144,13 @@ def _memcpy_async(comp, node, name, args):
         chunk = _chunk(max(a1, a2, a3) if a3 > 1 else min(a1, a2))
 
         def collective(ctx):
+            kind, key = "group", None
             if fbar is not None:
-                _check_initialised(ctx, fbar(ctx), line, what)
-            _copy_collective(ctx, fdst(ctx), fsrc(ctx), fsize(ctx), chunk, line, what)
+                kind, key = "barrier", _check_initialised(ctx, fbar(ctx), line, what)
+                if key is None:
+                    return
+            _copy_collective(ctx, fdst(ctx), fsrc(ctx), fsize(ctx), chunk, line, what, kind,
+                             key)
         return X(collective, ct.VOID)
     raise comp.error(node, f"memcpy_async takes (dst, src, size, barrier), (group, dst, src, "
                            f"size, barrier) or (group, dst, src, count); {len(args)} "
@@ -182,7 +193,14 @@ def _arrive_and_wait(comp, node, name, args):
     line = _line(node)
 
     def arrive_and_wait(ctx):
-        _check_initialised(ctx, fbar(ctx), line, "arrive_and_wait()", one_per_block=True)
+        words = _check_initialised(ctx, fbar(ctx), line, "arrive_and_wait()",
+                                   one_per_block=True)
+        if words is not None and ctx.memory.async_copies:
+            # the phase completes: so do the copies this barrier tracks (before the barrier,
+            # so the race checker orders their stores before what follows it)
+            mask = ctx.mask
+            complete(ctx, lambda rec: (rec.key == words) & mask if rec.kind == "barrier"
+                     else None)
         ctx.barriers.syncthreads(line, ctx.mask, ctx.kernel_ret,
                                  what="cuda::barrier::arrive_and_wait()")
     return X(arrive_and_wait, ct.VOID)
@@ -228,27 +246,50 @@ def _pipeline_memcpy_async(comp, node, name, args):
         _require_space(ctx, dst, M.SHARED_REGION, line,
                        f"the destination of {what} must be __shared__ memory")
         _require_global(ctx, src, line, f"the source of {what} must be global memory")
+        batch = _commits(ctx)            # the batch the copy joins: commits so far
         if zfill == 0:
-            _copy(ctx, dst, src, n, n, line, what)
+            _copy(ctx, dst, src, n, n, line, what, "pipeline", batch)
             return
         kept = n - zfill                 # bytes read; the rest of the n bytes are zeros
         if kept:
-            _copy(ctx, dst, src, kept, _chunk(kept), line, what)
-        _zero(ctx, dst + np.int64(kept), zfill, line)
+            _copy(ctx, dst, src, kept, _chunk(kept), line, what, "pipeline", batch)
+        _zero(ctx, dst + np.int64(kept), zfill, line, "pipeline", batch)
     return X(pipeline_copy, ct.VOID)
+
+
+def _commits(ctx) -> np.ndarray:
+    """Each thread's count of __pipeline_commit() calls (a copy issued now joins batch
+    number commits, 0-based)."""
+    mem = ctx.memory
+    if mem.pipeline_commits is None:
+        mem.pipeline_commits = np.zeros(ctx.T, dtype=np.int64)
+    return mem.pipeline_commits.copy()
 
 
 def _pipeline_commit(comp, node, name, args):
     if args:
         raise comp.error(node, "__pipeline_commit() takes no arguments")
-    return X(lambda ctx: None, ct.VOID)
+
+    def commit(ctx):
+        _commits(ctx)
+        ctx.memory.pipeline_commits[ctx.mask] += 1
+    return X(commit, ct.VOID)
 
 
 def _pipeline_wait_prior(comp, node, name, args):
     if len(args) != 1:
         raise comp.error(node, "__pipeline_wait_prior(prior) takes 1 argument")
-    f = comp.convert(comp.rvalue(comp.expr(args[0])), ct.ULONG, node)
-    return X(lambda ctx: f(ctx) and None, ct.VOID)
+    f = comp.convert(comp.rvalue(comp.expr(args[0])), ct.LLONG, node)
+
+    def wait_prior(ctx):
+        """The thread's batches but the `prior` newest are complete: their stores now."""
+        prior = f(ctx)
+        if not ctx.memory.async_copies:
+            return
+        commits, mask = _commits(ctx), ctx.mask
+        complete(ctx, lambda rec: (rec.key < commits - prior) & mask
+                 if rec.kind == "pipeline" else None)
+    return X(wait_prior, ct.VOID)
 
 
 def _cg_wait(comp, node, name, args):
@@ -256,9 +297,16 @@ def _cg_wait(comp, node, name, args):
         raise comp.error(node, "cooperative_groups::wait(group) takes 1 argument")
     _group(comp, node, args[0], "cooperative_groups::wait")
     line = _line(node)
-    return X(lambda ctx: ctx.barriers.syncthreads(line, ctx.mask, ctx.kernel_ret,
-                                                  what="cooperative_groups::wait(block)"),
-             ct.VOID)
+
+    def wait(ctx):
+        """The group's copies complete (cooperative groups issues them as pipeline copies:
+        those too), then the block synchronises."""
+        if ctx.memory.async_copies:
+            mask = ctx.mask
+            complete(ctx, lambda rec: mask if rec.kind in ("group", "pipeline") else None)
+        ctx.barriers.syncthreads(line, ctx.mask, ctx.kernel_ret,
+                                 what="cooperative_groups::wait(block)")
+    return X(wait, ct.VOID)
 
 
 HANDLERS = {
@@ -320,12 +368,65 @@ def _require_global(ctx, addr, line, message):
         _raise(ctx, line, f"{message} (kernel.cu:{line})", lane)
 
 
-def _copy(ctx, dst, src, size, chunk, line, what, mask=None):
-    """Each active thread (or those of `mask`) copies `size` bytes (an int, or one per
-    thread) from `src` to `dst`, `chunk` bytes per access: a counted, bounds-checked load
-    and store per thread per chunk."""
-    mask = (None if ctx.full else ctx.mask) if mask is None else mask
+class _Pending:
+    """Chunks of one asynchronous copy call that have not completed: `mask` (the lanes
+    whose chunk is pending), `kind` and `key` (what completes it: "barrier" and each lane's
+    barrier word, "pipeline" and each lane's batch number, "group" and None), `dst` (one
+    address per lane), `t` (the chunk's C type), `value` (read at the call) and `line`."""
+
+    __slots__ = ("mask", "kind", "key", "dst", "t", "value", "line")
+
+    def __init__(self, mask, kind, key, dst, t, value, line):
+        self.mask, self.kind, self.key, self.dst = mask, kind, key, dst
+        self.t, self.value, self.line = t, value, line
+
+
+def _full(ctx, v, dtype=np.int64):
+    return v if isinstance(v, np.ndarray) else np.full(ctx.T, v, dtype=dtype)
+
+
+def _issue(ctx, dst, src, t, mask, kind, key, line, zeros=False):
+    """One chunk of an asynchronous copy in the lanes of `mask` (None: all): the source is
+    read now (a counted, bounds-checked load), the destination checked now and written when
+    the copy completes (`complete`), as a counted store at the call's line."""
     mem = ctx.memory
+    if zeros:
+        value = tuple(f[1].dtype.type(0) for f in t.fields) if t.is_struct else \
+            t.dtype.type(0)
+    elif t.is_struct:
+        value = mem.load_struct(src, t, line, mask)
+    else:
+        value = mem.load(src, t, line, mask)
+    mem.check_write(dst, t, line, mask)
+    lanes_mask = np.ones(ctx.T, dtype=bool) if mask is None else mask.copy()
+    mem.async_copies.append(_Pending(lanes_mask, kind, key, _full(ctx, dst), t, value, line))
+
+
+def complete(ctx, done_of) -> None:
+    """Complete the pending chunks that `done_of(record)` (a bool per lane, or None) says
+    are done: their stores, in the order the copies were issued."""
+    mem = ctx.memory
+    keep = []
+    for rec in mem.async_copies:
+        done = done_of(rec)
+        if done is not None:
+            done = done & rec.mask
+            if done.any():
+                if rec.t.is_struct:
+                    mem.store_struct(rec.dst, rec.t, rec.value, rec.line, done)
+                else:
+                    mem.store(rec.dst, rec.t, rec.value, rec.line, done)
+                rec.mask = rec.mask & ~done
+        if rec.mask.any():
+            keep.append(rec)
+    mem.async_copies = keep
+
+
+def _copy(ctx, dst, src, size, chunk, line, what, kind, key, mask=None):
+    """Each active thread (or those of `mask`) copies `size` bytes (an int, or one per
+    thread) from `src` to `dst`, `chunk` bytes per access (one access per thread per
+    chunk), completing when `kind`/`key` says (`_Pending`)."""
+    mask = (None if ctx.full else ctx.mask) if mask is None else mask
     if isinstance(size, np.ndarray):
         lanes = np.arange(ctx.T) if mask is None else np.flatnonzero(mask)
         sizes = size[lanes] if lanes.shape[0] else np.zeros(0, np.uint64)
@@ -349,29 +450,21 @@ def _copy(ctx, dst, src, size, chunk, line, what, mask=None):
             if not m.any():
                 break
         off = np.int64(i) * step
-        if t.is_struct:
-            v = mem.load_struct(src + off, t, line, m)
-            mem.store_struct(dst + off, t, v, line, m)
-        else:
-            v = mem.load(src + off, t, line, m)
-            mem.store(dst + off, t, v, line, m)
+        _issue(ctx, dst + off, src + off, t, m, kind, key, line)
 
 
-def _zero(ctx, dst, nbytes, line):
-    """Fill `nbytes` at `dst` with zeros in each active thread (a zfill)."""
-    mem = ctx.memory
+def _zero(ctx, dst, nbytes, line, kind, key):
+    """Fill `nbytes` at `dst` with zeros in each active thread (a zfill), completing with
+    the copy."""
     mask = None if ctx.full else ctx.mask
     chunk = _chunk(nbytes)
     t = _CHUNK_TYPES[chunk]
     for i in range(nbytes // chunk):
         off = np.int64(i * chunk)
-        if t.is_struct:
-            mem.store_struct(dst + off, t, tuple(np.uint32(0) for _ in t.fields), line, mask)
-        else:
-            mem.store(dst + off, t, t.dtype.type(0), line, mask)
+        _issue(ctx, dst + off, None, t, mask, kind, key, line, zeros=True)
 
 
-def _copy_collective(ctx, dst, src, size, chunk, line, what):
+def _copy_collective(ctx, dst, src, size, chunk, line, what, kind, key):
     """A copy by the whole block: every thread of each block passes the same arguments,
     and thread rank r copies chunks r, r + blockDim, r + 2 * blockDim, ... (counted per
     thread, as each thread's accesses)."""
@@ -392,8 +485,8 @@ def _copy_collective(ctx, dst, src, size, chunk, line, what):
     lanes = _lanes(ctx)
     if lanes.shape[0] == 0:
         return
-    vals = [np.broadcast_to(np.asarray(v, dtype=np.int64), (ctx.T,)) for v in
-            (dst, src, np.asarray(size).astype(np.int64))]
+    vals = [np.broadcast_to(np.asarray(v).astype(np.int64), (ctx.T,)) for v in
+            (dst, src, size)]
     blk = w.blk[lanes]
     for v, arg in zip(vals, ("destination", "source", "size")):
         first = np.full(w.nblocks, -1, dtype=np.int64)
@@ -411,23 +504,17 @@ def _copy_collective(ctx, dst, src, size, chunk, line, what):
     tpb = np.int64(ctx.tpb)
     rank = w.tib.astype(np.int64)
     rounds = -(-(top // chunk) // int(tpb))
-    if rounds * ctx.tpb > MAX_CHUNKS * ctx.tpb:
+    if rounds > MAX_CHUNKS:
         _raise(ctx, line, f"{what} at kernel.cu:{line} copies {top:,} bytes, over the "
                           f"emulator's {MAX_CHUNKS * chunk * ctx.tpb:,} per block")
     t = _CHUNK_TYPES[chunk]
-    mem = ctx.memory
     for j in range(rounds):
         index = rank + j * tpb
         m = ctx.mask & (index < nchunks)
         if not m.any():
             break
         off = index * np.int64(chunk)
-        if t.is_struct:
-            v = mem.load_struct(s + off, t, line, m)
-            mem.store_struct(d + off, t, v, line, m)
-        else:
-            v = mem.load(s + off, t, line, m)
-            mem.store(d + off, t, v, line, m)
+        _issue(ctx, d + off, s + off, t, m, kind, key, line)
 
 
 def _run_init(ctx, bar, expected, line):
@@ -452,9 +539,12 @@ def _run_init(ctx, bar, expected, line):
 
 
 def _check_initialised(ctx, bar, line, what, one_per_block=False):
+    """Check that the barriers at `bar` (one address per active lane) were initialised;
+    returns each lane's barrier word index (-1 in inactive lanes), or None when no lane is
+    active."""
     found = ctx.memory.barrier_state(bar, line, what, None if ctx.full else ctx.mask)
     if found is None:
-        return
+        return None
     lanes, view, words = found
     lanes = np.arange(ctx.T) if lanes is None else lanes
     unset = view[words] == 0
@@ -475,3 +565,6 @@ def _check_initialised(ctx, bar, line, what, one_per_block=False):
                               f"at different barriers at once; the emulator runs a block-scope "
                               f"barrier as the whole block's barrier, so all of its threads "
                               f"arrive at the same one", int(lanes[int(np.argmax(bad))]))
+    out = np.full(ctx.T, -1, dtype=np.int64)
+    out[lanes] = words
+    return out
