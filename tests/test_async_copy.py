@@ -1,0 +1,392 @@
+"""Asynchronous copies (issue 11, SGEMM_CUDA's kernel 12): cuda::barrier with
+cuda::memcpy_async (<cuda/barrier>), the <cuda_pipeline.h> primitives, and
+cooperative_groups::memcpy_async / wait (emulator/async_copy.py).
+
+Kernels of our own under tests/kernels/async_copy/, each run on the emulator and checked
+against NumPy, with the counters derived by hand: a copy is one global load and one
+shared store per thread per chunk (4, 8 or 16 bytes). Then each refusal and runtime error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tilinglib import emulator
+from tilinglib.emulator.diagnostics import RaceWarning
+from tilinglib.errors import (BarrierError, CompileError, KernelRuntimeError,
+                              MemoryAccessError, UnsupportedFeatureError)
+
+HERE = Path(__file__).parent / "kernels" / "async_copy"
+
+
+def source(stem: str) -> str:
+    return (HERE / f"{stem}.cu").read_text()
+
+
+def module(stem: str, options=None):
+    return emulator.SourceModule(source(stem), options=options)
+
+
+def reversed_tile_sums(x: np.ndarray, n: int) -> np.ndarray:
+    """out[i] = sum over tiles t of x[t * n + n - 1 - i], in float32 tile order."""
+    tiles = x.reshape(-1, n)[:, ::-1]
+    acc = np.zeros(n, np.float32)
+    for row in tiles:
+        acc = (acc + row).astype(np.float32)
+    return acc
+
+
+# ------------------------------------------------------------------ cuda::barrier
+def test_barrier_double_buffering_with_swapped_barrier_pointers():
+    T, ntiles = 64, 3
+    n = 4 * T
+    x = np.random.default_rng(1).standard_normal(ntiles * n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    f = module("barrier_double_buffer").get_function("sumReversedTiles")
+    f(emulator.In(x), emulator.Out(out), np.int32(ntiles), block=(T, 1, 1), grid=(1, 1),
+      hazards="raise")
+    np.testing.assert_array_equal(out, reversed_tile_sums(x, n))
+    r = f.last_report
+    # one 16-byte copy per thread per tile: 2 warps x 3 tiles requests, 512 B per warp
+    assert r.global_load_requests == 2 * ntiles
+    assert r.global_load_bytes == ntiles * T * 16
+    assert r.global_load_sectors == 2 * ntiles * (32 * 16 // 32)
+    assert r.shared_store_requests == 2 * ntiles
+    assert r.shared_load_requests == 2 * ntiles * 4        # acc[c] += buf[...], 4 per tile
+    # __syncthreads after init, then per tile one arrive_and_wait and one __syncthreads
+    assert r.barriers == 1 + 2 * ntiles
+    assert r.hazards == ()
+
+
+@pytest.mark.parametrize("options, elems, chunk, wavefronts", [
+    # plain size, float pointers: 4-byte chunks, lanes 3 words apart: no conflict
+    ([], 3, 4, 1),
+    # aligned_size_t<16>: one 16-byte chunk; 512 B per warp = 4 wavefronts
+    (["-DELEMS=4", "-DALIGN=16"], 4, 16, 4),
+    # aligned_size_t<8>: two 8-byte chunks, lanes 16 B apart: per half-warp lanes t and
+    # t + 8 share banks, 2 wavefronts per half
+    (["-DELEMS=4", "-DALIGN=8"], 4, 8, 4),
+    # 8-byte chunks of consecutive lanes: 256 B per warp = 2 wavefronts
+    (["-DELEMS=2", "-DALIGN=8"], 2, 8, 2),
+])
+def test_memcpy_async_chunks_follow_the_alignment(options, elems, chunk, wavefronts):
+    T, blocks = 64, 2
+    n = elems * T
+    x = np.arange(blocks * n, dtype=np.float32) * 0.5 - 7
+    out = np.zeros_like(x)
+    f = module("barrier_sizes", options).get_function("copyReverse")
+    f(emulator.In(x), emulator.Out(out), block=(T, 1, 1), grid=(blocks, 1), hazards="raise")
+    np.testing.assert_array_equal(out, x.reshape(blocks, n)[:, ::-1].reshape(-1))
+    r = f.last_report
+    accesses = elems * 4 // chunk            # per thread
+    warps = blocks * T // 32
+    assert r.global_load_requests == warps * accesses
+    assert r.shared_store_requests == warps * accesses
+    assert r.global_load_bytes == blocks * T * elems * 4
+    assert r.shared_store_wavefronts == wavefronts * r.shared_store_requests
+
+
+def test_read_before_arrive_and_wait_sees_the_old_bytes():
+    # The copy lands when the barrier's phase completes: a read of another thread's
+    # element after __syncthreads but before arrive_and_wait reads shared memory nobody
+    # has written yet, as it may on a GPU.
+    src = source("barrier_sizes").replace("  bar.arrive_and_wait();\n", "").replace(
+        "    out[blockIdx.x * n + i] = s[n - 1 - i];",
+        "    out[blockIdx.x * n + i] = s[n - 1 - i];\n  bar.arrive_and_wait();")
+    src = src.replace("  const int n = ELEMS", "  __syncthreads();\n  const int n = ELEMS")
+    x = np.arange(3 * 64, dtype=np.float32) + 1
+    out = np.full_like(x, -1)
+    f = emulator.SourceModule(src).get_function("copyReverse")
+    with pytest.warns(RaceWarning):
+        f(emulator.In(x), emulator.Out(out), block=(64, 1, 1), grid=(1, 1))
+    assert np.all(out == 0)
+    kinds = {h.kind for h in f.last_report.hazards}
+    assert "uninitialized-read" in kinds
+
+
+def test_barrier_partial_arrival_is_a_barrier_error():
+    src = """#include <cuda/barrier>
+__global__ void k(float *out) {
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  if (threadIdx.x < 32)
+    bar.arrive_and_wait();
+  out[threadIdx.x] = 1.0f;
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(BarrierError) as info:
+        f(emulator.Out(np.zeros(64, np.float32)), block=(64, 1, 1), grid=(1, 1))
+    assert "cuda::barrier::arrive_and_wait() at kernel.cu:7" in str(info.value)
+    assert "32 of the 64 threads" in str(info.value)
+
+
+def test_init_with_an_expected_count_other_than_the_block_size_is_refused():
+    src = """#include <cuda/barrier>
+__global__ void k(float *out) {
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, 32);
+  __syncthreads();
+  bar.arrive_and_wait();
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(KernelRuntimeError) as info:
+        f(emulator.Out(np.zeros(64, np.float32)), block=(64, 1, 1), grid=(1, 1))
+    msg = str(info.value)
+    assert info.value.line == 4
+    assert "init(&bar, 32) at kernel.cu:4" in msg and "64 threads" in msg
+    assert "init(&bar, block.size())" in msg
+
+
+def test_a_barrier_used_before_init_is_reported():
+    src = """#include <cuda/barrier>
+__global__ void k(const float *in, float *out) {
+  __shared__ float s[64];
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  cuda::memcpy_async(&s[threadIdx.x], &in[threadIdx.x], sizeof(float), bar);
+  bar.arrive_and_wait();
+  out[threadIdx.x] = s[threadIdx.x];
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(KernelRuntimeError) as info:
+        f(emulator.In(np.ones(64, np.float32)), emulator.Out(np.zeros(64, np.float32)),
+          block=(64, 1, 1), grid=(1, 1))
+    assert info.value.line == 5
+    assert "not initialised" in str(info.value) and "init(&bar, block.size())" in str(info.value)
+
+
+@pytest.mark.parametrize("scope", ["thread_scope_device", "thread_scope_system"])
+def test_a_barrier_of_another_scope_is_refused_at_its_line(scope):
+    src = f"""#include <cuda/barrier>
+__global__ void k(float *out) {{
+  __shared__ cuda::barrier<cuda::{scope}> bar;
+  if (threadIdx.x == 0)
+    init(&bar, blockDim.x);
+  __syncthreads();
+}}
+"""
+    with pytest.raises(UnsupportedFeatureError) as info:
+        emulator.SourceModule(src)
+    assert info.value.line == 5
+    assert f"cuda::barrier<cuda::{scope}>" in str(info.value)
+    assert "cuda::thread_scope_block" in str(info.value)
+
+
+@pytest.mark.parametrize("call, method", [
+    ("auto token = bar.arrive();\n  bar.wait(std::move(token));", "arrive"),
+    ("bar.arrive_and_drop();", "arrive_and_drop"),
+])
+def test_split_arrive_and_wait_is_refused_with_what_to_write(call, method):
+    src = """#include <cuda/barrier>
+namespace std { template <class T> __device__ T &&move(T &t) { return static_cast<T &&>(t); } }
+__global__ void k(float *out) {
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  CALL
+}
+""".replace("CALL", call)
+    with pytest.raises(UnsupportedFeatureError) as info:
+        emulator.SourceModule(src)
+    assert info.value.line == 7
+    assert f"{method}()" in str(info.value) and "bar.arrive_and_wait()" in str(info.value)
+
+
+@pytest.mark.parametrize("where, array, expect", [
+    ("&in[threadIdx.x * 4 + 4]", "in", "read"),       # the last thread reads past `in`
+    ("&in[threadIdx.x * 4]", None, "write"),          # destination past s
+])
+def test_memcpy_async_out_of_range_is_reported(where, array, expect):
+    dst = "&s[threadIdx.x * 4]" if expect == "read" else "&s[threadIdx.x * 4 + 4]"
+    src = f"""#include <cuda/barrier>
+__global__ void k(const float *in, float *out) {{
+  __shared__ float s[4 * 64];
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  cuda::memcpy_async({dst}, {where}, cuda::aligned_size_t<16>(16), bar);
+  bar.arrive_and_wait();
+  out[threadIdx.x] = s[threadIdx.x];
+}}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(MemoryAccessError) as info:
+        f(emulator.In(np.ones(256, np.float32)), emulator.Out(np.zeros(64, np.float32)),
+          block=(64, 1, 1), grid=(1, 1))
+    msg = str(info.value)
+    assert info.value.line == 7
+    assert info.value.thread == (63, 0, 0)
+    if expect == "read":
+        assert "Invalid __global__ read of size 16 bytes" in msg and "'in'" in msg
+    else:
+        assert "Invalid __shared__ write of size 16 bytes" in msg and "'s'" in msg
+
+
+# ------------------------------------------------------------------ <cuda_pipeline.h>
+@pytest.mark.parametrize("nbytes", [4, 8, 16])
+def test_pipeline_primitives_double_buffering(nbytes):
+    T, ntiles = 128, 4
+    per = nbytes // 4
+    n = per * T
+    x = np.random.default_rng(nbytes).standard_normal(ntiles * n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    f = module("pipeline_double_buffer", [f"-DBYTES={nbytes}"]).get_function("pipelineSum")
+    f(emulator.In(x), emulator.Out(out), np.int32(ntiles), block=(T, 1, 1), grid=(1, 1),
+      hazards="raise")
+    np.testing.assert_array_equal(out, reversed_tile_sums(x, n))
+    r = f.last_report
+    warps = T // 32
+    assert r.global_load_requests == warps * ntiles          # one LDGSTS per thread per tile
+    assert r.global_load_bytes == ntiles * T * nbytes
+    assert r.global_load_sectors == warps * ntiles * (32 * nbytes // 32)
+    assert r.shared_store_requests == warps * ntiles
+    assert r.barriers == 2 * ntiles
+
+
+def test_pipeline_without_wait_prior_reads_the_old_bytes():
+    # __syncthreads does not wait for the copies: without __pipeline_wait_prior the tile
+    # is read before it lands (the emulator's copies land at the wait, which never comes).
+    T, ntiles = 128, 2
+    x = np.ones(ntiles * 4 * T, np.float32)
+    out = np.full(4 * T, -1, np.float32)
+    f = module("pipeline_double_buffer", ["-DFORGET_WAIT"]).get_function("pipelineSum")
+    with pytest.warns(RaceWarning):
+        f(emulator.In(x), emulator.Out(out), np.int32(ntiles), block=(T, 1, 1), grid=(1, 1))
+    assert np.all(out == 0)
+    assert "uninitialized-read" in {h.kind for h in f.last_report.hazards}
+
+
+def test_pipeline_zfill_uniform_fills_zeros():
+    src = """#include <cuda_pipeline.h>
+__global__ void k(const float *in, float *out) {
+  __shared__ float4 s[8];
+  __pipeline_memcpy_async(&s[threadIdx.x], &in[threadIdx.x * 2], 16, 8);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  out[threadIdx.x * 4] = s[threadIdx.x].x; out[threadIdx.x * 4 + 1] = s[threadIdx.x].y;
+  out[threadIdx.x * 4 + 2] = s[threadIdx.x].z; out[threadIdx.x * 4 + 3] = s[threadIdx.x].w;
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    x = np.arange(1, 17, dtype=np.float32)          # exactly 8 threads x 8 bytes read
+    out = np.full(32, -1, np.float32)
+    f(emulator.In(x), emulator.Out(out), block=(8, 1, 1), grid=(1, 1), hazards="raise")
+    want = np.zeros((8, 4), np.float32)
+    want[:, :2] = x.reshape(8, 2)
+    np.testing.assert_array_equal(out, want.reshape(-1))
+    assert f.last_report.global_load_bytes == 8 * 8
+
+
+def test_pipeline_copy_size_other_than_4_8_16_is_refused_at_its_line():
+    src = """#include <cuda_pipeline.h>
+__global__ void k(const float *in) {
+  __shared__ float s[3 * 32];
+  __pipeline_memcpy_async(&s[threadIdx.x * 3], &in[threadIdx.x * 3], 12);
+}
+"""
+    with pytest.raises(CompileError) as info:
+        emulator.SourceModule(src)
+    assert info.value.line == 4 and "4, 8 or 16 bytes" in str(info.value)
+
+
+def test_pipeline_copy_into_global_memory_is_refused():
+    src = """#include <cuda_pipeline.h>
+__global__ void k(const float *in, float *out) {
+  __pipeline_memcpy_async(&out[threadIdx.x], &in[threadIdx.x], 4);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(KernelRuntimeError) as info:
+        f(emulator.In(np.ones(32, np.float32)), emulator.Out(np.zeros(32, np.float32)),
+          block=(32, 1, 1), grid=(1, 1))
+    assert info.value.line == 3 and "must be __shared__ memory" in str(info.value)
+
+
+def test_pipeline_copy_out_of_range_is_reported():
+    src = """#include <cuda_pipeline.h>
+__global__ void k(const float *in, float *out) {
+  __shared__ float s[32];
+  __pipeline_memcpy_async(&s[threadIdx.x], &in[threadIdx.x + 1], 4);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  out[threadIdx.x] = s[threadIdx.x];
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(MemoryAccessError) as info:
+        f(emulator.In(np.ones(32, np.float32)), emulator.Out(np.zeros(32, np.float32)),
+          block=(32, 1, 1), grid=(1, 1))
+    assert info.value.line == 4 and info.value.thread == (31, 0, 0)
+    assert "'in'" in str(info.value)
+
+
+# ------------------------------------------------------------------ cooperative groups
+@pytest.mark.parametrize("options, chunk", [([], 4), (["-DALIGNED"], 16), (["-DBARRIER"], 4)])
+def test_block_collective_copy(options, chunk):
+    T, blocks, N = 64, 2, 256
+    x = np.random.default_rng(3).standard_normal(blocks * N).astype(np.float32)
+    out = np.zeros_like(x)
+    f = module("cg_memcpy_async", options).get_function("blockCopyReverse")
+    f(emulator.In(x), emulator.Out(out), block=(T, 1, 1), grid=(blocks, 1), hazards="raise")
+    np.testing.assert_array_equal(out, x.reshape(blocks, N)[:, ::-1].reshape(-1))
+    r = f.last_report
+    # thread rank r copies chunks r, r + 64, ...: N * 4 / chunk chunks per block
+    rounds = N * 4 // chunk // T
+    assert r.global_load_requests == blocks * (T // 32) * rounds
+    assert r.shared_store_requests == blocks * (T // 32) * rounds
+    assert r.global_load_bytes == blocks * N * 4
+    # each warp reads 32 consecutive chunks: chunk bytes per lane, whole sectors
+    assert r.global_load_sectors == blocks * N * 4 // 32
+
+
+def test_collective_copy_with_a_tile_group_is_refused():
+    src = """#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+namespace cg = cooperative_groups;
+__global__ void k(const float *in) {
+  __shared__ float s[64];
+  auto tile = cg::tiled_partition<32>(cg::this_thread_block());
+  cg::memcpy_async(tile, s, in, sizeof(float) * 64);
+}
+"""
+    with pytest.raises(UnsupportedFeatureError) as info:
+        emulator.SourceModule(src)
+    assert info.value.line == 7
+    assert "this_thread_block()" in str(info.value)
+
+
+def test_collective_copy_called_by_part_of_the_block_is_a_barrier_error():
+    src = """#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+namespace cg = cooperative_groups;
+__global__ void k(const float *in, float *out) {
+  __shared__ float s[64];
+  cg::thread_block block = cg::this_thread_block();
+  if (threadIdx.x < 32)
+    cg::memcpy_async(block, s, in, sizeof(float) * 64);
+  cg::wait(block);
+  out[threadIdx.x] = s[threadIdx.x];
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(BarrierError) as info:
+        f(emulator.In(np.ones(64, np.float32)), emulator.Out(np.zeros(64, np.float32)),
+          block=(64, 1, 1), grid=(1, 1))
+    assert info.value.line == 8 and "whole block" in str(info.value)
+
+
+def test_the_headers_are_known_and_others_still_refused():
+    for header in ("cuda/barrier", "cuda/std/barrier", "cuda_pipeline.h",
+                   "cuda_pipeline_primitives.h", "cooperative_groups/memcpy_async.h"):
+        emulator.SourceModule(f"#include <{header}>\n__global__ void k(float *o) {{ o[0] = 1; }}\n")
+    with pytest.raises(CompileError):
+        emulator.SourceModule("#include <cuda/pipeline>\n__global__ void k(float *o) { }\n")
