@@ -335,7 +335,11 @@ def identifiers(text: str) -> frozenset:
 # primitives and <cooperative_groups/memcpy_async.h>. Every function without a body here
 # (a barrier's methods too) is a built-in of emulator/async_copy.py, called at the student's
 # line; aligned_size_t is plain CUDA C++. Each block is read when the source names one of
-# its names (`cuda`, `__pipeline_...`, `memcpy_async`).
+# its names (`barrier`, `aligned_size_t`, `__pipeline_...`, `memcpy_async`), as the other
+# header functions are: the #include itself is satisfied by preprocess.KNOWN_HEADERS.
+# cuda::barrier's scope is an int template parameter (libcu++: cuda::thread_scope) so that
+# the record is named by its value (`cuda::barrier<2>`), whatever spelling the source uses.
+# cuda::std::barrier (a completion function as its parameter, system scope) is not here.
 CUDA_BARRIER = r"""
 namespace cuda {
 enum thread_scope { thread_scope_system = 0, thread_scope_device = 1, thread_scope_block = 2,
@@ -346,7 +350,7 @@ template <size_t Alignment> struct aligned_size_t {
   __device__ operator size_t() const { return value; }
 };
 struct __barrier_arrival_token { unsigned long long __phase; };
-template <int Scope> class barrier {  // int: the translator names records by value
+template <int Scope> class barrier {
  public:
   typedef __barrier_arrival_token arrival_token;
   unsigned long long __mbarrier;
@@ -369,7 +373,7 @@ __device__ void memcpy_async(const Group &group, void *dst, const void *src,
                              aligned_size_t<Alignment> size, barrier<Scope> &bar);
 namespace std {
 using cuda::thread_scope; using cuda::thread_scope_system; using cuda::thread_scope_device;
-using cuda::thread_scope_block; using cuda::thread_scope_thread; using cuda::barrier;
+using cuda::thread_scope_block; using cuda::thread_scope_thread;
 }
 }  // namespace cuda
 """
@@ -387,7 +391,9 @@ template <class Group> __device__ void wait(const Group &group);
 }
 """
 HEADER_FUNCTIONS += [
-    (frozenset({"cuda"}), CUDA_BARRIER, frozenset({"size_t", "ptrdiff_t"})),
+    # not keyed on `cuda` itself: a file-scope variable of that name stays the student's
+    (frozenset({"barrier", "aligned_size_t", "thread_scope_block"}), CUDA_BARRIER,
+     frozenset({"size_t", "ptrdiff_t"})),
     (frozenset({"__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"}),
      PIPELINE_PRIMITIVES, frozenset({"size_t"})),
     (frozenset({"memcpy_async"}), CG_MEMCPY_ASYNC, frozenset()),
