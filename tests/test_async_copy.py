@@ -390,3 +390,21 @@ def test_the_headers_are_known_and_others_still_refused():
         emulator.SourceModule(f"#include <{header}>\n__global__ void k(float *o) {{ o[0] = 1; }}\n")
     with pytest.raises(CompileError):
         emulator.SourceModule("#include <cuda/pipeline>\n__global__ void k(float *o) { }\n")
+
+
+def test_copies_never_waited_for_stop_at_a_clear_limit():
+    # a loop issuing copies without ever waiting: the emulator holds each until its wait,
+    # so it stops with what to do instead of growing without bound
+    src = """#include <cuda_pipeline.h>
+__global__ void k(const float *in, int n) {
+  __shared__ float s[32];
+  for (int i = 0; i < n; ++i)
+    __pipeline_memcpy_async(&s[threadIdx.x], &in[threadIdx.x], 4);
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(KernelRuntimeError) as info:
+        f(emulator.In(np.ones(32, np.float32)), np.int32(10**6), block=(32, 1, 1),
+          grid=(2048, 1))
+    assert info.value.line == 5
+    assert "__pipeline_wait_prior(n)" in str(info.value)

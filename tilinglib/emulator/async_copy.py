@@ -44,6 +44,11 @@ _SCOPES = {0: "thread_scope_system", 1: "thread_scope_device", 2: "thread_scope_
 _CHUNK_TYPES = {1: ct.UCHAR, 2: ct.USHORT, 4: ct.UINT, 8: ct.ULLONG,
                 16: ct.VECTOR_TYPES["uint4"]}
 MAX_CHUNKS = 65536                    # chunks one memcpy_async may copy per thread
+MAX_PENDING_BYTES = 256 << 20         # what the copies not yet complete may hold, per batch
+_WAITS = {"barrier": "cuda::memcpy_async", "pipeline": "__pipeline_memcpy_async",
+          "group": "cooperative_groups::memcpy_async"}
+_WAIT_ADVICE = {"barrier": "bar.arrive_and_wait()", "pipeline": "__pipeline_commit() and "
+                "__pipeline_wait_prior(n)", "group": "cooperative_groups::wait(block)"}
 _WHOLE_BLOCK = ("cooperative_groups::thread_block",)
 
 
@@ -398,6 +403,11 @@ def _issue(ctx, dst, src, t, mask, kind, key, line, zeros=False):
     else:
         value = mem.load(src, t, line, mask)
     mem.check_write(dst, t, line, mask)
+    if len(mem.async_copies) * ctx.T * (t.size + 17) > MAX_PENDING_BYTES:
+        _raise(ctx, line, f"{_WAITS[kind]} at kernel.cu:{line}: more copies issued and not "
+                          f"yet waited for than the emulator holds ({len(mem.async_copies):,} "
+                          f"calls' chunks): wait for them ({_WAIT_ADVICE[kind]}) before "
+                          f"issuing more")
     lanes_mask = np.ones(ctx.T, dtype=bool) if mask is None else mask.copy()
     mem.async_copies.append(_Pending(lanes_mask, kind, key, _full(ctx, dst), t, value, line))
 
