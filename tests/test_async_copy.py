@@ -408,3 +408,26 @@ __global__ void k(const float *in, int n) {
           grid=(2048, 1))
     assert info.value.line == 5
     assert "__pipeline_wait_prior(n)" in str(info.value)
+
+
+def test_scopes_from_cuda_std_and_a_barrier_parameter_by_reference():
+    # <cuda/std/barrier> spells the scope cuda::std::thread_scope_block; a __device__
+    # function takes the barrier by reference (lowered to a pointer) and arrives on it
+    src = """#include <cuda/std/barrier>
+__device__ void sync(cuda::barrier<cuda::std::thread_scope_block> &b) { b.arrive_and_wait(); }
+__global__ void k(const float *in, float *out) {
+  __shared__ float s[64];
+  __shared__ cuda::barrier<cuda::std::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  cuda::memcpy_async(&s[threadIdx.x], &in[threadIdx.x], sizeof(float), bar);
+  sync(bar);
+  out[threadIdx.x] = s[63 - threadIdx.x] * 2.0f;
+}
+"""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    f = emulator.SourceModule(src).get_function("k")
+    f(emulator.In(x), emulator.Out(out), block=(64, 1, 1), grid=(1, 1), hazards="raise")
+    np.testing.assert_array_equal(out, x[::-1] * 2)
+    assert f.last_report.barriers == 2
