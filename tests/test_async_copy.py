@@ -178,24 +178,75 @@ __global__ void k(float *out) {{
     assert "cuda::thread_scope_block" in str(info.value)
 
 
-@pytest.mark.parametrize("call, method", [
-    ("auto token = bar.arrive();\n  bar.wait(std::move(token));", "arrive"),
-    ("bar.arrive_and_drop();", "arrive_and_drop"),
+def test_split_arrive_and_wait():
+    x = np.arange(128, dtype=np.float32) - 30
+    out = np.zeros(128, np.float32)
+    f = module("barrier_split_phase").get_function("splitPhase")
+    f(emulator.In(x), emulator.Out(out), block=(64, 1, 1), grid=(2, 1), hazards="raise")
+    want = x.reshape(2, 64)[:, ::-1] + x.reshape(2, 64) * np.float32(3)
+    np.testing.assert_array_equal(out, want.reshape(-1))
+    # per block: the __syncthreads after init, the phase that completes at the arrivals
+    assert f.last_report.barriers == 2 * 2
+    assert f.last_report.shared_store_requests == 2 * 2      # the copies: 2 warps x 2 blocks
+
+
+def test_split_barrier_with_shared_accesses_between_is_refused():
+    f = module("barrier_split_phase", ["-DSHARED_IN_BETWEEN"]).get_function("splitPhase")
+    with pytest.raises(KernelRuntimeError) as info:
+        f(emulator.In(np.ones(128, np.float32)), emulator.Out(np.zeros(128, np.float32)),
+          block=(64, 1, 1), grid=(2, 1))
+    msg = str(info.value)
+    assert info.value.line == 19
+    assert "shared memory was accessed between arrive() (kernel.cu:14)" in msg
+    assert "bar.arrive_and_wait()" in msg
+
+
+@pytest.mark.parametrize("body, error, text", [
+    # half the block arrives, then waits: on a GPU it would wait for the other half
+    ("auto token = bar.arrive();\n  if (threadIdx.x < 32) bar.wait(std::move(token));\n"
+     "  else bar.wait(std::move(token));", None, None),
+    ("if (threadIdx.x < 32) { auto token = bar.arrive(); bar.wait(std::move(token)); }",
+     BarrierError, "has not arrived at the barrier"),
+    ("auto a = bar.arrive();\n  auto b = bar.arrive();", KernelRuntimeError,
+     "already arrived"),
+    ("auto token = bar.arrive();\n  bar.arrive_and_wait();", KernelRuntimeError,
+     "has not waited for"),
 ])
-def test_split_arrive_and_wait_is_refused_with_what_to_write(call, method):
+def test_split_barrier_misuse(body, error, text):
     src = """#include <cuda/barrier>
-namespace std { template <class T> __device__ T &&move(T &t) { return static_cast<T &&>(t); } }
+#include <utility>
 __global__ void k(float *out) {
   __shared__ cuda::barrier<cuda::thread_scope_block> bar;
   if (threadIdx.x == 0) init(&bar, blockDim.x);
   __syncthreads();
-  CALL
+  BODY
+  out[threadIdx.x] = 1.0f;
 }
-""".replace("CALL", call)
+""".replace("BODY", body)
+    f = emulator.SourceModule(src).get_function("k")
+    out = np.zeros(64, np.float32)
+    if error is None:                  # divergent waits after a complete phase: fine
+        f(emulator.Out(out), block=(64, 1, 1), grid=(1, 1), hazards="raise")
+        assert np.all(out == 1)
+        return
+    with pytest.raises(error) as info:
+        f(emulator.Out(out), block=(64, 1, 1), grid=(1, 1))
+    assert text in str(info.value)
+
+
+def test_arrive_and_drop_is_refused_with_what_to_write():
+    src = """#include <cuda/barrier>
+__global__ void k(float *out) {
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  bar.arrive_and_drop();
+}
+"""
     with pytest.raises(UnsupportedFeatureError) as info:
         emulator.SourceModule(src)
-    assert info.value.line == 7
-    assert f"{method}()" in str(info.value) and "bar.arrive_and_wait()" in str(info.value)
+    assert info.value.line == 6
+    assert "arrive_and_drop()" in str(info.value) and "bar.arrive_and_wait()" in str(info.value)
 
 
 @pytest.mark.parametrize("where, array, expect", [

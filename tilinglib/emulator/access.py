@@ -85,6 +85,7 @@ class MemoryAccess:
         # each thread's count of __pipeline_commit() calls (made at the first one).
         self.async_copies: list = []
         self.pipeline_commits = None
+        self.split_phases: dict = {}       # barrier word -> async_copy._Phase
         opts = launch.options
         track = opts.hazards != "ignore"
         self.races = None

@@ -135,6 +135,7 @@ def _memcpy_async(comp, node, name, args):
 
         def per_thread(ctx):
             words = _check_initialised(ctx, fbar(ctx), line, "cuda::memcpy_async")
+            _no_pending_arrival(ctx, words, line, "cuda::memcpy_async")
             if words is not None:
                 _copy(ctx, fdst(ctx), fsrc(ctx), fsize(ctx), chunk, line,
                       "cuda::memcpy_async", "barrier", words)
@@ -200,6 +201,7 @@ def _arrive_and_wait(comp, node, name, args):
     def arrive_and_wait(ctx):
         words = _check_initialised(ctx, fbar(ctx), line, "arrive_and_wait()",
                                    one_per_block=True)
+        _no_pending_arrival(ctx, words, line, "arrive_and_wait()")
         if words is not None and ctx.memory.async_copies:
             # the phase completes: so do the copies this barrier tracks (before the barrier,
             # so the race checker orders their stores before what follows it)
@@ -211,14 +213,70 @@ def _arrive_and_wait(comp, node, name, args):
     return X(arrive_and_wait, ct.VOID)
 
 
-def _split_phase(comp, node, name, args):
-    method = name.rsplit("::", 1)[-1]
+def _arrive(comp, node, name, args):
+    """bar.arrive(): the thread's arrival at the barrier's phase; returns the token
+    `wait` takes (its __phase: the barrier's word). The phase completes when every thread
+    of the block has arrived (async_copy._Phase)."""
+    if len(args) not in (1, 2):
+        raise comp.error(node, "arrive() takes at most one argument (the update count)")
+    fbar = _barrier_pointer(comp, node, args[0])
+    fupdate = comp.convert(comp.rvalue(comp.expr(args[1])), ct.LLONG, node) \
+        if len(args) == 2 else None
+    token_t = comp.structs.get("cuda::__barrier_arrival_token")
+    if token_t is None:
+        raise comp.error(node, "arrive(): cuda::barrier's arrival_token is not declared")
+    line = _line(node)
+
+    def arrive(ctx):
+        if fupdate is not None and _uniform(ctx, fupdate(ctx), line, "arrive", "update") != 1:
+            _raise(ctx, line, f"bar.arrive(n) at kernel.cu:{line}: the emulator counts one "
+                              f"arrival per thread; write bar.arrive()")
+        words = _check_initialised(ctx, fbar(ctx), line, "arrive()", one_per_block=True)
+        if words is not None:
+            _arrive_lanes(ctx, words, line)
+        return (words.astype(np.uint64) if words is not None
+                else np.zeros(ctx.T, dtype=np.uint64),)
+    return X(arrive, token_t)
+
+
+def _wait(comp, node, name, args):
+    if len(args) != 2:
+        raise comp.error(node, "wait(token) takes 1 argument: the token arrive() gave")
+    fbar = _barrier_pointer(comp, node, args[0])
+    ftoken = comp.rvalue(comp.expr(args[1])).fn
+    line = _line(node)
+
+    def wait(ctx):
+        words = _check_initialised(ctx, fbar(ctx), line, "wait()", one_per_block=True)
+        if words is not None:
+            _wait_lanes(ctx, words, ftoken(ctx)[0], line)
+    return X(wait, ct.VOID)
+
+
+def _arrive_and_drop(comp, node, name, args):
     raise comp.unsupported(
-        node, f"cuda::barrier's {method}() (the emulator runs a block-scope barrier as a "
-              f"barrier of the whole block, so it cannot let threads work between arriving "
-              f"and waiting)",
-        "write bar.arrive_and_wait() where the thread waits, and do the independent work "
-        "before it")
+        node, "cuda::barrier's arrive_and_drop() (the emulator runs a block-scope barrier "
+              "as a barrier of all of the block's threads)",
+        "keep every thread arriving: write bar.arrive_and_wait()")
+
+
+def _barrier_pointer(comp, node, arg):
+    x = comp.rvalue(comp.expr(arg))
+    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(x.ctype.target)) \
+        if x.ctype.is_pointer else None
+    if m and int(m.group(1)) != BLOCK_SCOPE:
+        raise comp.unsupported(
+            node, f"cuda::barrier<cuda::{_SCOPES.get(int(m.group(1)), m.group(1))}> (the "
+                  f"emulator runs barriers of one thread block only)",
+            "declare it '__shared__ cuda::barrier<cuda::thread_scope_block> bar;'")
+    return x.fn
+
+
+def _move(comp, node, name, args):
+    """std::move(x): x (the emulator copies values; a move is a copy)."""
+    if len(args) != 1:
+        raise comp.error(node, "std::move takes 1 argument")
+    return comp.rvalue(comp.expr(args[0]))
 
 
 def _pipeline_memcpy_async(comp, node, name, args):
@@ -318,9 +376,10 @@ HANDLERS = {
     "memcpy_async": _memcpy_async,
     "init": _init,
     "cuda::barrier::arrive_and_wait": _arrive_and_wait,
-    "cuda::barrier::arrive": _split_phase,
-    "cuda::barrier::wait": _split_phase,
-    "cuda::barrier::arrive_and_drop": _split_phase,
+    "cuda::barrier::arrive": _arrive,
+    "cuda::barrier::wait": _wait,
+    "cuda::barrier::arrive_and_drop": _arrive_and_drop,
+    "move": _move,
     "__pipeline_memcpy_async": _pipeline_memcpy_async,
     "__pipeline_commit": _pipeline_commit,
     "__pipeline_wait_prior": _pipeline_wait_prior,
@@ -578,3 +637,118 @@ def _check_initialised(ctx, bar, line, what, one_per_block=False):
     out = np.full(ctx.T, -1, dtype=np.int64)
     out[lanes] = words
     return out
+
+
+# ---------------------------------------------------------------------------- split phases
+class _Phase:
+    """A barrier phase entered by `arrive()` in one batch: which lanes have arrived and not
+    yet waited (`arrived`), whether it completed, per block (`done`, by block index), and
+    the shared-memory accesses counted when the first thread arrived (`accesses`): the
+    emulator runs a phase exactly when no thread touches shared memory between its
+    arrival and its wait (then the phase is a __syncthreads() at its completion)."""
+
+    __slots__ = ("arrived", "done", "accesses", "line")
+
+    def __init__(self, T, nblocks, accesses, line):
+        self.arrived = np.zeros(T, dtype=bool)
+        self.done = np.zeros(nblocks, dtype=bool)
+        self.accesses = accesses
+        self.line = line
+
+
+def _shared_accesses(ctx) -> int:
+    c = ctx.counters
+    return c.shared_load_requests + c.shared_store_requests + c.shared_atomic_requests
+
+
+def _no_pending_arrival(ctx, words, line, what):
+    phases = ctx.memory.split_phases
+    if words is None or not phases:
+        return
+    for w, ph in phases.items():
+        bad = ph.arrived & (words == w)
+        if bad.any():
+            _raise(ctx, line, f"{what} at kernel.cu:{line} on a barrier this thread arrived "
+                              f"at (arrive() at kernel.cu:{ph.line}) and has not waited for: "
+                              f"call bar.wait(std::move(token)) first", int(np.argmax(bad)))
+
+
+def _arrive_lanes(ctx, words, line):
+    mem, w = ctx.memory, ctx.warps
+    lanes = _lanes(ctx)
+    base = _shared_accesses(ctx)
+    for word in np.unique(words[lanes]).tolist():
+        here = np.zeros(ctx.T, dtype=bool)
+        here[lanes] = words[lanes] == word
+        ph = mem.split_phases.get(word)
+        if ph is None:
+            ph = mem.split_phases[word] = _Phase(ctx.T, ctx.nblocks, base, line)
+        again = here & ph.arrived
+        if again.any():
+            _raise(ctx, line, f"arrive() at kernel.cu:{line}: this thread already arrived at "
+                              f"the barrier (kernel.cu:{ph.line}) and has not waited: call "
+                              f"bar.wait(std::move(token)) before arriving again",
+                   int(np.argmax(again)))
+        blk = int(w.blk[int(np.argmax(here))])
+        if ph.done[blk]:
+            _raise(ctx, line, f"arrive() at kernel.cu:{line}: the barrier's previous phase "
+                              f"(arrive() at kernel.cu:{ph.line}) is still being waited for "
+                              f"by other threads of the block: let every thread wait before "
+                              f"any arrives again", int(np.argmax(here)))
+        ph.arrived |= here
+        alive = (w.blk == blk) & ~ctx.kernel_ret
+        if np.all(ph.arrived[alive]):
+            # every thread of the block has arrived: the phase completes, and with it the
+            # copies the barrier tracks
+            words_now = words
+            complete(ctx, lambda rec: (rec.key == words_now) & (w.blk == blk)
+                     if rec.kind == "barrier" else None)
+            ctx.barriers.phase_completed(np.array([blk]))
+            ph.done[blk] = True
+    # the stores of the copies that completed here are the copies', not accesses made
+    # between some thread's arrival and its wait
+    landed = _shared_accesses(ctx) - base
+    if landed:
+        for ph in mem.split_phases.values():
+            ph.accesses += landed
+
+
+def _wait_lanes(ctx, words, token, line):
+    mem, w = ctx.memory, ctx.warps
+    lanes = _lanes(ctx)
+    token = np.broadcast_to(np.asarray(token, dtype=np.int64), (ctx.T,))
+    bad = token[lanes] != words[lanes]
+    if np.any(bad):
+        _raise(ctx, line, f"wait(token) at kernel.cu:{line}: the token is not this "
+                          f"barrier's (it came from arrive() on another one)",
+               int(lanes[int(np.argmax(bad))]))
+    for word in np.unique(words[lanes]).tolist():
+        here = np.zeros(ctx.T, dtype=bool)
+        here[lanes] = words[lanes] == word
+        ph = mem.split_phases.get(word)
+        missing = here if ph is None else here & ~ph.arrived
+        if missing.any():
+            _raise(ctx, line, f"wait(token) at kernel.cu:{line}: this thread has not arrived "
+                              f"at the barrier (call token = bar.arrive() first)",
+                   int(np.argmax(missing)))
+        blk = int(w.blk[int(np.argmax(here))])
+        if not ph.done[blk]:
+            lane = int(np.flatnonzero((w.blk == blk) & ~ph.arrived & ~ctx.kernel_ret)[0])
+            block, thread = ctx.coords(lane)
+            raise BarrierError(
+                f"wait(token) at kernel.cu:{line} in {ctx.kernel_name}: thread {thread} of "
+                f"block {block} has not arrived at the barrier (arrive() at kernel.cu:"
+                f"{ph.line}) when the others wait. On a GPU they would wait for it; the "
+                f"emulator runs the block's threads together, so every thread must arrive "
+                f"before any waits: move arrive() out of the condition",
+                kernel=ctx.kernel_name, line=line, block=block, thread=thread)
+        if _shared_accesses(ctx) != ph.accesses:
+            _raise(ctx, line, f"wait(token) at kernel.cu:{line}: shared memory was accessed "
+                              f"between arrive() (kernel.cu:{ph.line}) and this wait. The "
+                              f"emulator runs a split barrier exactly only when no thread "
+                              f"touches shared memory in between (those accesses are ordered "
+                              f"with no other thread's): move them before arrive() or after "
+                              f"wait(), or write bar.arrive_and_wait()", int(np.argmax(here)))
+        ph.arrived &= ~here
+        if not ph.arrived.any():
+            del mem.split_phases[word]

@@ -64,6 +64,15 @@ class Barriers:
         if self.races is not None:
             self.races.barrier(reached)
 
+    def phase_completed(self, blocks) -> None:
+        """A block-scope `cuda::barrier` phase completed in `blocks` (indices in the batch)
+        by split arrivals (`arrive()`, async_copy.py): the accesses before it are ordered
+        before those after it, as at a `__syncthreads()`, and it counts as a barrier."""
+        blocks = np.asarray(blocks, dtype=np.int64)
+        self.counters.barriers += int(blocks.shape[0])
+        if self.races is not None:
+            self.races.barrier(blocks)
+
     def syncwarp(self, line, mask, any_active) -> None:
         """`__syncwarp()`: orders the shared-memory accesses of each warp that runs it (the
         lanes of a warp run in lockstep here, so only the hazard tracker needs to know).

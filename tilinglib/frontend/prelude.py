@@ -377,6 +377,16 @@ using cuda::thread_scope_block; using cuda::thread_scope_thread;
 }
 }  // namespace cuda
 """
+# std::move (<utility>, <cuda/std/utility>), for bar.wait(std::move(token)): a built-in
+# that gives its argument.
+STD_MOVE = r"""
+namespace std {
+template <class T> struct __tl_unref { typedef T type; };
+template <class T> struct __tl_unref<T &> { typedef T type; };
+template <class T> __device__ typename __tl_unref<T>::type &&move(T &&value);
+}
+namespace cuda { namespace std { using ::std::move; } }
+"""
 PIPELINE_PRIMITIVES = r"""
 __device__ void __pipeline_memcpy_async(void *dst_shared, const void *src_global,
                                         size_t size_and_align, size_t zfill = 0);
@@ -397,4 +407,5 @@ HEADER_FUNCTIONS += [
     (frozenset({"__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"}),
      PIPELINE_PRIMITIVES, frozenset({"size_t"})),
     (frozenset({"memcpy_async"}), CG_MEMCPY_ASYNC, frozenset()),
+    (frozenset({"move"}), STD_MOVE, frozenset()),
 ]

@@ -71,6 +71,7 @@ KNOWN_HEADERS = frozenset({
     # asynchronous copies (prelude.CUDA_BARRIER, PIPELINE_PRIMITIVES, CG_MEMCPY_ASYNC)
     "cuda/barrier", "cuda/std/barrier", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
     "cooperative_groups/memcpy_async.h",
+    "utility", "cuda/std/utility",      # std::move (prelude.STD_MOVE)
     "stdio.h", "stdlib.h", "stdint.h", "stddef.h", "stdbool.h", "math.h", "float.h",
     "limits.h", "assert.h", "string.h", "inttypes.h",
     "cstdio", "cstdlib", "cstdint", "cstddef", "cmath", "cfloat", "climits", "cassert",
