@@ -22,9 +22,12 @@ What the emulator makes of them (docs/frontend.md, "Asynchronous copies"):
   is the block's barrier: `arrive_and_wait()` is `__syncthreads()` (for the race checker
   and the barrier counter too). The emulator keeps the expected count in the barrier's
   8 bytes, so a barrier used before `init` is reported.
+- `arrive()` / `wait(token)` split that barrier: the phase completes (copies, race
+  checker, counter) when the block's last thread arrives, which is exact when no thread
+  touches shared memory between its arrival and its wait; the wait checks that.
 - What it cannot run exactly is refused with what to write instead: another scope, an
-  expected count other than the block's size, `arrive()` / `wait(token)`, a group other
-  than the whole block.
+  expected count other than the block's size, shared accesses inside a split phase,
+  `arrive_and_drop()`, a group other than the whole block.
 """
 
 from __future__ import annotations
