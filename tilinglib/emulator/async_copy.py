@@ -60,14 +60,13 @@ def _struct_name(t) -> str:
     return re.sub(r"^(struct|class)\s+", "", str(t))
 
 
-def _barrier(comp, node, arg, what):
-    """The barrier argument (an lvalue of type cuda::barrier<scope>): its address closure.
-    Raises `UnsupportedFeatureError` for a scope other than thread_scope_block."""
-    x = comp.expr(arg)
-    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(x.ctype))
+def _check_scope(comp, node, t, what) -> None:
+    """`t` must be cuda::barrier<thread_scope_block>: a `CompileError` for another type, an
+    `UnsupportedFeatureError` for another scope (at the student's line)."""
+    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(t))
     if m is None:
         raise comp.error(node, f"{what}: the barrier argument must be a cuda::barrier, "
-                               f"not {x.ctype}")
+                               f"not {t}")
     scope = int(m.group(1))
     if scope != BLOCK_SCOPE:
         raise comp.unsupported(
@@ -75,6 +74,12 @@ def _barrier(comp, node, arg, what):
                   f"barriers of one thread block only)",
             "declare it '__shared__ cuda::barrier<cuda::thread_scope_block> bar;' and "
             "initialise it with the block's thread count")
+
+
+def _barrier(comp, node, arg, what):
+    """The barrier argument (an lvalue of type cuda::barrier<scope>): its address closure."""
+    x = comp.expr(arg)
+    _check_scope(comp, node, x.ctype, what)
     if x.addr is None:
         raise comp.error(node, f"{what}: the barrier must be a variable in shared memory")
     return x.addr
@@ -169,20 +174,7 @@ def _memcpy_async(comp, node, name, args):
 def _init(comp, node, name, args):
     if len(args) != 2:
         raise comp.error(node, "init(&bar, expected) takes 2 arguments")
-    x = comp.rvalue(comp.expr(args[0]))
-    if not x.ctype.is_pointer:
-        raise comp.error(node, "init takes the barrier's address: init(&bar, block.size())")
-    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(x.ctype.target))
-    if m is None:
-        raise comp.error(node, f"init(&bar, expected) initialises a cuda::barrier, not "
-                               f"{x.ctype.target}")
-    scope = int(m.group(1))
-    if scope != BLOCK_SCOPE:
-        raise comp.unsupported(
-            node, f"cuda::barrier<cuda::{_SCOPES.get(scope, scope)}> (the emulator runs "
-                  f"barriers of one thread block only)",
-            "declare it '__shared__ cuda::barrier<cuda::thread_scope_block> bar;'")
-    fbar = x.fn
+    fbar = _barrier_pointer(comp, node, args[0], "init(&bar, block.size())")
     fexp = comp.convert(comp.rvalue(comp.expr(args[1])), ct.LLONG, node)
     line = _line(node)
     return X(lambda ctx: _run_init(ctx, fbar(ctx), fexp(ctx), line), ct.VOID)
@@ -191,14 +183,7 @@ def _init(comp, node, name, args):
 def _arrive_and_wait(comp, node, name, args):
     if len(args) != 1:
         raise comp.error(node, "arrive_and_wait() takes no arguments")
-    x = comp.rvalue(comp.expr(args[0]))
-    fbar = x.fn
-    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(x.ctype.target))
-    if m and int(m.group(1)) != BLOCK_SCOPE:
-        raise comp.unsupported(
-            node, f"cuda::barrier<cuda::{_SCOPES.get(int(m.group(1)), m.group(1))}> (the "
-                  f"emulator runs barriers of one thread block only)",
-            "declare it '__shared__ cuda::barrier<cuda::thread_scope_block> bar;'")
+    fbar = _barrier_pointer(comp, node, args[0], "arrive_and_wait()")
     line = _line(node)
 
     def arrive_and_wait(ctx):
@@ -222,7 +207,7 @@ def _arrive(comp, node, name, args):
     of the block has arrived (async_copy._Phase)."""
     if len(args) not in (1, 2):
         raise comp.error(node, "arrive() takes at most one argument (the update count)")
-    fbar = _barrier_pointer(comp, node, args[0])
+    fbar = _barrier_pointer(comp, node, args[0], "arrive()")
     fupdate = comp.convert(comp.rvalue(comp.expr(args[1])), ct.LLONG, node) \
         if len(args) == 2 else None
     token_t = comp.structs.get("cuda::__barrier_arrival_token")
@@ -245,7 +230,7 @@ def _arrive(comp, node, name, args):
 def _wait(comp, node, name, args):
     if len(args) != 2:
         raise comp.error(node, "wait(token) takes 1 argument: the token arrive() gave")
-    fbar = _barrier_pointer(comp, node, args[0])
+    fbar = _barrier_pointer(comp, node, args[0], "wait(token)")
     ftoken = comp.rvalue(comp.expr(args[1])).fn
     line = _line(node)
 
@@ -263,15 +248,13 @@ def _arrive_and_drop(comp, node, name, args):
         "keep every thread arriving: write bar.arrive_and_wait()")
 
 
-def _barrier_pointer(comp, node, arg):
+def _barrier_pointer(comp, node, arg, what):
+    """A pointer to a block-scope cuda::barrier (init's first argument, a method's
+    object): its closure."""
     x = comp.rvalue(comp.expr(arg))
-    m = re.fullmatch(r"cuda::barrier<(\d+)>", _struct_name(x.ctype.target)) \
-        if x.ctype.is_pointer else None
-    if m and int(m.group(1)) != BLOCK_SCOPE:
-        raise comp.unsupported(
-            node, f"cuda::barrier<cuda::{_SCOPES.get(int(m.group(1)), m.group(1))}> (the "
-                  f"emulator runs barriers of one thread block only)",
-            "declare it '__shared__ cuda::barrier<cuda::thread_scope_block> bar;'")
+    if not x.ctype.is_pointer:
+        raise comp.error(node, f"{what} takes the barrier's address, not {x.ctype}")
+    _check_scope(comp, node, x.ctype.target, what)
     return x.fn
 
 
