@@ -125,6 +125,26 @@ __global__ void k(float *out) {
     assert "32 of the 64 threads" in str(info.value)
 
 
+def test_arrive_and_wait_after_threads_returned_is_a_barrier_error():
+    # a returned thread never arrives: the barrier never completes (where __syncthreads
+    # goes on and is only reported as a hazard)
+    src = """#include <cuda/barrier>
+__global__ void k(float *out) {
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  if (threadIdx.x >= 60) return;
+  bar.arrive_and_wait();
+  out[threadIdx.x] = 1.0f;
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.raises(BarrierError) as info:
+        f(emulator.Out(np.zeros(64, np.float32)), block=(64, 1, 1), grid=(1, 1))
+    assert info.value.line == 7 and info.value.thread == (60, 0, 0)
+    assert "has returned" in str(info.value)
+
+
 def test_init_with_an_expected_count_other_than_the_block_size_is_refused():
     src = """#include <cuda/barrier>
 __global__ void k(float *out) {

@@ -190,6 +190,7 @@ def _arrive_and_wait(comp, node, name, args):
         words = _check_initialised(ctx, fbar(ctx), line, "arrive_and_wait()",
                                    one_per_block=True)
         _no_pending_arrival(ctx, words, line, "arrive_and_wait()")
+        _none_returned(ctx, line, "arrive_and_wait()")
         if words is not None and ctx.memory.async_copies:
             # the phase completes: so do the copies this barrier tracks (before the barrier,
             # so the race checker orders their stores before what follows it)
@@ -221,6 +222,7 @@ def _arrive(comp, node, name, args):
                               f"arrival per thread; write bar.arrive()")
         words = _check_initialised(ctx, fbar(ctx), line, "arrive()", one_per_block=True)
         if words is not None:
+            _none_returned(ctx, line, "arrive()")
             _arrive_lanes(ctx, words, line)
         return (words.astype(np.uint64) if words is not None
                 else np.zeros(ctx.T, dtype=np.uint64),)
@@ -640,6 +642,29 @@ class _Phase:
         self.done = np.zeros(nblocks, dtype=bool)
         self.accesses = accesses
         self.line = line
+
+
+def _none_returned(ctx, line, what) -> None:
+    """A block-scope barrier initialised with the block's thread count completes when all
+    of them arrive: a thread that returned never does (on a GPU the block hangs, where a
+    __syncthreads() would go on). A `BarrierError` for a block reaching `what` with
+    returned threads."""
+    w = ctx.warps
+    if not ctx.kernel_ret.any():
+        return
+    here = np.bincount(w.blk[ctx.mask], minlength=w.nblocks) > 0
+    gone = np.bincount(w.blk[ctx.kernel_ret], minlength=w.nblocks) > 0
+    bad = here & gone
+    if bad.any():
+        b = int(np.argmax(bad))
+        lane = int(np.flatnonzero((w.blk == b) & ctx.kernel_ret)[0])
+        block, thread = ctx.coords(lane)
+        raise BarrierError(
+            f"{what} at kernel.cu:{line} in {ctx.kernel_name}: thread {thread} of block "
+            f"{block} has returned, so it never arrives, and the barrier (initialised with "
+            f"the block's thread count) never completes: on a GPU the block hangs. Keep every "
+            f"thread to the barrier (put the early return's work under an if instead)",
+            kernel=ctx.kernel_name, line=line, block=block, thread=thread)
 
 
 def _shared_accesses(ctx) -> int:
