@@ -354,6 +354,34 @@ __global__ void k(const float *in, float *out) {
     assert f.last_report.global_load_bytes == 8 * 8
 
 
+def test_pipeline_zfill_per_thread_guards_the_end_of_the_array():
+    # the boundary idiom: past the end, copy nothing and fill zeros (zfill = 16); the
+    # thread straddling the end keeps its valid floats
+    src = """#include <cuda_pipeline.h>
+__global__ void k(const float *in, float *out, int n) {
+  __shared__ float4 s[8];
+  const int i = threadIdx.x * 4;
+  const int keep = i >= n ? 0 : (n - i >= 4 ? 4 : n - i);
+  __pipeline_memcpy_async(&s[threadIdx.x], in + (keep ? i : 0), 16, (4 - keep) * 4);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  out[i] = s[threadIdx.x].x; out[i + 1] = s[threadIdx.x].y;
+  out[i + 2] = s[threadIdx.x].z; out[i + 3] = s[threadIdx.x].w;
+}
+"""
+    n = 22                                   # threads 0-4 full, 5 keeps 2 floats, 6-7 none
+    x = np.arange(1, n + 1, dtype=np.float32)
+    out = np.full(32, -1, np.float32)
+    f = emulator.SourceModule(src).get_function("k")
+    f(emulator.In(x), emulator.Out(out), np.int32(n), block=(8, 1, 1), grid=(1, 1),
+      hazards="raise")
+    want = np.zeros(32, np.float32)
+    want[:n] = x
+    np.testing.assert_array_equal(out, want)
+    # bytes read: 5 threads x 16 + 8 (the straddling thread), never past the array
+    assert f.last_report.global_load_bytes == 5 * 16 + 8
+
+
 def test_pipeline_copy_size_other_than_4_8_16_is_refused_at_its_line():
     src = """#include <cuda_pipeline.h>
 __global__ void k(const float *in) {

@@ -289,22 +289,31 @@ def _pipeline_memcpy_async(comp, node, name, args):
         if n not in (4, 8, 16):
             _raise(ctx, line, f"{what} at kernel.cu:{line} copies 4, 8 or 16 bytes "
                               f"(size_and_align), not {n}")
-        zfill = _uniform(ctx, fzfill(ctx), line, what, "zfill") if fzfill else 0
-        if zfill > n:
-            _raise(ctx, line, f"{what} at kernel.cu:{line}: zfill ({zfill}) is more than "
-                              f"the {n} bytes copied")
+        zfill = fzfill(ctx) if fzfill else 0
+        lanes = _lanes(ctx)
+        z = zfill[lanes] if isinstance(zfill, np.ndarray) else np.full(lanes.shape[0], zfill)
+        if np.any(z > n):
+            i = int(np.argmax(z > n))
+            _raise(ctx, line, f"{what} at kernel.cu:{line}: zfill ({int(z[i])}) is more "
+                              f"than the {n} bytes copied", int(lanes[i]))
         dst, src = fdst(ctx), fsrc(ctx)
         _require_space(ctx, dst, M.SHARED_REGION, line,
                        f"the destination of {what} must be __shared__ memory")
-        _require_global(ctx, src, line, f"the source of {what} must be global memory")
         batch = _commits(ctx)            # the batch the copy joins: commits so far
-        if zfill == 0:
-            _copy(ctx, dst, src, n, n, line, what, "pipeline", batch)
-            return
-        kept = n - zfill                 # bytes read; the rest of the n bytes are zeros
-        if kept:
-            _copy(ctx, dst, src, kept, _chunk(kept), line, what, "pipeline", batch)
-        _zero(ctx, dst + np.int64(kept), zfill, line, "pipeline", batch)
+        values = np.unique(z).tolist()
+        for zf in values:                # lanes of one zfill together (usually all of them)
+            m = None if len(values) == 1 and ctx.full else ctx.mask.copy()
+            if len(values) > 1:
+                m = np.zeros(ctx.T, dtype=bool)
+                m[lanes[z == zf]] = True
+            kept = n - int(zf)           # bytes read; the rest of the n bytes are zeros
+            if kept:
+                _require_global(ctx, src, line, f"the source of {what} must be global "
+                                                 f"memory", mask=m)
+                _copy(ctx, dst, src, kept, _chunk(kept) if kept != n else n, line, what,
+                      "pipeline", batch, mask=m)
+            if zf:
+                _zero(ctx, dst + np.int64(kept), int(zf), line, "pipeline", batch, mask=m)
     return X(pipeline_copy, ct.VOID)
 
 
@@ -412,11 +421,12 @@ def _require_space(ctx, addr, region, line, message):
         _raise(ctx, line, f"{message} (kernel.cu:{line})", lane)
 
 
-def _require_global(ctx, addr, line, message):
-    a = addr[_lanes(ctx)] if isinstance(addr, np.ndarray) else np.array([addr])
+def _require_global(ctx, addr, line, message, mask=None):
+    lanes = _lanes(ctx) if mask is None else np.flatnonzero(mask)
+    a = addr[lanes] if isinstance(addr, np.ndarray) else np.array([addr])
     bad = (a >> M.REGION_SHIFT) < M.FIRST_GLOBAL_REGION
     if a.shape[0] and np.any(bad):
-        lane = int(_lanes(ctx)[int(np.argmax(bad))]) if isinstance(addr, np.ndarray) else None
+        lane = int(lanes[int(np.argmax(bad))]) if isinstance(addr, np.ndarray) else None
         _raise(ctx, line, f"{message} (kernel.cu:{line})", lane)
 
 
@@ -510,10 +520,10 @@ def _copy(ctx, dst, src, size, chunk, line, what, kind, key, mask=None):
         _issue(ctx, dst + off, src + off, t, m, kind, key, line)
 
 
-def _zero(ctx, dst, nbytes, line, kind, key):
-    """Fill `nbytes` at `dst` with zeros in each active thread (a zfill), completing with
-    the copy."""
-    mask = None if ctx.full else ctx.mask
+def _zero(ctx, dst, nbytes, line, kind, key, mask=None):
+    """Fill `nbytes` at `dst` with zeros in each active thread (or those of `mask`: a
+    zfill), completing with the copy."""
+    mask = (None if ctx.full else ctx.mask) if mask is None else mask
     chunk = _chunk(nbytes)
     t = _CHUNK_TYPES[chunk]
     for i in range(nbytes // chunk):
