@@ -530,3 +530,26 @@ __global__ void k(const float *in, float *out) {
     f(emulator.In(x), emulator.Out(out), block=(64, 1, 1), grid=(1, 1), hazards="raise")
     np.testing.assert_array_equal(out, x[::-1] * 2)
     assert f.last_report.barriers == 2
+
+
+@pytest.mark.parametrize("enum", ["enum Mode { Once = 1, Twice = 2 };",
+                                  "enum Mode { Zero, Once, Twice };"])
+def test_record_with_an_enumerator_argument_through_auto(enum):
+    # the translator's rule kernel 12 needs, on a student's own enum: the type of an auto
+    # variable keeps the enumerator as written (Box<Mode::Twice>), the record is named by
+    # its value
+    src = enum + """
+template <Mode M> struct Box { float v; };
+template <Mode M> __device__ float scaled(Box<M> *b) { return b->v * (int)M; }
+__global__ void k(const float *in, float *out) {
+  __shared__ Box<Mode::Twice> box[32];
+  box[threadIdx.x].v = in[threadIdx.x];
+  auto p = &box[threadIdx.x];
+  out[threadIdx.x] = scaled(p);
+}
+"""
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    f = emulator.SourceModule(src).get_function("k")
+    f(emulator.In(x), emulator.Out(out), block=(32, 1, 1), grid=(1, 1), hazards="raise")
+    np.testing.assert_array_equal(out, 2 * x)

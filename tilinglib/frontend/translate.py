@@ -361,6 +361,7 @@ class Translator:
 
     def _enum(self, n):
         items = []
+        following = 0                        # the next enumerator's value, where known
         for e in n.get("inner", []):
             if e.get("kind") != "EnumConstantDecl":
                 continue
@@ -371,8 +372,10 @@ class Translator:
                 while "value" not in v and v.get("kind") in ("ImplicitCastExpr",
                                                                "ConstantExpr") and v.get("inner"):
                     v = v["inner"][0]
-                if "value" in v:
-                    self._enum_values[e["name"]] = str(v["value"])
+                following = int(v["value"]) if "value" in v else None
+            if following is not None:        # its value, for record_name
+                self._enum_values[e["name"]] = str(following)
+                following += 1
             items.append(c_ast.Enumerator(e["name"], value, self.coord(e)))
         # c_ast.Enum's third argument is `underlying_type` in pycparser 3 (required) and
         # `coord` in 2.x: None is right for both (the emulator's enums are int).
@@ -396,12 +399,14 @@ class Translator:
         tail = [v for k, v in self.record_by_name.items() if k.split("::")[-1] == last]
         if len(tail) == 1:
             return tail[0]
-        if "<" in key and self._enum_values:
+        if "<" in key:
             # an enumerator as a template argument, as written ('cuda::barrier<cuda::
-            # thread_scope::thread_scope_block>' of an auto variable): the record is named
-            # by its value ('cuda::barrier<2>')
+            # thread_scope::thread_scope_block>' of an auto variable) or as clang writes a
+            # deduced one ('Box<(Mode)2U>'): the record is named by its value
+            # ('cuda::barrier<2>')
+            valued = re.sub(r"\((?:\w+::)*\w+\)(-?\d+)", r"\1", key)
             valued = re.sub(r"(?:\w+::)*(\w+)",
-                            lambda m: self._enum_values.get(m.group(1), m.group(0)), key)
+                            lambda m: self._enum_values.get(m.group(1), m.group(0)), valued)
             if valued != key:
                 return self.record_name(valued)
         return None
