@@ -553,3 +553,22 @@ __global__ void k(const float *in, float *out) {
     f = emulator.SourceModule(src).get_function("k")
     f(emulator.In(x), emulator.Out(out), block=(32, 1, 1), grid=(1, 1), hazards="raise")
     np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_memcpy_async_header_alone_brings_cooperative_groups():
+    # <cooperative_groups/memcpy_async.h> includes <cooperative_groups.h>, as in CUDA
+    src = """#include <cooperative_groups/memcpy_async.h>
+__global__ void k(const float *in, float *out) {
+  __shared__ float s[64];
+  auto block = cooperative_groups::this_thread_block();
+  cooperative_groups::memcpy_async(block, s, in, sizeof(float) * 64);
+  cooperative_groups::wait(block);
+  out[threadIdx.x] = s[63 - threadIdx.x];
+}
+"""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    f = emulator.SourceModule(src).get_function("k")
+    f(emulator.In(x), emulator.Out(out), block=(32, 1, 1), grid=(1, 1), hazards="raise")
+    np.testing.assert_array_equal(out, x[::-1][:32])
+    assert f.last_report.global_load_requests == 2       # 64 floats, 2 rounds of 32 lanes

@@ -255,7 +255,8 @@ class _Preprocessor(pcpp.Preprocessor):
         if name is None:
             raise _Stop(line, f"malformed #include: {NO_FILES}")
         if name in KNOWN_HEADERS:
-            if name in ("cooperative_groups.h", "cooperative_groups/reduce.h"):
+            if name in ("cooperative_groups.h", "cooperative_groups/reduce.h",
+                        "cooperative_groups/memcpy_async.h"):     # each includes the first
                 self.cooperative_groups = True
             return iter(())
         shown = name if len(name) <= 80 else name[:77] + "..."
