@@ -17,7 +17,7 @@ import pytest
 from tilinglib import emulator
 from tilinglib.emulator.diagnostics import RaceWarning
 from tilinglib.errors import (BarrierError, CompileError, KernelRuntimeError,
-                              MemoryAccessError, UnsupportedFeatureError)
+                              MemoryAccessError, RaceError, UnsupportedFeatureError)
 
 HERE = Path(__file__).parent / "kernels" / "async_copy"
 
@@ -330,7 +330,46 @@ def test_pipeline_without_wait_prior_reads_the_old_bytes():
     with pytest.warns(RaceWarning):
         f(emulator.In(x), emulator.Out(out), np.int32(ntiles), block=(T, 1, 1), grid=(1, 1))
     assert np.all(out == 0)
-    assert "uninitialized-read" in {h.kind for h in f.last_report.hazards}
+    kinds = {h.kind for h in f.last_report.hazards}
+    assert {"uninitialized-read", "async-copy-pending"} <= kinds
+
+
+def test_pipeline_waiting_for_one_batch_too_few_is_reported():
+    # __pipeline_wait_prior(2) with two stages: every tile is read while its copy may still
+    # be landing; after the first tiles the buffer holds old data, so only the pending
+    # copy tells (no uninitialised read there)
+    T, ntiles = 128, 4
+    x = np.arange(ntiles * 4 * T, dtype=np.float32)
+    out = np.zeros(4 * T, np.float32)
+    f = module("pipeline_double_buffer", ["-DPRIOR=2"]).get_function("pipelineSum")
+    with pytest.raises(RaceError) as info:
+        f(emulator.In(x), emulator.Out(out), np.int32(ntiles), block=(T, 1, 1),
+          grid=(1, 1), hazards="raise")
+    msg = str(info.value)
+    assert info.value.kind == "async-copy-pending" and info.value.line == 31
+    assert "while the asynchronous copy into it (kernel.cu:18)" in msg
+    assert "__pipeline_wait_prior(n)" in msg
+
+
+def test_a_store_into_a_pending_copy_destination_is_reported():
+    src = """#include <cuda/barrier>
+__global__ void k(const float *in, float *out) {
+  __shared__ float s[64];
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  cuda::memcpy_async(&s[threadIdx.x], &in[threadIdx.x], sizeof(float), bar);
+  s[threadIdx.x] = 0.0f;
+  bar.arrive_and_wait();
+  out[threadIdx.x] = s[threadIdx.x];
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.warns(RaceWarning):
+        f(emulator.In(np.ones(64, np.float32)), emulator.Out(np.zeros(64, np.float32)),
+          block=(64, 1, 1), grid=(1, 1))
+    (h,) = [h for h in f.last_report.hazards if h.kind == "async-copy-pending"]
+    assert (h.line, h.other_line, h.count) == (8, 7, 64)
 
 
 def test_pipeline_zfill_uniform_fills_zeros():

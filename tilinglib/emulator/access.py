@@ -86,6 +86,11 @@ class MemoryAccess:
         self.async_copies: list = []
         self.pipeline_commits = None
         self.split_phases: dict = {}       # barrier word -> async_copy._Phase
+        # Bytes of shared memory an asynchronous copy will still write (how many copies,
+        # and the line of one), made at the first such copy: any access to them before
+        # the copy is waited for is a hazard ("async-copy-pending"). async_live: how many.
+        self.async_pending = self.async_line = None
+        self.async_live = 0
         opts = launch.options
         track = opts.hazards != "ignore"
         self.races = None
@@ -295,6 +300,8 @@ class MemoryAccess:
             M.count_global(self.counters, is_store, warp, a, size, full,
                            self.split_warps if lanes is None and not full else None)
         elif space == "shared":
+            if self.async_live:
+                self._check_async(key, lanes, size, line, is_store)
             if lanes is None and size == 4 and not full:
                 self.count_shared_words(is_store, off >> 2)
             else:
@@ -417,6 +424,8 @@ class MemoryAccess:
             if base is None:
                 base = self.shared_bases[first] = self.blk_base4 + np.int64(first)
             flat_elems = base + index
+            if self.async_live:
+                self._check_async(flat_elems << 2, None, 4, line, False)
             values = np.take(self._view("shared", None, t.dtype), flat_elems)
             counts = (self.count_shared_words(False, e, rec[5][0] if d is not None else None),)
         else:
@@ -542,16 +551,62 @@ class MemoryAccess:
             view = self.shared_views[np.dtype(np.uint64)] = self.shared.view(np.uint64)
         return lanes, view, flat >> 3
 
-    def check_write(self, addr, t, line, mask=None) -> None:
+    def check_write(self, addr, t, line, mask=None):
         """Check a store of C type `t` at `addr` in the active lanes (bounds, alignment,
         __constant__) without doing it: an asynchronous copy's destination is checked at
-        the call, at the student's line, and written when the copy completes."""
+        the call, at the student's line, and written when the copy completes. Returns the
+        byte index in the batch's shared storage of each lane's destination (-1 in lanes
+        not active) when it is shared memory, else None."""
         lanes, a = self._active(addr, mask)
         if a.shape[0] == 0:
-            return
+            return None
         space, _, _, key = self._resolve(a, lanes, t, line, "write")
         if space == "global" and key.readonly:
             self._fault(lanes, 0, f"Invalid write to __constant__ memory '{key.name}'", line)
+        if space != "shared":
+            return None
+        if lanes is None:
+            return key
+        flat = np.full(self.T, -1, dtype=np.int64)
+        flat[lanes] = key
+        return flat
+
+    def async_mark(self, flat, size, line, delta) -> None:
+        """Bytes `flat` .. `flat + size - 1` (byte indices in the batch's shared storage, of
+        the lanes where flat >= 0) are written by an asynchronous copy issued at `line`
+        (delta=1) or no longer pending (delta=-1: it completed)."""
+        if self.launch.options.hazards == "ignore":
+            return
+        if self.async_pending is None:
+            self.async_pending = np.zeros(self.shared.shape[0], dtype=np.int32)
+            self.async_line = np.zeros(self.shared.shape[0], dtype=np.int32)
+        f = flat[flat >= 0]
+        idx = (f[:, None] + np.arange(size, dtype=np.int64)).reshape(-1) if size > 1 else f
+        if idx.shape[0] > 1 and np.any(idx[1:] <= idx[:-1]):
+            np.add.at(self.async_pending, idx, delta)       # lanes may share bytes
+        else:
+            self.async_pending[idx] += delta
+        if delta > 0:
+            self.async_line[idx] = line or 0
+        self.async_live += delta * idx.shape[0]
+
+    def _check_async(self, flat, lanes, size, line, is_store) -> None:
+        """An access of the bytes at `flat` (one per lane of `lanes`; None: all) that an
+        asynchronous copy has yet to write is a hazard: the copy may land before or after."""
+        pend = self.async_pending
+        hit = (pend[flat] > 0) | (pend[flat + (size - 1)] > 0) if size > 1 else pend[flat] > 0
+        if not hit.any():
+            return
+        i = int(np.argmax(hit))
+        lane = int(i if lanes is None else lanes[i])
+        b = int(flat[i])
+        offset = b % self.shared_bytes
+        var = self.shared_var(offset)
+        block, thread = self.warps.coords(lane)
+        self.diagnostics.add_hazard(Hazard(
+            "async-copy-pending", self.kernel_name, var.name if var else "shared",
+            self._element_of("shared", offset, None), line, int(self.async_line[b]) or None,
+            block, thread, None, int(np.count_nonzero(hit))))
 
     # ------------------------------------------------------------------ reads before writes
     def forget_local(self, w0: int, w1: int, mask=None) -> None:

@@ -434,12 +434,14 @@ class _Pending:
     """Chunks of one asynchronous copy call that have not completed: `mask` (the lanes
     whose chunk is pending), `kind` and `key` (what completes it: "barrier" and each lane's
     barrier word, "pipeline" and each lane's batch number, "group" and None), `dst` (one
-    address per lane), `t` (the chunk's C type), `value` (read at the call) and `line`."""
+    address per lane), `flat` (the destination's byte index in the batch's shared storage
+    per lane, or None outside shared memory), `t` (the chunk's C type), `value` (read at
+    the call) and `line`."""
 
-    __slots__ = ("mask", "kind", "key", "dst", "t", "value", "line")
+    __slots__ = ("mask", "kind", "key", "dst", "flat", "t", "value", "line")
 
-    def __init__(self, mask, kind, key, dst, t, value, line):
-        self.mask, self.kind, self.key, self.dst = mask, kind, key, dst
+    def __init__(self, mask, kind, key, dst, flat, t, value, line):
+        self.mask, self.kind, self.key, self.dst, self.flat = mask, kind, key, dst, flat
         self.t, self.value, self.line = t, value, line
 
 
@@ -459,14 +461,17 @@ def _issue(ctx, dst, src, t, mask, kind, key, line, zeros=False):
         value = mem.load_struct(src, t, line, mask)
     else:
         value = mem.load(src, t, line, mask)
-    mem.check_write(dst, t, line, mask)
+    flat = mem.check_write(dst, t, line, mask)
     if len(mem.async_copies) * ctx.T * (t.size + 17) > MAX_PENDING_BYTES:
         _raise(ctx, line, f"{_WAITS[kind]} at kernel.cu:{line}: more copies issued and not "
                           f"yet waited for than the emulator holds ({len(mem.async_copies):,} "
                           f"calls' chunks): wait for them ({_WAIT_ADVICE[kind]}) before "
                           f"issuing more")
     lanes_mask = np.ones(ctx.T, dtype=bool) if mask is None else mask.copy()
-    mem.async_copies.append(_Pending(lanes_mask, kind, key, _full(ctx, dst), t, value, line))
+    if flat is not None:
+        mem.async_mark(flat, t.size, line, 1)
+    mem.async_copies.append(_Pending(lanes_mask, kind, key, _full(ctx, dst), flat, t, value,
+                                     line))
 
 
 def complete(ctx, done_of) -> None:
@@ -479,6 +484,8 @@ def complete(ctx, done_of) -> None:
         if done is not None:
             done = done & rec.mask
             if done.any():
+                if rec.flat is not None:     # no longer pending: its own store is no hazard
+                    mem.async_mark(np.where(done, rec.flat, -1), rec.t.size, rec.line, -1)
                 if rec.t.is_struct:
                     mem.store_struct(rec.dst, rec.t, rec.value, rec.line, done)
                 else:

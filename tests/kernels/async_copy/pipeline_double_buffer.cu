@@ -1,12 +1,16 @@
 // The <cuda_pipeline.h> primitives: BYTES-byte copies (4, 8 or 16) of each thread's own
 // part of a tile, one batch per tile, two stages: copy tile t+1 while summing tile t.
 // out[i] = sum over tiles of tile[n - 1 - i] (another thread's copy, after __syncthreads).
+// FORGET_WAIT drops the wait; PRIOR=2 waits for one batch too few.
 #include <cuda_pipeline.h>
 
 #ifndef BYTES
 #define BYTES 16
 #endif
 #define PER (BYTES / 4)
+#ifndef PRIOR
+#define PRIOR 1
+#endif
 
 __global__ void pipelineSum(const float *x, float *out, int ntiles) {
   __shared__ float buf[2][PER * 128];
@@ -21,7 +25,7 @@ __global__ void pipelineSum(const float *x, float *out, int ntiles) {
                               &x[(t + 1) * n + threadIdx.x * PER], BYTES);
     __pipeline_commit();
 #ifndef FORGET_WAIT
-    __pipeline_wait_prior(1);
+    __pipeline_wait_prior(PRIOR);
 #endif
     __syncthreads();
     for (int c = 0; c < PER; ++c) acc[c] += buf[t % 2][n - 1 - (threadIdx.x * PER + c)];
