@@ -389,9 +389,9 @@ def _raise(ctx, line, message, lane=None):
     if lane is None:
         lane = int(np.argmax(ctx.mask)) if ctx.any else 0
     block, thread = ctx.coords(lane)
-    raise KernelRuntimeError(f"{message} (thread {thread} in block {block}, "
-                             f"{ctx.kernel_name})", kernel=ctx.kernel_name, line=line,
-                             block=block, thread=thread)
+    raise KernelRuntimeError(f"{message}\n  in {ctx.kernel_name}, by thread {thread} in block "
+                             f"{block}", kernel=ctx.kernel_name, line=line, block=block,
+                             thread=thread)
 
 
 def _lanes(ctx):
