@@ -611,3 +611,24 @@ __global__ void k(const float *in, float *out) {
     f(emulator.In(x), emulator.Out(out), block=(32, 1, 1), grid=(1, 1), hazards="raise")
     np.testing.assert_array_equal(out, x[::-1][:32])
     assert f.last_report.global_load_requests == 2       # 64 floats, 2 rounds of 32 lanes
+
+
+def test_a_wide_read_over_a_narrow_pending_copy_is_reported():
+    # 4-byte copies into the second float of each float4, then a 16-byte read of the
+    # float4 before the wait: only its middle bytes are pending
+    src = """#include <cuda_pipeline.h>
+__global__ void k(const float *in, float4 *out) {
+  __shared__ float4 s[32];
+  s[threadIdx.x] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  __pipeline_memcpy_async(&s[threadIdx.x].y, &in[threadIdx.x], 4);
+  __pipeline_commit();
+  out[threadIdx.x] = s[threadIdx.x];
+  __pipeline_wait_prior(0);
+}
+"""
+    f = emulator.SourceModule(src).get_function("k")
+    with pytest.warns(RaceWarning):
+        f(emulator.In(np.ones(32, np.float32)), emulator.Out(np.zeros((32, 4), np.float32)),
+          block=(32, 1, 1), grid=(1, 1))
+    (h,) = [h for h in f.last_report.hazards if h.kind == "async-copy-pending"]
+    assert (h.line, h.other_line, h.count) == (7, 5, 32)

@@ -594,7 +594,10 @@ class MemoryAccess:
         """An access of the bytes at `flat` (one per lane of `lanes`; None: all) that an
         asynchronous copy has yet to write is a hazard: the copy may land before or after."""
         pend = self.async_pending
-        hit = (pend[flat] > 0) | (pend[flat + (size - 1)] > 0) if size > 1 else pend[flat] > 0
+        if size > 1:           # any byte of the access: a float4 read over a 4-byte copy
+            hit = (pend[flat[:, None] + np.arange(size, dtype=np.int64)] > 0).any(axis=1)
+        else:
+            hit = pend[flat] > 0
         if not hit.any():
             return
         i = int(np.argmax(hit))
