@@ -595,14 +595,15 @@ class MemoryAccess:
         asynchronous copy has yet to write is a hazard: the copy may land before or after."""
         pend = self.async_pending
         if size > 1:           # any byte of the access: a float4 read over a 4-byte copy
-            hit = (pend[flat[:, None] + np.arange(size, dtype=np.int64)] > 0).any(axis=1)
+            bytes_hit = pend[flat[:, None] + np.arange(size, dtype=np.int64)] > 0
+            hit = bytes_hit.any(axis=1)
         else:
             hit = pend[flat] > 0
         if not hit.any():
             return
         i = int(np.argmax(hit))
         lane = int(i if lanes is None else lanes[i])
-        b = int(flat[i])
+        b = int(flat[i]) + (int(np.argmax(bytes_hit[i])) if size > 1 else 0)
         offset = b % self.shared_bytes
         var = self.shared_var(offset)
         block, thread = self.warps.coords(lane)
