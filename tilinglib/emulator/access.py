@@ -86,9 +86,10 @@ class MemoryAccess:
         self.async_copies: list = []
         self.pipeline_commits = None
         self.split_phases: dict = {}       # barrier word -> async_copy._Phase
-        # Bytes of shared memory an asynchronous copy will still write (how many copies,
-        # and the line of one), made at the first such copy: any access to them before
-        # the copy is waited for is a hazard ("async-copy-pending"). async_live: how many.
+        # Bytes of shared memory an asynchronous copy will still write (how many copies
+        # per byte, and per word the line of one: 5 bytes per byte of the batch's shared
+        # memory), made at the first such copy: any access to them before the copy is
+        # waited for is a hazard ("async-copy-pending"). async_live: how many.
         self.async_pending = self.async_line = None
         self.async_live = 0
         opts = launch.options
@@ -578,8 +579,9 @@ class MemoryAccess:
         if self.launch.options.hazards == "ignore":
             return
         if self.async_pending is None:
+            # per byte, how many copies are to write it; per 4-byte word, the line of one
             self.async_pending = np.zeros(self.shared.shape[0], dtype=np.int32)
-            self.async_line = np.zeros(self.shared.shape[0], dtype=np.int32)
+            self.async_line = np.zeros((self.shared.shape[0] + 3) // 4, dtype=np.int32)
         f = flat[flat >= 0]
         idx = (f[:, None] + np.arange(size, dtype=np.int64)).reshape(-1) if size > 1 else f
         if idx.shape[0] > 1 and np.any(idx[1:] <= idx[:-1]):
@@ -587,7 +589,7 @@ class MemoryAccess:
         else:
             self.async_pending[idx] += delta
         if delta > 0:
-            self.async_line[idx] = line or 0
+            self.async_line[idx >> 2] = line or 0
         self.async_live += delta * idx.shape[0]
 
     def _check_async(self, flat, lanes, size, line, is_store) -> None:
@@ -609,7 +611,7 @@ class MemoryAccess:
         block, thread = self.warps.coords(lane)
         self.diagnostics.add_hazard(Hazard(
             "async-copy-pending", self.kernel_name, var.name if var else "shared",
-            self._element_of("shared", offset, None), line, int(self.async_line[b]) or None,
+            self._element_of("shared", offset, None), line, int(self.async_line[b >> 2]) or None,
             block, thread, None, int(np.count_nonzero(hit))))
 
     # ------------------------------------------------------------------ reads before writes
