@@ -244,7 +244,8 @@ class KernelRuntimeError(TilingLibError):
 
     def _column(self, text: str) -> int | None:
         """Where on the faulting line the caret goes (None: the first non-blank)."""
-        return _find_token(text, r"\b(?:assert|printf)\b")
+        return _find_token(text, r"\b(?:assert|printf|init|memcpy_async|__pipeline_\w+|"
+                                 r"arrive_and_wait|arrive|wait)\b")
 
     def _lines_at_fault(self) -> list[tuple[int, bool | None]]:
         """(line, access) pairs to quote: access is True/False for a write/read of the
@@ -295,7 +296,7 @@ class BarrierError(KernelRuntimeError):
     """`__syncthreads()` reached by only part of a thread block."""
 
     def _column(self, text: str) -> int | None:
-        return _find_token(text, r"\b__syncthreads\b")
+        return _find_token(text, r"\b(?:__syncthreads|arrive_and_wait|wait|memcpy_async)\b")
 
 
 class RaceError(KernelRuntimeError):

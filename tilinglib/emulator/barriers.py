@@ -28,10 +28,11 @@ class Barriers:
         self.races = races
         self.add_hazard = add_hazard
 
-    def syncthreads(self, line, mask, exited) -> None:
+    def syncthreads(self, line, mask, exited, what="__syncthreads()") -> None:
         """`__syncthreads()` at kernel line `line`, reached by the threads in `mask`:
         every thread of a block that has not exited (`exited`: the kernel's return mask)
-        must be here."""
+        must be here. `what`: the barrier as the message names it (a block-scope
+        `cuda::barrier`'s `arrive_and_wait()` is this barrier too, async_copy.py)."""
         w = self.warps
         nb, blk, name = w.nblocks, w.blk, w.kernel_name
         active = np.bincount(blk[mask], minlength=nb)
@@ -44,7 +45,7 @@ class Barriers:
             block, thread_missing = w.coords(int(missing[0]))
             _, thread_here = w.coords(int(here[0]))
             raise BarrierError(
-                f"__syncthreads() at kernel.cu:{line} in {name} was reached by "
+                f"{what} at kernel.cu:{line} in {name} was reached by "
                 f"{int(active[b])} of the {int(alive[b])} threads of block {block} (thread "
                 f"{thread_here} is there, thread {thread_missing} is not). A barrier inside an "
                 f"if or a loop that not every thread of the block enters is undefined "
@@ -62,6 +63,15 @@ class Barriers:
         self.counters.barriers += int(reached.shape[0])
         if self.races is not None:
             self.races.barrier(reached)
+
+    def phase_completed(self, blocks) -> None:
+        """A block-scope `cuda::barrier` phase completed in `blocks` (indices in the batch)
+        by split arrivals (`arrive()`, async_copy.py): the accesses before it are ordered
+        before those after it, as at a `__syncthreads()`, and it counts as a barrier."""
+        blocks = np.asarray(blocks, dtype=np.int64)
+        self.counters.barriers += int(blocks.shape[0])
+        if self.races is not None:
+            self.races.barrier(blocks)
 
     def syncwarp(self, line, mask, any_active) -> None:
         """`__syncwarp()`: orders the shared-memory accesses of each warp that runs it (the

@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 from ..errors import KernelRuntimeError
+from . import async_copy
 from . import ctypes_ as ct
 from . import values as _values
 from .closures import LiteralError, X, _line, string_bytes
@@ -748,4 +749,5 @@ _HANDLERS = {
     **{k: _shuffle for k in ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
                              "__shfl_xor_sync")},
     **{k: _vote for k in ("__ballot_sync", "__any_sync", "__all_sync")},
+    **async_copy.HANDLERS,          # cuda::barrier, memcpy_async, __pipeline_*
 }

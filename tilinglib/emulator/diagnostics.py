@@ -196,6 +196,12 @@ class Diagnostics:
                     "put a __syncthreads() after the reads, before the next writes.")
         if h.kind == "uninitialized-read":
             return "\nThe kernel read shared memory before any thread wrote it."
+        if h.kind == "async-copy-pending":
+            return ("\nAn asynchronous copy completes only at its wait: bar.arrive_and_wait() "
+                    "for cuda::memcpy_async, __pipeline_wait_prior(n) (then __syncthreads() "
+                    "for other threads' copies) for __pipeline_memcpy_async, "
+                    "cooperative_groups::wait for cooperative_groups::memcpy_async. Wait "
+                    "before touching the destination.")
         return "\nTwo threads wrote one location with no __syncthreads() in between."
 
 

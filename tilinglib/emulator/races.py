@@ -38,7 +38,9 @@ class Hazard:
     """One kind of hazard at one pair of source lines; `count` is how many accesses had it.
 
     `kind`: "read-after-write", "write-after-read", "write-after-write" or
-    "uninitialized-read" (or "barrier-after-exit"). `line` is the access that found it,
+    "uninitialized-read" (or "barrier-after-exit", or "async-copy-pending": an access of
+    shared memory an asynchronous copy issued at `other_line` has yet to write, before its
+    wait; async_copy.py). `line` is the access that found it,
     `other_line` the earlier access it conflicts with. `thread`/`block` describe the first
     instance, `other_thread` the thread of the earlier access.
     """
@@ -58,6 +60,11 @@ class Hazard:
         if self.kind == "uninitialized-read":
             return (f"Uninitialized __shared__ read of {self.element} at kernel.cu:{self.line} "
                     f"by thread {self.thread} in block {self.block} ({self.count} such reads)")
+        if self.kind == "async-copy-pending":
+            return (f"Access of {self.element} at kernel.cu:{self.line} by thread {self.thread} "
+                    f"in block {self.block} while the asynchronous copy into it "
+                    f"(kernel.cu:{self.other_line}) may still be landing ({self.count} such "
+                    f"accesses)")
         if self.kind == "barrier-after-exit":
             return (f"__syncthreads() at kernel.cu:{self.line} in block {self.block} after some "
                     f"of its threads returned (undefined behaviour in CUDA)")

@@ -407,3 +407,84 @@ def prelude_text(cooperative_groups: bool = False, used=None) -> str:
 def identifiers(text: str) -> frozenset:
     """The identifiers of `text` (for `prelude_text`'s `used`)."""
     return frozenset(_IDENT.findall(text))
+
+
+# Asynchronous copies into shared memory, as CUDA's headers define them: <cuda/barrier>
+# (libcu++'s cuda::barrier, cuda::memcpy_async, cuda::aligned_size_t), the <cuda_pipeline.h>
+# primitives and <cooperative_groups/memcpy_async.h>. Every function without a body here
+# (a barrier's methods too) is a built-in of emulator/async_copy.py, called at the student's
+# line; aligned_size_t is plain CUDA C++. Each block is read when the source names one of
+# its names (`barrier`, `aligned_size_t`, `__pipeline_...`, `memcpy_async`), as the other
+# header functions are: the #include itself is satisfied by preprocess.KNOWN_HEADERS.
+# cuda::barrier's scope is an int template parameter (libcu++: cuda::thread_scope) so that
+# the record is named by its value (`cuda::barrier<2>`), whatever spelling the source uses.
+# cuda::std::barrier (a completion function as its parameter, system scope) is not here.
+CUDA_BARRIER = r"""
+namespace cuda {
+enum thread_scope { thread_scope_system = 0, thread_scope_device = 1, thread_scope_block = 2,
+                    thread_scope_thread = 3 };
+template <size_t Alignment> struct aligned_size_t {
+  size_t value;
+  __device__ explicit aligned_size_t(size_t size) : value(size) {}
+  __device__ operator size_t() const { return value; }
+};
+struct __barrier_arrival_token { unsigned long long __phase; };
+template <int Scope> class barrier {
+ public:
+  typedef __barrier_arrival_token arrival_token;
+  unsigned long long __mbarrier;
+  __device__ void arrive_and_wait();
+  __device__ arrival_token arrive(ptrdiff_t update = 1);
+  __device__ void wait(arrival_token &&token) const;
+  __device__ void arrive_and_drop();
+};
+template <int Scope> __device__ void init(barrier<Scope> *bar, ptrdiff_t expected);
+template <int Scope>
+__device__ void memcpy_async(void *dst, const void *src, size_t size, barrier<Scope> &bar);
+template <size_t Alignment, int Scope>
+__device__ void memcpy_async(void *dst, const void *src, aligned_size_t<Alignment> size,
+                             barrier<Scope> &bar);
+template <class Group, int Scope>
+__device__ void memcpy_async(const Group &group, void *dst, const void *src, size_t size,
+                             barrier<Scope> &bar);
+template <class Group, size_t Alignment, int Scope>
+__device__ void memcpy_async(const Group &group, void *dst, const void *src,
+                             aligned_size_t<Alignment> size, barrier<Scope> &bar);
+namespace std {
+using cuda::thread_scope; using cuda::thread_scope_system; using cuda::thread_scope_device;
+using cuda::thread_scope_block; using cuda::thread_scope_thread;
+}
+}  // namespace cuda
+"""
+# std::move (<utility>, <cuda/std/utility>), for bar.wait(std::move(token)): a built-in
+# that gives its argument.
+STD_MOVE = r"""
+namespace std {
+template <class T> struct __tl_unref { typedef T type; };
+template <class T> struct __tl_unref<T &> { typedef T type; };
+template <class T> __device__ typename __tl_unref<T>::type &&move(T &&value);
+}
+namespace cuda { namespace std { using ::std::move; } }
+"""
+PIPELINE_PRIMITIVES = r"""
+__device__ void __pipeline_memcpy_async(void *dst_shared, const void *src_global,
+                                        size_t size_and_align, size_t zfill = 0);
+__device__ void __pipeline_commit();
+__device__ void __pipeline_wait_prior(size_t prior);
+"""
+CG_MEMCPY_ASYNC = r"""
+namespace cooperative_groups {
+template <class Group, class Size>
+__device__ void memcpy_async(const Group &group, void *dst, const void *src, const Size &count);
+template <class Group> __device__ void wait(const Group &group);
+}
+"""
+HEADER_FUNCTIONS += [
+    # not keyed on `cuda` itself: a file-scope variable of that name stays the student's
+    (frozenset({"barrier", "aligned_size_t", "thread_scope_block"}), CUDA_BARRIER,
+     frozenset({"size_t", "ptrdiff_t"})),
+    (frozenset({"__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"}),
+     PIPELINE_PRIMITIVES, frozenset({"size_t"})),
+    (frozenset({"memcpy_async"}), CG_MEMCPY_ASYNC, frozenset()),
+    (frozenset({"move"}), STD_MOVE, frozenset()),
+]

@@ -69,6 +69,10 @@ KNOWN_HEADERS = frozenset({
     "cuda_fp16.h", "cuda_bf16.h",       # included is fine; using __half is refused below
     "cooperative_groups.h",             # its declarations: prelude.COOPERATIVE_GROUPS
     "cooperative_groups/reduce.h",      # cg::reduce, cg::plus, ...: there too
+    # asynchronous copies (prelude.CUDA_BARRIER, PIPELINE_PRIMITIVES, CG_MEMCPY_ASYNC)
+    "cuda/barrier", "cuda/std/barrier", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
+    "cooperative_groups/memcpy_async.h",
+    "utility", "cuda/std/utility",      # std::move (prelude.STD_MOVE)
     "stdio.h", "stdlib.h", "stdint.h", "stddef.h", "stdbool.h", "math.h", "float.h",
     "limits.h", "assert.h", "string.h", "inttypes.h",
     "cstdio", "cstdlib", "cstdint", "cstddef", "cmath", "cfloat", "climits", "cassert",
@@ -258,7 +262,8 @@ class _Preprocessor(pcpp.Preprocessor):
         if name is None:
             raise _Stop(line, f"malformed #include: {NO_FILES}")
         if name in KNOWN_HEADERS:
-            if name in ("cooperative_groups.h", "cooperative_groups/reduce.h"):
+            if name in ("cooperative_groups.h", "cooperative_groups/reduce.h",
+                        "cooperative_groups/memcpy_async.h"):     # each includes the first
                 self.cooperative_groups = True
             return iter(())
         shown = name if len(name) <= 80 else name[:77] + "..."

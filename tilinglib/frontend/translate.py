@@ -122,6 +122,7 @@ class Translator:
         self._method_of: dict = {}       # function id -> record id
         self._ctors: dict = {}           # record id -> [(ctor type text, node)]
         self._enums: list = []
+        self._enum_values: dict = {}     # enumerator -> its value's text, where clang gave it
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
@@ -334,12 +335,21 @@ class Translator:
 
     def _enum(self, n):
         items = []
+        following = 0                        # the next enumerator's value, where known
         for e in n.get("inner", []):
             if e.get("kind") != "EnumConstantDecl":
                 continue
             value = None
             if e.get("inner"):
                 value = self.expr(e["inner"][0])
+                v = e["inner"][0]
+                while "value" not in v and v.get("kind") in ("ImplicitCastExpr",
+                                                               "ConstantExpr") and v.get("inner"):
+                    v = v["inner"][0]
+                following = int(v["value"]) if "value" in v else None
+            if following is not None:        # its value, for record_name
+                self._enum_values[e["name"]] = str(following)
+                following += 1
             items.append(c_ast.Enumerator(e["name"], value, self.coord(e)))
         # c_ast.Enum's third argument is `underlying_type` in pycparser 3 (required) and
         # `coord` in 2.x: None is right for both (the emulator's enums are int).
@@ -361,7 +371,19 @@ class Translator:
             return tail[0]
         last = key.split("::")[-1]
         tail = [v for k, v in self.record_by_name.items() if k.split("::")[-1] == last]
-        return tail[0] if len(tail) == 1 else None
+        if len(tail) == 1:
+            return tail[0]
+        if "<" in key:
+            # an enumerator as a template argument, as written ('cuda::barrier<cuda::
+            # thread_scope::thread_scope_block>' of an auto variable) or as clang writes a
+            # deduced one ('Box<(Mode)2U>'): the record is named by its value
+            # ('cuda::barrier<2>')
+            valued = re.sub(r"\((?:\w+::)*\w+\)(-?\d+)", r"\1", key)
+            valued = re.sub(r"(?:\w+::)*(\w+)",
+                            lambda m: self._enum_values.get(m.group(1), m.group(0)), valued)
+            if valued != key:
+                return self.record_name(valued)
+        return None
 
     def type_text(self, t: dict) -> str:
         """clang's spelling of a type: as written when it names only built-in types, vector
@@ -1097,6 +1119,16 @@ class Translator:
         coord = self.coord(n)
         name = self.functions.get(mid)
         fnode = self.fnodes.get(mid)
+        if name is None and fnode is not None and self._in_prelude(fnode):
+            # a method the prelude declares without a body (cuda::barrier's): the built-in
+            # named by its class template and name ('cuda::barrier::arrive_and_wait'),
+            # given the object's address first
+            builtin = self.fqual.get(mid, "")
+            while re.search(r"<[^<>]*>", builtin):
+                builtin = re.sub(r"<[^<>]*>", "", builtin)
+            args = [a for a in args if a.get("kind") != "CXXDefaultArgExpr"]
+            return c_ast.FuncCall(c_ast.ID(builtin, coord), c_ast.ExprList(
+                [c_ast.UnaryOp("&", obj, coord)] + [self.expr(a) for a in args], coord), coord)
         if name is None:
             what = self.fqual.get(mid, "this method")
             raise self.unsupported(n, f"the method '{what}' (clang gave no body for it: "
