@@ -382,3 +382,19 @@ def test_references_to_locals_scalars_structs_groups_and_aliases():
     # References live in local memory, which (registers on a GPU) is not counted: only
     # x[i], y[i] and the loop's x[(i + k) % n] load, one request per warp each.
     assert report.global_load_requests == 4 * (2 + n)
+
+
+def test_both_backends_find_a_kernel_by_the_same_rule():
+    # The PyCUDA backend looks kernels up through find_kernel, the rule the emulator's
+    # get_function uses: 'shiftBy' is vec::(anonymous)::shiftBy, mangled as the Itanium ABI
+    # writes it (nested name: 3vec, the anonymous namespace 12_GLOBAL__N_1, 7shiftBy;
+    # parameters float*, float, int).
+    from tilinglib.frontend.parse import find_kernel
+
+    src = (HERE / "cxx_anonymous_nested.cu").read_text()
+    assert find_kernel(src, None, "shiftBy") == ("vec::::shiftBy",
+                                                 "_ZN3vec12_GLOBAL__N_17shiftByEPffi")
+    assert find_kernel(src, None, "scaleBy")[1] == "_ZN12_GLOBAL__N_17scaleByEPffi"
+    assert find_kernel(src, None, "_ZN12_GLOBAL__N_17scaleByEPffi")[1] == \
+        "_ZN12_GLOBAL__N_17scaleByEPffi"
+    assert find_kernel(src, None, "nope") is None

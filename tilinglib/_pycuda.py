@@ -347,18 +347,15 @@ class SourceModule:
         if not self.no_extern_c or not isinstance(name, str):
             return name, name
         try:
-            from .frontend.parse import mangled_names
+            from .frontend.parse import find_kernel
 
-            names = mangled_names(self.source, self.options)
+            found = find_kernel(self.source, self.options, name)
         except Exception:       # the front end cannot read it: PyCUDA's own lookup
             return name, name
-        from .frontend.translate import normalize_kernel_name
-
-        key = normalize_kernel_name(name)
-        for known, mangled in names.items():
-            if normalize_kernel_name(known) == key:
-                return mangled, known
-        return name, name
+        if found is None:
+            return name, name
+        known, mangled = found
+        return mangled, known
 
     def __getattr__(self, attr: str):
         # get_global, get_texref, get_surfref: PyCUDA's own.

@@ -163,6 +163,16 @@ def is_kernel(node: c_ast.FuncDef) -> bool:
     return "_Noreturn" in (node.decl.funcspec or [])
 
 
+def find_kernel(source: str, options, name: str) -> tuple[str, str] | None:
+    """(the kernel's name as the front end spells it, its mangled name) for the kernel
+    `name` of `source`, found as the emulator's get_function finds it
+    (`TranslationUnit.kernel_name`: spaces and 32U/32 ignored, a namespaced kernel by its own
+    name when only one fits), or None."""
+    unit = parse(preprocess(source, options))
+    known = unit.kernel_name(name)
+    return None if known is None else (known, unit.kernel_names[known])
+
+
 def mangled_names(source: str, options=None) -> dict:
     """{kernel name: mangled name} of `source`'s kernels: the Itanium ABI name clang gives
     (and nvcc: PyCUDA's get_function takes it with no_extern_c=True)."""
