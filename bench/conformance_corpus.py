@@ -613,6 +613,70 @@ def ref_coarse_pair_sums(s, a):
     return {a["out"]: s[a["out"]].astype(F) + taken}, (1e-5, 1e-4)
 
 
+def ref_softmax_rows(s, a):
+    x = s[a["x"]]
+    return {a["out"]: _softmax(x.reshape(-1, x.shape[-1])).reshape(x.shape)}, (1e-4, 1e-6)
+
+
+def ref_layernorm_rows(s, a):
+    """Layer norm over the last axis, eps 1e-5, of x reshaped to rows."""
+    x = s[a["x"]]
+    out, _, _ = _layernorm(x.reshape(-1, x.shape[-1]), s[a["w"]], s[a["b"]])
+    return {a["out"]: out.reshape(x.shape)}, (1e-4, 1e-4)
+
+
+def ref_gelu(s, a):
+    x = s[a["x"]].astype(F)
+    return {a["out"]: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))}, \
+        (1e-5, 1e-6)
+
+
+def ref_relu(s, a):
+    return {a["out"]: np.maximum(s[a["x"]], 0)}, (0, 0)
+
+
+def ref_elu(s, a):
+    x = s[a["x"]].astype(F)
+    return {a["out"]: np.where(x > 0, x, np.expm1(x))}, (1e-5, 1e-6)
+
+
+def ref_gemm_plus_c(s, a):
+    """D = A B + C."""
+    return {"D": s["A"].astype(F) @ s["B"].astype(F) + s["C"]}, (1e-4, 1e-4)
+
+
+def ref_softmax_cols(s, a):
+    x = s[a["x"]]
+    return {a["out"]: _softmax(x.T).T}, (1e-4, 1e-6)
+
+
+def ref_running_max(s, a):
+    return {a["out"]: np.maximum(s[a["out"]], s[a["x"]].max())}, (0, 0)
+
+
+def ref_negative_flt_max(s, a):
+    return {"d_value": np.array([-np.finfo(np.float32).max])}, (0, 0)
+
+
+def ref_exp_sum(s, a):
+    """sum += sum(exp(input - max_val)) (max_val a 1-element input)."""
+    x, m = s["input"].astype(F), F(s["max_val"][0])
+    return {"sum": s["sum"] + np.exp(x - m).sum()}, (1e-5, 1e-5)
+
+
+def ref_exp_over_sum(s, a):
+    x, m, t = s["input"].astype(F), F(s["max_val"][0]), F(s["sum"][0])
+    return {"output": np.exp(x - m) / t}, (1e-5, 1e-8)
+
+
+def ref_gemv(s, a):
+    return {"y": s["A"].astype(F) @ s["x"].astype(F)}, (1e-4, 1e-4)
+
+
+def ref_sigmoid(s, a):
+    return {a["out"]: 1 / (1 + np.exp(-s[a["x"]].astype(F)))}, (1e-6, 1e-7)
+
+
 def ref_matmul_named(s, a):
     return {a["out"]: s[a["a"]].astype(F) @ s[a["b"]].astype(F)}, (1e-4, 1e-4)
 
@@ -881,8 +945,11 @@ def clang_mangled_name(entry: dict, source: str) -> str | None:
         from tilinglib.frontend.parse import mangled_names
         names = mangled_names(source, entry.get("options"))
         want = lookup_name(entry)
-        # a kernel of an anonymous namespace is listed as '::k'
-        return names.get(want, names.get("::" + want))
+        # a kernel of an anonymous namespace is listed as '::k', one of namespace N as 'N::k'
+        if want in names or "::" + want in names:
+            return names.get(want, names.get("::" + want))
+        tail = [v for k, v in names.items() if k.endswith("::" + want)]
+        return tail[0] if len(tail) == 1 else None
     except Exception:                             # noqa: BLE001 (recorded as unknown)
         return None
 
