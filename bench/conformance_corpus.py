@@ -83,6 +83,11 @@ CONSTRUCTS = [
     ("__ldcs/__stcs", r"__(ld|st)cs\b"),
     ("cuda::barrier", r"cuda::barrier"),
     ("__CUDA_ARCH__", r"__CUDA_ARCH__"),
+    ("static_cast", r"\bstatic_cast\b"),
+    ("brace value-initialisation", r"=\s*\w+\s*\{\s*\}"),
+    ("M_PI", r"\bM_PI\b"),
+    ("device memcpy", r"\bmemcpy\s*\("),
+    ("__constant__", r"__constant__"),
 ]
 
 
@@ -1036,7 +1041,7 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
         for e in listing["kernels"]:
             if e["repo"] == repo and e["id"] in by:
                 c[by[e["id"]]["result"]] = c.get(by[e["id"]]["result"], 0) + 1
-        return ", ".join(f"{v} {k}" for k, v in sorted(c.items()))
+        return ", ".join(f"{v} {k}" for k, v in sorted(c.items())) or "not run"
 
     held_repos = {e["repo"] for e in listing["kernels"] if e.get("heldout")}
     for repo, commit in listing["repositories"].items():
