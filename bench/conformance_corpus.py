@@ -191,7 +191,8 @@ def materialise(entry: dict, commits: dict) -> tuple[str, list]:
         line_map.append((path, first, sum(len(c) for c in chunks) + 1, last - first + 1))
         chunks.append(lines[first - 1:last])
     text = "\n".join("\n".join(c) for c in chunks) + "\n"
-    if entry.get("tmpl"):
+    if entry.get("tmpl") and not entry.get("instantiated_by_source"):
+        # (a file that instantiates its templates itself gets no second, duplicate line)
         text += explicit_instantiation(text, entry["kernel"], entry["tmpl"],
                                        entry.get("namespace", "")) + "\n"
     return text, line_map
@@ -680,6 +681,15 @@ def ref_gemv(s, a):
 
 def ref_sigmoid(s, a):
     return {a["out"]: 1 / (1 + np.exp(-s[a["x"]].astype(F)))}, (1e-6, 1e-7)
+
+
+def ref_attention_out(s, a):
+    """out = softmax(Q K^T / sqrt(D)) V per batch and head."""
+    q, k, v = (s[n].astype(F) for n in ("Q", "K", "V"))
+    scores = np.einsum("bhnd,bhmd->bhnm", q, k) / np.sqrt(q.shape[-1])
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return {"out": np.einsum("bhnm,bhmd->bhnd", p / p.sum(axis=-1, keepdims=True), v)}, \
+        (1e-4, 1e-5)
 
 
 def ref_matmul_named(s, a):
