@@ -862,6 +862,14 @@ def pick_entry(e, ptx):
     shown = demangle(names)
     if len(names) == 1:
         return names[0], shown[0]
+    # several entries (a file that instantiates a template more than once): the one the
+    # front end mangled, else the one cu++filt spells as kernel<args>(
+    if e.get("clang_mangled") in names:
+        return e["clang_mangled"], shown[names.index(e["clang_mangled"])]
+    full = (e["kernel"] + (e.get("tmpl") or "")).replace(" ", "")
+    for n, d in zip(names, shown):
+        if full + "(" in d.replace(" ", ""):
+            return n, d
     want = e["kernel"]
     for n, d in zip(names, shown):
         if re.search(r"\b%s\b" % re.escape(want), d) or n == want:
