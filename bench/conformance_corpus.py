@@ -83,6 +83,11 @@ CONSTRUCTS = [
     ("__ldcs/__stcs", r"__(ld|st)cs\b"),
     ("cuda::barrier", r"cuda::barrier"),
     ("__CUDA_ARCH__", r"__CUDA_ARCH__"),
+    ("static_cast", r"\bstatic_cast\b"),
+    ("brace value-initialisation", r"=\s*\w+\s*\{\s*\}"),
+    ("M_PI", r"\bM_PI\b"),
+    ("device memcpy", r"\bmemcpy\s*\("),
+    ("__constant__", r"__constant__"),
 ]
 
 
@@ -93,7 +98,10 @@ def cdiv(a, b):
 # ----------------------------------------------------------------------------- materialising
 
 def mirror_git_dir(repo: str) -> Path:
-    return MIRRORS / repo.replace("/", "+") / "repo"
+    """The git directory of `repo`'s clone: MIRRORS/<owner>+<name>/repo, a bare clone, or
+    its .git folder where the clone has a work tree."""
+    top = MIRRORS / repo.replace("/", "+") / "repo"
+    return top / ".git" if (top / ".git").is_dir() else top
 
 
 def read_repo_file(repo: str, commit: str, path: str) -> str:
@@ -138,10 +146,12 @@ def _balanced(text: str, start: int, open_ch: str, close_ch: str) -> int:
     raise ValueError(f"unbalanced {open_ch}{close_ch} from offset {start}")
 
 
-def explicit_instantiation(source: str, kernel: str, tmpl: str) -> str:
+def explicit_instantiation(source: str, kernel: str, tmpl: str, namespace: str = "") -> str:
     """``template __global__ void kernel<args>(params);`` for the `__global__` template
     `kernel` of `source`, with the template's parameter names replaced by `tmpl`'s arguments
-    in the parameter list and default arguments dropped (C++ allows none there)."""
+    in the parameter list and default arguments dropped (C++ allows none there). A kernel
+    declared inside ``namespace N { ... }`` is named ``N::kernel`` (the line comes after
+    the namespace's closing brace)."""
     m = None
     for m in re.finditer(r"__global__[^;{]*?\b" + re.escape(kernel) + r"\s*\(", source):
         pass
@@ -163,7 +173,8 @@ def explicit_instantiation(source: str, kernel: str, tmpl: str) -> str:
         for name, arg in zip(names, targs):
             p = re.sub(rf"\b{re.escape(name)}\b", arg, p)
         out.append(" ".join(p.split()))
-    return f"template __global__ void {kernel}{tmpl}({', '.join(out)});"
+    qual = f"{namespace}::{kernel}" if namespace else kernel
+    return f"template __global__ void {qual}{tmpl}({', '.join(out)});"
 
 
 def materialise(entry: dict, commits: dict) -> tuple[str, list]:
@@ -180,8 +191,10 @@ def materialise(entry: dict, commits: dict) -> tuple[str, list]:
         line_map.append((path, first, sum(len(c) for c in chunks) + 1, last - first + 1))
         chunks.append(lines[first - 1:last])
     text = "\n".join("\n".join(c) for c in chunks) + "\n"
-    if entry.get("tmpl"):
-        text += explicit_instantiation(text, entry["kernel"], entry["tmpl"]) + "\n"
+    if entry.get("tmpl") and not entry.get("instantiated_by_source"):
+        # (a file that instantiates its templates itself gets no second, duplicate line)
+        text += explicit_instantiation(text, entry["kernel"], entry["tmpl"],
+                                       entry.get("namespace", "")) + "\n"
     return text, line_map
 
 
@@ -222,6 +235,12 @@ def _draw(rng, spec: str | None, shape, dtype):
         if dtype == np.uint8:
             return rng.integers(0, 256, shape).astype(dtype)
         return rng.integers(-50, 50, shape).astype(dtype)
+    m = re.fullmatch(r"full\((.+)\)", spec.replace(" ", ""))
+    if m:
+        return np.full(shape, float(m.group(1)), dtype)
+    m = re.fullmatch(r"arange\((.+)\)", spec.replace(" ", ""))
+    if m:       # 0, step, 2*step, ...: a CSR row pointer with `step` entries per row
+        return (np.arange(int(np.prod(shape))) * int(m.group(1))).reshape(shape).astype(dtype)
     m = re.fullmatch(r"(randint|uniform)\((.+),(.+)\)", spec.replace(" ", ""))
     if not m:
         raise ValueError(f"unknown init {spec!r}")
@@ -477,6 +496,206 @@ def ref_bitonic_step(s, a):
     return {"data": out}, (0, 0)
 
 
+# --- references of the held-out sample (entries marked "heldout": true)
+
+def ref_row_sums(s, a):
+    return {a["out"]: s[a["x"]].astype(F).sum(axis=1)}, (1e-5, 1e-4)
+
+
+def ref_column_sums(s, a):
+    return {a["out"]: s[a["x"]].astype(F).sum(axis=0)}, (1e-5, 1e-4)
+
+
+def ref_grid_stride_max(s, a):
+    """Per block, the max of the elements its threads visit in a grid-stride loop (element
+    i to block (i % (blocks*bs)) // bs), each thread starting from 0.0f."""
+    x, out = s[a["x"]], s[a["out"]]
+    bs, nblocks = int(_eval(a["bs"], s)), out.size
+    blk = (np.arange(x.size) % (nblocks * bs)) // bs
+    want = np.zeros(nblocks, np.float32)
+    np.maximum.at(want, blk, x)
+    return {a["out"]: want}, (0, 0)
+
+
+def ref_increment(s, a):
+    return {a["x"]: s[a["x"]] + 1}, (0, 0)
+
+
+def ref_double_in_place(s, a):
+    return {a["x"]: 2 * s[a["x"]]}, (0, 0)
+
+
+def ref_alternating_harmonic(s, a):
+    """sum of (-1)^(n+1)/n for n = 1 .. length-1 (the kernel zeroes n = 0), added to sum."""
+    n = np.arange(1, int(s["length"]), dtype=F)
+    return {"sum": s["sum"].astype(F) + np.sum(np.where(n % 2 == 1, 1.0, -1.0) / n)}, \
+        (1e-5, 1e-6)
+
+
+def ref_attention(s, a):
+    """softmax(Q K^T * scale) V per batch and head, and the running max m and sum l of
+    the flash-attention recurrence: m = row max of the scaled scores, l = sum exp(S - m)."""
+    q, k, v = (s[n].astype(F) for n in ("Q", "K", "V"))
+    scores = np.einsum("bhnd,bhmd->bhnm", q, k) * F(s["softmax_scale"])
+    m = scores.max(axis=-1)
+    p = np.exp(scores - m[..., None])
+    l = p.sum(axis=-1)
+    return {"O": np.einsum("bhnm,bhmd->bhnd", p / l[..., None], v), "m": m, "l": l}, \
+        (1e-4, 1e-5)
+
+
+def ref_ell_spmv(s, a):
+    """y += A v with A in ELL layout (column-major slots), the dot kept in a float as the
+    kernel declares it: each double product is added to the float and rounded back."""
+    rows, cols = s["num_rows"], s["num_cols"]
+    data = s["m_data"].reshape(cols, rows)
+    idx = s["m_col_index"].reshape(cols, rows)
+    dot = np.zeros(rows, np.float32)
+    for c in range(cols):
+        dot = (dot.astype(F) + data[c] * s["v"][idx[c]]).astype(np.float32)
+    return {"y": s["y"] + dot.astype(F)}, (1e-6, 1e-6)
+
+
+def ref_csr_spmv(s, a):
+    rows, ptr = s["num_rows"], s["m_row_ptr"]
+    dot = np.zeros(rows, np.float32)
+    for r in range(rows):
+        for e in range(ptr[r], ptr[r + 1]):
+            dot[r] = np.float32(F(dot[r]) + s["m_data"][e] * s["v"][s["m_col_index"][e]])
+    return {"y": s["y"] + dot.astype(F)}, (1e-6, 1e-6)
+
+
+def ref_conv1d_same(s, a):
+    """res[i] = sum_f data[i - f + r] * filter[f] over the data that exists (a flipped
+    filter, zero ghost cells): full convolution, centred."""
+    data, filt, r = s[a["x"]].astype(F), s[a["filter"]].astype(F), int(s[a["radius"]])
+    return {a["out"]: np.convolve(data, filt)[r:r + data.size]}, (1e-5, 1e-5)
+
+
+def ref_sum_3point(s, a):
+    x = s["ip"]
+    want = x.copy()
+    want[1:-1] = (x[:-2] + x[1:-1]) + x[2:]
+    return {"op": want}, (1e-6, 1e-6)
+
+
+def ref_forward_diff(s, a):
+    x = s["ip"]
+    return {"op": x[1:] - x[:-1]}, (0, 0)
+
+
+def ref_binary_histogram(s, a):
+    """hist[0] += count of zeros, hist[1] += count of the rest (satidev's two-bin
+    histogram of booleans)."""
+    d = s["data"]
+    return {"hist": s["hist"] + np.array([(d == 0).sum(), (d != 0).sum()])}, (0, 0)
+
+
+def ref_binary_histogram_copies(s, a):
+    """One two-bin histogram per block (copy b at hist[2b:2b+2]); copy 0 then holds the
+    whole grid's counts, the others their own block's."""
+    d, bs = s["data"], int(_eval(a["bs"], s))
+    blocks = cdiv(d.size, bs)
+    want = s["hist"].astype(np.int64).copy().reshape(-1, 2)
+    for b in range(blocks):
+        part = d[b * bs:(b + 1) * bs]
+        want[b] += [(part == 0).sum(), (part != 0).sum()]
+    want[0] = s["hist"].reshape(-1, 2)[0] + [(d == 0).sum(), (d != 0).sum()]
+    return {"hist": want.reshape(-1)}, (0, 0)
+
+
+def ref_first_sum(s, a):
+    """out[0] = the sum of x (a one-block tree reduction that writes *sum)."""
+    return {a["out"]: np.array([s[a["x"]].astype(F).sum()])}, (1e-5, 1e-4)
+
+
+def ref_coarse_pair_sums(s, a):
+    """What satidev's sumParallelSimpleMinDivSharedMultBlockCoarse computes: block b adds
+    data[2*cf*b*bs + j] for j < cf*bs (cf = 2) into *sum, so with its block stride of
+    2*cf*bs it skips every other cf*bs elements: the repository's own bug, which the
+    emulator and a GPU both reproduce (the plain sum would be the wrong reference)."""
+    d, bs, g, cf = s[a["x"]].astype(F), int(_eval(a["bs"], s)), int(_eval(a["g"], s)), 2
+    taken = sum(d[2 * cf * b * bs:2 * cf * b * bs + cf * bs].sum() for b in range(g))
+    return {a["out"]: s[a["out"]].astype(F) + taken}, (1e-5, 1e-4)
+
+
+def ref_softmax_rows(s, a):
+    x = s[a["x"]]
+    return {a["out"]: _softmax(x.reshape(-1, x.shape[-1])).reshape(x.shape)}, (1e-4, 1e-6)
+
+
+def ref_layernorm_rows(s, a):
+    """Layer norm over the last axis, eps 1e-5, of x reshaped to rows."""
+    x = s[a["x"]]
+    out, _, _ = _layernorm(x.reshape(-1, x.shape[-1]), s[a["w"]], s[a["b"]])
+    return {a["out"]: out.reshape(x.shape)}, (1e-4, 1e-4)
+
+
+def ref_gelu(s, a):
+    x = s[a["x"]].astype(F)
+    return {a["out"]: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))}, \
+        (1e-5, 1e-6)
+
+
+def ref_relu(s, a):
+    return {a["out"]: np.maximum(s[a["x"]], 0)}, (0, 0)
+
+
+def ref_elu(s, a):
+    x = s[a["x"]].astype(F)
+    return {a["out"]: np.where(x > 0, x, np.expm1(x))}, (1e-5, 1e-6)
+
+
+def ref_gemm_plus_c(s, a):
+    """D = A B + C."""
+    return {"D": s["A"].astype(F) @ s["B"].astype(F) + s["C"]}, (1e-4, 1e-4)
+
+
+def ref_softmax_cols(s, a):
+    x = s[a["x"]]
+    return {a["out"]: _softmax(x.T).T}, (1e-4, 1e-6)
+
+
+def ref_running_max(s, a):
+    return {a["out"]: np.maximum(s[a["out"]], s[a["x"]].max())}, (0, 0)
+
+
+def ref_negative_flt_max(s, a):
+    return {"d_value": np.array([-np.finfo(np.float32).max])}, (0, 0)
+
+
+def ref_exp_sum(s, a):
+    """sum += sum(exp(input - max_val)) (max_val a 1-element input)."""
+    x, m = s["input"].astype(F), F(s["max_val"][0])
+    return {"sum": s["sum"] + np.exp(x - m).sum()}, (1e-5, 1e-5)
+
+
+def ref_exp_over_sum(s, a):
+    x, m, t = s["input"].astype(F), F(s["max_val"][0]), F(s["sum"][0])
+    return {"output": np.exp(x - m) / t}, (1e-5, 1e-8)
+
+
+def ref_gemv(s, a):
+    return {"y": s["A"].astype(F) @ s["x"].astype(F)}, (1e-4, 1e-4)
+
+
+def ref_sigmoid(s, a):
+    return {a["out"]: 1 / (1 + np.exp(-s[a["x"]].astype(F)))}, (1e-6, 1e-7)
+
+
+def ref_attention_out(s, a):
+    """out = softmax(Q K^T / sqrt(D)) V per batch and head."""
+    q, k, v = (s[n].astype(F) for n in ("Q", "K", "V"))
+    scores = np.einsum("bhnd,bhmd->bhnm", q, k) / np.sqrt(q.shape[-1])
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return {"out": np.einsum("bhnm,bhmd->bhnd", p / p.sum(axis=-1, keepdims=True), v)}, \
+        (1e-4, 1e-5)
+
+
+def ref_matmul_named(s, a):
+    return {a["out"]: s[a["a"]].astype(F) @ s[a["b"]].astype(F)}, (1e-4, 1e-4)
+
+
 REFERENCES = {name[4:]: f for name, f in globals().items() if name.startswith("ref_")}
 
 
@@ -643,6 +862,14 @@ def pick_entry(e, ptx):
     shown = demangle(names)
     if len(names) == 1:
         return names[0], shown[0]
+    # several entries (a file that instantiates a template more than once): the one the
+    # front end mangled, else the one cu++filt spells as kernel<args>(
+    if e.get("clang_mangled") in names:
+        return e["clang_mangled"], shown[names.index(e["clang_mangled"])]
+    full = (e["kernel"] + (e.get("tmpl") or "")).replace(" ", "")
+    for n, d in zip(names, shown):
+        if full + "(" in d.replace(" ", ""):
+            return n, d
     want = e["kernel"]
     for n, d in zip(names, shown):
         if re.search(r"\b%s\b" % re.escape(want), d) or n == want:
@@ -741,8 +968,11 @@ def clang_mangled_name(entry: dict, source: str) -> str | None:
         from tilinglib.frontend.parse import mangled_names
         names = mangled_names(source, entry.get("options"))
         want = lookup_name(entry)
-        # a kernel of an anonymous namespace is listed as '::k'
-        return names.get(want, names.get("::" + want))
+        # a kernel of an anonymous namespace is listed as '::k', one of namespace N as 'N::k'
+        if want in names or "::" + want in names:
+            return names.get(want, names.get("::" + want))
+        tail = [v for k, v in names.items() if k.endswith("::" + want)]
+        return tail[0] if len(tail) == 1 else None
     except Exception:                             # noqa: BLE001 (recorded as unknown)
         return None
 
@@ -781,6 +1011,15 @@ def _short(r: dict | None) -> str:
     return text
 
 
+def _tally(ids: list, by: dict) -> str:
+    """'38 ok, 2 refused, 1 not run' over the results `by` id of the kernels `ids`."""
+    c: dict = {}
+    for i in ids:
+        res = by[i]["result"] if i in by else "not run"
+        c[res] = c.get(res, 0) + 1
+    return ", ".join(f"{v} {k}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
+
+
 def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
     """The markdown table of docs/conformance.md from the list and the results files."""
     emu_by = {r["id"]: r for r in emu["results"]}
@@ -799,15 +1038,18 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
                   + "; " + ", ".join(f"{k}={v}" for k, v in e.get("sizes", {}).items()))
         owner, name = e["repo"].split("/")
         commit = listing["repositories"][e["repo"]][:10]
-        rows.append(f"| `{lookup_name(e)}` | {owner}/{name[:20]} @`{commit}`"
+        mark = " (held out)" if e.get("heldout") else ""
+        rows.append(f"| `{lookup_name(e)}`{mark} | {owner}/{name[:20]} @`{commit}`"
                     f" | {where} | {', '.join(r.get('constructs', []))} | {launch} | "
                     f"{_short(r or None)} | "
                     f"{_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |")
-    counts = emu["counts"]
-    lines = [f"Emulator: {', '.join(f'{v} {k}' for k, v in counts.items())} of "
-             f"{len(listing['kernels'])}."]
-    if h200:
-        lines.append(f"H200: {', '.join(f'{v} {k}' for k, v in h200['counts'].items())}.")
+    lines = []
+    for label, held in (("the corpus", False), ("the held-out sample", True)):
+        ids = [e["id"] for e in listing["kernels"] if bool(e.get("heldout")) == held]
+        if not ids:
+            continue
+        lines.append(f"Emulator, {label}: {_tally(ids, emu_by)} of {len(ids)}."
+                     + (f" H200: {_tally(ids, gpu_by)}." if h200 else ""))
     lines.append("")
     lines.append("| repository (commit) | emulator |" + (" H200 |" if h200 else ""))
     lines.append("|---|---|" + ("---|" if h200 else ""))
@@ -817,10 +1059,12 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
         for e in listing["kernels"]:
             if e["repo"] == repo and e["id"] in by:
                 c[by[e["id"]]["result"]] = c.get(by[e["id"]]["result"], 0) + 1
-        return ", ".join(f"{v} {k}" for k, v in sorted(c.items()))
+        return ", ".join(f"{v} {k}" for k, v in sorted(c.items())) or "not run"
 
+    held_repos = {e["repo"] for e in listing["kernels"] if e.get("heldout")}
     for repo, commit in listing["repositories"].items():
-        lines.append(f"| {repo} (`{commit[:10]}`) | {tally(repo, emu_by)} |"
+        mark = " (held out)" if repo in held_repos else ""
+        lines.append(f"| {repo} (`{commit[:10]}`){mark} | {tally(repo, emu_by)} |"
                      + (f" {tally(repo, gpu_by)} |" if h200 else ""))
     return "\n".join(lines + [""] + rows) + "\n"
 

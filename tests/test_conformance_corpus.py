@@ -88,3 +88,65 @@ def test_compare_names_the_output_that_differs(corpus):
 def test_constructs_ignore_comments(corpus):
     text = "// template <int N> uses uint\n__global__ void k(uint *p, int n = 3) { }\n"
     assert corpus.constructs_of(text) == ["uint", "default argument"]
+
+
+# --- the held-out sample's additions to the script
+
+
+def test_explicit_instantiation_names_the_namespace(corpus):
+    src = ("namespace PMPP\n{\n    template <typename T>\n"
+           "    __global__ void vecAdd(T const *a, T *res, unsigned n) { }\n}\n")
+    assert corpus.explicit_instantiation(src, "vecAdd", "<float>", "PMPP") == (
+        "template __global__ void PMPP::vecAdd<float>(float const *a, float *res, unsigned n);")
+
+
+def test_init_full_and_arange(corpus):
+    entry = {"id": "t", "sizes": {"r": 3}, "block": [1], "grid": [1],
+             "args": ["inout f32[2,2] m", "in i32[r+1] ptr"],
+             "init": {"m": "full(-inf)", "ptr": "arange(4)"}}
+    launch = corpus.build_launch(entry)
+    assert np.isneginf(launch["scope"]["m"]).all() and launch["scope"]["m"].dtype == np.float32
+    np.testing.assert_array_equal(launch["scope"]["ptr"], [0, 4, 8, 12])
+    assert launch["scope"]["ptr"].dtype == np.int32
+
+
+def test_heldout_references_by_hand(corpus):
+    # block b of the coarse kernel adds data[8b : 8b+4] (bs 2, cf 2): 0+1+2+3 and 8+9+10+11
+    s = {"data": np.arange(16, dtype=np.float32), "sum": np.array([1.0], np.float32),
+         "bs": 2, "g": 2}
+    want, _ = corpus.ref_coarse_pair_sums(s, {"x": "data", "out": "sum", "bs": "bs", "g": "g"})
+    np.testing.assert_array_equal(want["sum"], [1 + 6 + 38])
+    # two-bin histograms per block of 4: block 0 sees 0,1,2,0 and block 1 sees 0,0,5
+    s = {"data": np.array([0, 1, 2, 0, 0, 0, 5], np.uint16), "hist": np.zeros(4, np.uint32)}
+    want, _ = corpus.ref_binary_histogram_copies(s, {"bs": 4})
+    np.testing.assert_array_equal(want["hist"], [4, 3, 2, 1])
+    # a grid-stride max over 2 blocks of 1 thread, each thread starting from 0.0f
+    s = {"x": np.array([-1, -2, 3, -4, 5, -6], np.float32), "o": np.zeros(2, np.float32)}
+    want, _ = corpus.ref_grid_stride_max(s, {"x": "x", "out": "o", "bs": 1})
+    np.testing.assert_array_equal(want["o"], [5, 0])
+    # ELL y += A v: row 0 = 1*v[0] + 3*v[1], row 1 = 2*v[1] + 4*v[0]
+    s = {"num_rows": 2, "num_cols": 2, "m_data": np.array([1.0, 2, 3, 4]),
+         "m_col_index": np.array([0, 1, 1, 0], np.int32), "v": np.array([10.0, 20]),
+         "y": np.array([1.0, 1])}
+    want, _ = corpus.ref_ell_spmv(s, {})
+    np.testing.assert_array_equal(want["y"], [71, 81])
+
+
+def test_doc_table_counts_the_heldout_sample_apart(corpus):
+    entry = {"id": "h", "repo": "o/r", "parts": [["k.cu", 1, 3]], "kernel": "k", "sizes": {},
+             "block": [1], "grid": [1], "args": ["inout f32[1] x"], "ref": "increment",
+             "ref_args": {"x": "x"}, "heldout": True}
+    listing = {"repositories": {"o/r": "0" * 40}, "kernels": [entry]}
+    emu = {"results": [{"id": "h", "result": "refused", "message": "m"}]}
+    text = corpus.render_table(listing, emu, None)
+    assert "Emulator, the held-out sample: 1 refused of 1." in text
+    assert "the corpus:" not in text
+    assert "| `k` (held out) |" in text and "| o/r (`0000000000`) (held out) |" in text
+
+
+def test_mirror_with_a_work_tree_is_read_from_its_git_folder(corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus, "MIRRORS", tmp_path)
+    (tmp_path / "a+b" / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "c+d" / "repo").mkdir(parents=True)
+    assert corpus.mirror_git_dir("a/b") == tmp_path / "a+b" / "repo" / ".git"
+    assert corpus.mirror_git_dir("c/d") == tmp_path / "c+d" / "repo"
