@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import atomics
+from . import ctypes_ as ct
+from . import values as V
 from . import memory as M
 from .closures import SharedVar
 from .races import Hazard, RaceTracker
@@ -472,17 +474,20 @@ class MemoryAccess:
         self._count(space, True, lanes, a, off, key if space == "shared" else None, size, line)
 
     def load_struct(self, addr, t, line, mask=None):
-        """Load a struct (float2, float4, ...) as one access; returns a tuple of components."""
+        """Load a struct (float2, float4, a struct of arrays and structs) as one access of its
+        size; returns its value: a tuple of components (nested for array and struct fields)."""
         lanes, a = self._active(addr, mask)
         if a.shape[0] == 0:
-            return tuple(f[1].dtype.type(0) for f in t.fields)
+            return V.zero_of(t)
         space, index, off, key = self._resolve(a, lanes, t, line, "read")
-        if space == "local" and self.local_set is not None:
+        if space == "local" and self.local_set is not None and not t.holds_aggregates:
+            # (a copy of a struct with array or struct fields is not checked: copying one
+            # set in part is common and correct; reading the unset member warns)
             self._check_local_set(index, lanes, line)
         self._count(space, False, lanes, a, off, key if space != "local" else None, t.size,
                     line)
         parts = []
-        for _, ft, foff in t.fields:
+        for foff, ft in ct.leaves(t):
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             vals = view[_elements(index + foff, ft.size)]
             if lanes is not None:
@@ -490,7 +495,7 @@ class MemoryAccess:
                 full[lanes] = vals
                 vals = full
             parts.append(vals)
-        return tuple(parts)
+        return V.unflatten(t, iter(parts))
 
     def store_struct(self, addr, t, value, line, mask=None):
         lanes, a = self._active(addr, mask)
@@ -503,7 +508,7 @@ class MemoryAccess:
             self._mark_local_set(index, t.size)
         if space == "global" and key.written is not None:
             key.mark_written(index, t.size)
-        for (_, ft, foff), v in zip(t.fields, value):
+        for (foff, ft), v in zip(ct.leaves(t), V.flatten(t, value)):
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             if isinstance(v, np.ndarray) and lanes is not None:
                 v = v[lanes]

@@ -79,6 +79,7 @@ class _Function:
         self.unset_decls: set = set()
         self.unset_reads: set = set()
         self.shadows: dict = {}
+        self.prologue: list = []          # closures run on entry (_with_prologue)
 
     def new_slot(self) -> int:
         self.nslots += 1
@@ -325,7 +326,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             self.shared_decl(decl, t, dynamic)
         slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope)
         self._find_unset_reads(node)
-        body = self.stmt(node.body)
+        body = self._with_prologue(self.stmt(node.body))
         ranks = {v.name: len(v.ctype.shape) for v in self.shared
                  if not v.dynamic and v.ctype.is_array}
         # Local arrays too: one filled at threadIdx-built indices was meant to be shared.
@@ -351,8 +352,30 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         for p in params:
             slot = self.fn.new_slot()
             slots.append(slot)
+            if p.ctype.is_struct and p.ctype.holds_aggregates:
+                # A struct with array or struct fields (`Params p`, `Frag f`) lives in local
+                # memory: the function starts by storing the value it was passed there.
+                address = self.local_address(p.ctype)
+                x = self.memory_lvalue(lambda ctx, a=address: a, p.ctype, None)
+                store = self.assigner(x, None)
+                self.fn.prologue.append(lambda ctx, slot=slot, store=store:
+                                        store(ctx, ctx.env[slot]))
+                self.scope.names[p.name] = x
+                continue
             self.scope.names[p.name] = X(self.slot_reader(slot), p.ctype, slot=slot)
         return slots
+
+    def _with_prologue(self, body):
+        """`body` after the function's prologue (storing struct parameters in local memory)."""
+        prologue = list(self.fn.prologue)
+        if not prologue:
+            return body
+
+        def run(ctx):
+            for s in prologue:
+                s(ctx)
+            body(ctx)
+        return run
 
     def static_shared_size(self) -> int:
         """Bytes of static __shared__ memory laid out so far (the end of the last array)."""
@@ -385,7 +408,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self._find_unset_reads(fdef)
         if not rtype.is_void:
             self.fn.ret_slot = self.fn.new_slot()
-        body = self.stmt(fdef.body)
+        body = self._with_prologue(self.stmt(fdef.body))
         nslots, ret_slot = self.fn.nslots, self.fn.ret_slot
         self.fn, self.scope = saved
         self.compiling.discard(name)

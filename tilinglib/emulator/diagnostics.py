@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import (BlockShapeWarning, InputWriteWarning, KernelWarning,
                       OutputNotWrittenWarning, RaceError, UninitializedReadWarning)
+from . import ctypes_ as ct
 from . import memory as M
 from .races import Hazard
 from .report import LaunchReport
@@ -102,8 +103,12 @@ class Diagnostics:
             return
         if ("unset-local", var.name, line) in self.warned:
             return
-        base = var.ctype.base_elem
-        element = M.describe_element(var.name, var.ctype.shape, base.size, offset - var.offset)
+        base = var.ctype.base_elem if var.ctype.is_array else var.ctype
+        if base.is_struct:      # Frag f; f.v[1] / Frag fs[2]; fs[1].n: the member's path
+            element = var.name + ct.member_path(var.ctype, offset - var.offset)
+        else:
+            element = M.describe_element(var.name, var.ctype.shape, base.size,
+                                         offset - var.offset)
         block, thread = warps.coords(lane)
         zero = _ZERO_TEXT.get(base.kind, "0")
         comps = self.kernel.thread_indexed.get(var.name) or ()
@@ -116,6 +121,9 @@ class Diagnostics:
                    f"never get a value. If the block's threads fill it together, declare it "
                    f"'__shared__ {base} {var.text};' and put a __syncthreads() between the "
                    f"writes and the reads.")
+        elif base.is_struct:
+            fix = (f"Give every member a value first: '{base} {var.text} = {{}};' zeroes "
+                   f"them all.")
         else:
             fix = (f"Give every element a value first: '{base} {var.text} = {{{zero}}};' "
                    f"zeroes them all.")

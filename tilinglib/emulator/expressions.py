@@ -138,6 +138,15 @@ class ExpressionsMixin:
         if found is None:
             raise self.error(node, f"{st} has no field '{fname}'")
         ftype, offset = found
+        if base.addr is None and st.holds_aggregates:
+            # A struct value with array or struct fields (`make().v[i]`, `(c ? a : b).v`):
+            # copied to a temporary in local memory, where its fields have addresses.
+            address, bfn, line = self.local_address(st), base.fn, _line(node)
+
+            def spill(ctx, a=address):
+                ctx.store_struct(a, st, bfn(ctx), line)
+                return a
+            base = X(spill, st, addr=spill)
         if base.addr is not None:
             baddr = base.addr
             return self.memory_lvalue(lambda ctx: baddr(ctx) + offset, ftype, node)

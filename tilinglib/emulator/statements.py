@@ -84,7 +84,7 @@ class StatementsMixin:
         if "register" in storage:
             raise self.unsupported(node, "__constant__ variables inside a function",
                                    "declare them at file scope")
-        if t.is_array:
+        if t.is_array or (t.is_struct and t.holds_aggregates):
             return self.local_array_decl(node, t)
         slot = self.fn.new_slot()
         x = X(self.slot_reader(slot), t, slot=slot)
@@ -158,14 +158,24 @@ class StatementsMixin:
             self.scope.names[node.name] = self.memory_lvalue(lambda ctx, a=address: a, t, node)
         return lambda ctx: None
 
-    def local_array_decl(self, node, t):
-        if t.length is None:
-            raise self.error(node, f"the local array '{node.name}' needs a size")
+    def local_address(self, t) -> np.int64:
+        """Room for a value of type `t` in each thread's local memory (a local array, a
+        struct with array or struct fields, a temporary copy of one); its address."""
         align = max(t.align, 4)
         offset = -(-self.local_bytes // align) * align
         self.local_bytes = offset + t.size
-        address = np.int64(make_address(LOCAL_REGION, offset))
-        x = X(lambda ctx, a=address: a, t)
+        return np.int64(make_address(LOCAL_REGION, offset))
+
+    def local_array_decl(self, node, t):
+        """A local array, or a struct with array or struct fields (`Frag f;`): its bytes in
+        the thread's local memory, each element checked for reads before writes when it is
+        declared without a value."""
+        if t.is_array and t.length is None:
+            raise self.error(node, f"the local array '{node.name}' needs a size")
+        address = self.local_address(t)
+        offset = int(address - make_address(LOCAL_REGION, 0))
+        x = X(lambda ctx, a=address: a, t) if t.is_array else \
+            self.memory_lvalue(lambda ctx, a=address: a, t, node)
         self.scope.names[node.name] = x
         self.local_vars.append(LocalVar(node.name, t, offset, _line(node),
                                         self.declared_text(node.name, _line(node), t)))
@@ -179,10 +189,32 @@ class StatementsMixin:
                 if ctx.local_set is not None:
                     ctx.forget_local(*words)
             return declare_array
+        line = _line(node)
         if not isinstance(node.init, c_ast.InitList):
-            raise self.error(node, "initialise an array with { ... }")
-        stores = []
-        base = t.base_elem
+            if t.is_array:
+                raise self.error(node, "initialise an array with { ... }")
+            fv = self.convert(self.rvalue(self.expr(node.init)), t, node)   # Frag g = f;
+
+            def init_copy(ctx, a=address):
+                ctx.store_struct(a, t, fv(ctx), line)
+            return init_copy
+        if not (t.base_elem if t.is_array else t).is_scalar and \
+                not (t.base_elem if t.is_array else t).is_pointer:
+            stores = self.aggregate_init(node.init, t, int(address), node)
+        else:
+            stores = self.flat_array_init(node, t, address)
+
+        def init_array(ctx):
+            for a, lt, fv in stores:
+                if lt.is_struct:
+                    ctx.store_struct(a, lt, fv(ctx), line)
+                else:
+                    ctx.store(a, lt, fv(ctx), line)
+        return init_array
+
+    def flat_array_init(self, node, t, address):
+        """(address, type, value) stores of an array of scalars' initializer, read in order
+        of its elements (nested lists one after another), zeros after the last."""
         flat = []
 
         def walk(init, at):
@@ -195,17 +227,50 @@ class StatementsMixin:
         total = int(np.prod(t.shape))
         if len(flat) > total:
             raise self.error(node, f"too many initializers for '{node.name}' ({len(flat)} > {total})")
-        line = _line(node)
+        base = t.base_elem
+        stores = []
         for i in range(total):
             fv = (self.convert(self.expr(flat[i]), base, node) if i < len(flat)
                   else (lambda ctx, z=base.dtype.type(0): z))
-            a = np.int64(address + i * base.size)
-            stores.append((a, fv))
+            stores.append((np.int64(address + i * base.size), base, fv))
+        return stores
 
-        def init_array(ctx):
-            for a, fv in stores:
-                ctx.store(a, base, fv(ctx), line)
-        return init_array
+    def aggregate_init(self, init, t, address, node) -> list:
+        """(address, type, value) stores (a scalar's, or a struct value's) of the initializer `init` of a `t` (a struct or
+        an array of structs) at `address`: `{ {1, 2, 3, 4}, 4 }`, `{}`, `{f, g}` (a struct
+        value for a struct member). clang writes the list fully braced; what it leaves out
+        is zero."""
+        stores = []
+
+        def zero(at, a):
+            for off, lt in ct.leaves(at):
+                stores.append((np.int64(a + off), lt, lambda ctx, z=V.zero_of(lt): z))
+
+        def walk(item, at, a):
+            if item is None:
+                zero(at, a)
+            elif isinstance(item, c_ast.InitList):
+                if at.is_struct:
+                    members = [(ft, foff) for _, ft, foff in at.fields]
+                elif at.is_array:
+                    members = [(at.elem, i * at.elem.size) for i in range(at.length or 0)]
+                else:
+                    members = [(at, 0)]
+                if len(item.exprs) > len(members):
+                    raise self.error(item, f"too many initializers for {at} "
+                                           f"({len(item.exprs)} > {len(members)})")
+                for k, (mt, moff) in enumerate(members):
+                    walk(item.exprs[k] if k < len(item.exprs) else None, mt, a + moff)
+            elif at.is_struct:
+                stores.append((np.int64(a), at, self.convert(self.rvalue(self.expr(item)), at,
+                                                             item)))
+            elif at.is_array:
+                raise self.error(item, "initialise an array member with { ... }")
+            else:
+                stores.append((np.int64(a), at, self.convert(self.rvalue(self.expr(item)), at,
+                                                             item)))
+        walk(init, t, address)
+        return stores
 
     def stmt_If(self, node):
         c = self.expr(node.cond)

@@ -812,8 +812,25 @@ class Translator:
         if k == "CXXConstructExpr":
             return self.construct(n)
         if k == "ImplicitValueInitExpr":
-            return c_ast.Constant("int", "0", self.coord(n))
+            return self.zero_init(self.type_text(n.get("type", {})), n)
         return self.expr(n)
+
+    def zero_init(self, ttext, n):
+        """The zero initializer of a member clang left out (`Frag f = {}`): 0 for a scalar,
+        `{}` for a struct (the compiler zeroes what a list leaves out), and for an array
+        one zero initializer per element (nested lists are read one after another)."""
+        m = re.search(r"\[(\d+)\]", ttext)
+        if m:
+            inner = ttext[:m.start()] + ttext[m.end():]
+            count = int(m.group(1))
+            if count > 65536:
+                raise self.unsupported(n, "an initializer list this much shorter than its "
+                                          "array", "write the zeros out, or set it in a loop")
+            return c_ast.InitList([self.zero_init(inner, n) for _ in range(count)],
+                                  self.coord(n))
+        if self.record_name(ttext) is not None or _norm(ttext) in VECTOR_NAMES:
+            return c_ast.InitList([], self.coord(n))
+        return c_ast.Constant("int", "0", self.coord(n))
 
     # ------------------------------------------------------------------ expressions
     def construct(self, n):
