@@ -474,12 +474,20 @@ class MemoryAccess:
         self._count(space, True, lanes, a, off, key if space == "shared" else None, size, line)
 
     def load_struct(self, addr, t, line, mask=None):
-        """Load a struct (float2, float4, a struct of arrays and structs) as one access of its
-        size; returns its value: a tuple of components (nested for array and struct fields)."""
+        """Load a struct: float2, float4 or a struct of scalars as one access of its size; one
+        with array or struct members (`struct Frag { float v[4]; int n; }`) as nvcc copies
+        it, one access per scalar, pointer and vector member (`ctypes_.pieces`). Returns its
+        value: a tuple of components (nested for array and struct members)."""
         lanes, a = self._active(addr, mask)
         if a.shape[0] == 0:
             return V.zero_of(t)
         space, index, off, key = self._resolve(a, lanes, t, line, "read")
+        if t.holds_aggregates and space != "local":
+            # As nvcc copies it: one access per scalar, pointer or vector member
+            return V.unflatten(t, iter([
+                self.load_struct(addr + foff, ft, line, mask) if ft.is_struct else
+                self.load(addr + foff, ft, line, mask) for foff, ft in ct.pieces(t)]),
+                pieces=True)
         if space == "local" and self.local_set is not None and not t.holds_aggregates:
             # (a copy of a struct with array or struct fields is not checked: copying one
             # set in part is common and correct; reading the unset member warns)
@@ -502,6 +510,13 @@ class MemoryAccess:
         if a.shape[0] == 0:
             return
         space, index, off, key = self._resolve(a, lanes, t, line, "write")
+        if t.holds_aggregates and space != "local":
+            for (foff, ft), v in zip(ct.pieces(t), V.flatten(t, value, pieces=True)):
+                if ft.is_struct:
+                    self.store_struct(addr + foff, ft, v, line, mask)
+                else:
+                    self.store(addr + foff, ft, v, line, mask)
+            return
         if space == "global" and not key.copied_back:
             self.diagnostics.lost_write(key, line)
         elif space == "local" and self.local_set is not None:

@@ -314,6 +314,10 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
     def compile_kernel(self, node: c_ast.FuncDef) -> KernelCode:
         self.shared, self.shared_bytes, self.local_bytes = [], 0, 0
         self.local_vars, self.check_local = [], False
+        # __device__ functions are compiled again for each kernel: their local arrays and
+        # structs are laid out in this kernel's local memory (compiled for a kernel before,
+        # `float a[2]` in one sat over the next kernel's own local arrays)
+        self.compiled = {}
         self.kernel_name = node.decl.name
         self.compiling = {node.decl.name}
         params = self.params(node)

@@ -179,6 +179,22 @@ def leaves(t: CType, offset: int = 0):
         yield offset, t
 
 
+def pieces(t: CType, offset: int = 0, top: bool = True):
+    """Like `leaves`, but a member struct without array or struct members (float4, a struct
+    of scalars) is one piece: the accesses nvcc copies a struct with (one LDS.128 for an
+    aligned float4 member, one LDS.32 per float of an array member)."""
+    if isinstance(t, Struct) and not t.holds_aggregates and not top:
+        yield offset, t
+    elif isinstance(t, Struct):
+        for _, ft, foff in t.fields:
+            yield from pieces(ft, offset + foff, False)
+    elif isinstance(t, Array):
+        for i in range(t.length or 0):
+            yield from pieces(t.elem, offset + i * t.elem.size, False)
+    else:
+        yield offset, t
+
+
 def member_path(t: CType, offset: int) -> str:
     """The member of `t` at byte `offset` as C spells its access: ``.v[2]``, ``[1].n``,
     ``.a.x`` (empty for a scalar; ``+3B`` where `offset` is inside padding or a scalar)."""

@@ -223,24 +223,30 @@ def zero_of(t: ct.CType):
     return t.dtype.type(0)
 
 
-def flatten(t: ct.CType, value) -> list:
+def flatten(t: ct.CType, value, pieces=False) -> list:
     """The leaf values of `value` (of type `t`: nested tuples for structs and arrays), in the
-    order of `ctypes_.leaves(t)`."""
+    order of `ctypes_.leaves(t)` (with `pieces`: of `ctypes_.pieces(t)`, a struct without
+    array or struct members staying one tuple)."""
+    if t.is_struct and pieces and not t.holds_aggregates:
+        return [value]
     if t.is_struct or t.is_array:
         types = [f[1] for f in t.fields] if t.is_struct else [t.elem] * (t.length or 0)
         out = []
         for ft, v in zip(types, value):
-            out.extend(flatten(ft, v))
+            out.extend(flatten(ft, v, pieces))
         return out
     return [value]
 
 
-def unflatten(t: ct.CType, leaves_iter):
-    """The inverse of `flatten`: nested tuples of type `t` from an iterator of leaf values."""
+def unflatten(t: ct.CType, leaves_iter, pieces=False):
+    """The inverse of `flatten`: nested tuples of type `t` from an iterator of leaf values
+    (with `pieces`: of piece values)."""
+    if t.is_struct and pieces and not t.holds_aggregates:
+        return next(leaves_iter)
     if t.is_struct:
-        return tuple(unflatten(f[1], leaves_iter) for f in t.fields)
+        return tuple(unflatten(f[1], leaves_iter, pieces) for f in t.fields)
     if t.is_array:
-        return tuple(unflatten(t.elem, leaves_iter) for _ in range(t.length or 0))
+        return tuple(unflatten(t.elem, leaves_iter, pieces) for _ in range(t.length or 0))
     return next(leaves_iter)
 
 
