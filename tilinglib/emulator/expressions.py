@@ -206,12 +206,12 @@ class ExpressionsMixin:
 
     def expr_UnaryOp(self, node) -> X:
         op = node.op
-        if op == "sizeof":
+        if op in ("sizeof", "_Alignof"):
             if isinstance(node.expr, c_ast.Typename):
                 t = self.resolve(node.expr.type)
             else:
                 t = self.expr(node.expr).ctype
-            return constant(t.size, ct.ULONG)
+            return constant(t.size if op == "sizeof" else t.align, ct.ULONG)
         if op in ("++", "--", "p++", "p--"):
             return self.increment(node)
         x = self.expr(node.expr)

@@ -1021,12 +1021,14 @@ class Translator:
             return r
         if k == "UnaryExprOrTypeTraitExpr":
             name = n.get("name", "sizeof")
-            if name != "sizeof":
+            if name in ("alignof", "__alignof", "_Alignof"):
+                name = "_Alignof"               # the compiler's layout answers both
+            elif name != "sizeof":
                 raise self.unsupported(n, f"'{name}'")
             if "argType" in n:
                 tn = self.type_node(self.type_text(n["argType"]), None, n)
-                return c_ast.UnaryOp("sizeof", c_ast.Typename(None, [], None, tn), coord)
-            return c_ast.UnaryOp("sizeof", self.expr(inner[0]), coord)
+                return c_ast.UnaryOp(name, c_ast.Typename(None, [], None, tn), coord)
+            return c_ast.UnaryOp(name, self.expr(inner[0]), coord)
         if k == "InitListExpr":
             return self.init_expr(n, n)
         if k == "CXXDefaultArgExpr":
