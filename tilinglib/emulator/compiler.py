@@ -80,6 +80,7 @@ class _Function:
         self.unset_reads: set = set()
         self.shadows: dict = {}
         self.prologue: list = []          # closures run on entry (_with_prologue)
+        self.address_taken: set = set()   # locals whose address is taken (in local memory)
 
     def new_slot(self) -> int:
         self.nslots += 1
@@ -329,6 +330,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         for decl, t, dynamic in self.file_shared:
             self.shared_decl(decl, t, dynamic)
         slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope)
+        self.fn.address_taken = address_taken(node.body)
         self._find_unset_reads(node)
         body = self._with_prologue(self.stmt(node.body))
         ranks = {v.name: len(v.ctype.shape) for v in self.shared
@@ -409,6 +411,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         params = self.params(fdef)
         rtype = self.resolve(fdef.decl.type.type)
         slots = self._enter_function(name, rtype, params)
+        self.fn.address_taken = address_taken(fdef.body)
         self._find_unset_reads(fdef)
         if not rtype.is_void:
             self.fn.ret_slot = self.fn.new_slot()
@@ -566,6 +569,28 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             store_member(ctx, v)
             ctx.env[shadow] = V.mark_set(ctx.env[shadow], ctx)
         return store_member_checked
+
+
+def address_taken(body) -> set:
+    """Names of the variables whose address `body` takes (`&q`, `&q.x`, `&s.v[i]`, and the
+    front end's `&x` for `x` bound to a reference): they are placed in local memory, where
+    they have one. By name, so a shadowing variable of the same name goes there too
+    (slower, never wrong)."""
+    names = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        if isinstance(n, c_ast.UnaryOp) and n.op == "&":
+            target = n.expr
+            while isinstance(target, (c_ast.StructRef, c_ast.ArrayRef)) and not (
+                    isinstance(target, c_ast.StructRef) and target.type == "->"):
+                target = target.name
+            if isinstance(target, c_ast.ID):
+                names.add(target.name)
+        stack.extend(child for _, child in n.children())
+    return names
 
 
 def compile_program(pre: Preprocessed, ast: c_ast.FileAST) -> Program:

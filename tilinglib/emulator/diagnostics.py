@@ -106,6 +106,8 @@ class Diagnostics:
         base = var.ctype.base_elem if var.ctype.is_array else var.ctype
         if base.is_struct:      # Frag f; f.v[1] / Frag fs[2]; fs[1].n: the member's path
             element = var.name + ct.member_path(var.ctype, offset - var.offset)
+        elif not var.ctype.is_array:      # a scalar whose address is taken
+            element = var.name
         else:
             element = M.describe_element(var.name, var.ctype.shape, base.size,
                                          offset - var.offset)
@@ -124,6 +126,8 @@ class Diagnostics:
         elif base.is_struct:
             fix = (f"Give every member a value first: '{base} {var.text} = {{}};' zeroes "
                    f"them all.")
+        elif not var.ctype.is_array:
+            fix = f"Give it a value first: '{base} {var.name} = {zero};'."
         else:
             fix = (f"Give every element a value first: '{base} {var.text} = {{{zero}}};' "
                    f"zeroes them all.")

@@ -490,7 +490,12 @@ class ExpressionsMixin:
         return X(f, t, const=const)
 
     def expr_Assignment(self, node) -> X:
+        if isinstance(node.lvalue, c_ast.TernaryOp):
+            raise self.unsupported(node, "assigning to a '?:' (c ? x : y = v)",
+                                   "write an if: if (c) x = v; else y = v;")
         target = self.expr(node.lvalue)
+        if isinstance(node.rvalue, c_ast.InitList) and node.op == "=":
+            return self.assign_init_list(node, target)
         value = self.expr(node.rvalue)
         t = target.ctype
         if t.is_array:
@@ -575,6 +580,62 @@ class ExpressionsMixin:
                      for a, p in zip(args, params)]
             return X(lambda ctx: call(ctx, [f(ctx) for f in fargs]), rtype)
         return compile_builtin_call(self, node, name, args)
+
+    def assign_init_list(self, node, target: X) -> X:
+        """`target = { ... }`: a struct or array member given a brace list (a constructor's
+        `: v{}` or `: e{x, y, z}`); what the list leaves out is zero."""
+        t = target.ctype
+        if t.is_array or target.addr is not None:
+            base = target.fn if t.is_array else target.addr
+            stores = self.aggregate_init(node.rvalue, t, 0, node)
+            line = _line(node)
+
+            def assign_list(ctx):
+                a = base(ctx)
+                for off, lt, fv in stores:
+                    if lt.is_struct:
+                        ctx.store_struct(a + off, lt, fv(ctx), line)
+                    else:
+                        ctx.store(a + off, lt, fv(ctx), line)
+            return X(assign_list, ct.VOID)
+        value = self.init_value(node.rvalue, t)
+        store = self.assigner(target, node)
+
+        def assign(ctx):
+            v = value(ctx)
+            store(ctx, v)
+            return v
+        return X(assign, t)
+
+    def init_value(self, init, t):
+        """A closure giving the value of type `t` (nested tuples for structs and arrays) that
+        the brace list `init` gives: `{x, y}`, `{ {1, 2}, 3 }`, `{}`."""
+        if not isinstance(init, c_ast.InitList):
+            if t.is_array:
+                raise self.error(init, "initialise an array member with { ... }")
+            return self.convert(self.rvalue(self.expr(init)), t, init)
+        if t.is_struct:
+            types = [f[1] for f in t.fields]
+        elif t.is_array:
+            types = [t.elem] * (t.length or 0)
+        else:
+            types = [t]
+        if len(init.exprs) > len(types):
+            raise self.error(init, f"too many initializers for {t} "
+                                   f"({len(init.exprs)} > {len(types)})")
+        parts = [self.init_value(e, mt) for e, mt in zip(init.exprs, types)]
+        parts += [lambda ctx, z=V.zero_of(mt): z for mt in types[len(parts):]]
+        if not (t.is_struct or t.is_array):
+            return parts[0]
+        return lambda ctx: tuple(p(ctx) for p in parts)
+
+    def expr_CompoundLiteral(self, node) -> X:
+        """`(T){ ... }`: the front end's `return {lo, hi};`, `T{x, y}`, `f({1, 2})`."""
+        t = self.resolve(node.type)
+        if t.is_array:
+            raise self.unsupported(node, "an array-valued brace list here",
+                                   "declare a local array with it, then use the array")
+        return X(self.init_value(node.init, t), t)
 
     def expr_InitList(self, node):
         raise self.error(node, "a brace initializer can only initialise a declared variable")

@@ -84,7 +84,8 @@ class StatementsMixin:
         if "register" in storage:
             raise self.unsupported(node, "__constant__ variables inside a function",
                                    "declare them at file scope")
-        if t.is_array or (t.is_struct and t.holds_aggregates):
+        if t.is_array or (t.is_struct and t.holds_aggregates) or \
+                node.name in self.fn.address_taken:
             return self.local_array_decl(node, t)
         slot = self.fn.new_slot()
         x = X(self.slot_reader(slot), t, slot=slot)
@@ -167,9 +168,10 @@ class StatementsMixin:
         return np.int64(make_address(LOCAL_REGION, offset))
 
     def local_array_decl(self, node, t):
-        """A local array, or a struct with array or struct fields (`Frag f;`): its bytes in
-        the thread's local memory, each element checked for reads before writes when it is
-        declared without a value."""
+        """A local array, a struct with array or struct fields (`Frag f;`), or a variable
+        whose address is taken (`float3 q; q += p;` with `operator+=(float3&, float3)`): its
+        bytes in the thread's local memory, each element checked for reads before writes
+        when it is declared without a value."""
         if t.is_array and t.length is None:
             raise self.error(node, f"the local array '{node.name}' needs a size")
         address = self.local_address(t)
@@ -194,15 +196,12 @@ class StatementsMixin:
             if t.is_array:
                 raise self.error(node, "initialise an array with { ... }")
             fv = self.convert(self.rvalue(self.expr(node.init)), t, node)   # Frag g = f;
-
-            def init_copy(ctx, a=address):
-                ctx.store_struct(a, t, fv(ctx), line)
-            return init_copy
-        if not (t.base_elem if t.is_array else t).is_scalar and \
-                not (t.base_elem if t.is_array else t).is_pointer:
-            stores = self.aggregate_init(node.init, t, int(address), node)
-        else:
+            store = self.assigner(x, node)
+            return lambda ctx: store(ctx, fv(ctx))
+        if t.is_array and (t.base_elem.is_scalar or t.base_elem.is_pointer):
             stores = self.flat_array_init(node, t, address)
+        else:
+            stores = self.aggregate_init(node.init, t, int(address), node)
 
         def init_array(ctx):
             for a, lt, fv in stores:

@@ -88,8 +88,13 @@ def normalize_kernel_name(name: str) -> str:
 
 
 def _split_function_type(text: str):
-    """'float (float, int) const' -> ('float', ['float', 'int'])."""
-    text = re.sub(r"\)\s*(const|volatile|noexcept|&|&&|\s)*$", ")", text.strip())
+    """'float (float, int) const' -> ('float', ['float', 'int']); a trailing return type
+    ('auto (float) -> float') is the return type."""
+    text = text.strip()
+    trailing = re.match(r"^auto\s*(\(.*\))[^()]*->\s*(.+)$", text)
+    if trailing:
+        text = trailing.group(2) + " " + trailing.group(1)
+    text = re.sub(r"\)\s*(const|volatile|noexcept|&|&&|\s)*$", ")", text)
     depth = 0
     for i in range(len(text) - 1, -1, -1):
         c = text[i]
@@ -101,6 +106,18 @@ def _split_function_type(text: str):
                 ret, args = text[:i].strip(), text[i + 1:-1]
                 return ret, _split_commas(args)
     return text, []
+
+
+def _mentions_this(node) -> bool:
+    """Whether clang's JSON `node` uses `this` (a member of the method's object)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            if n.get("kind") == "CXXThisExpr":
+                return True
+            stack.extend(n.get("inner", []))
+    return False
 
 
 def _split_commas(text: str) -> list[str]:
@@ -151,6 +168,8 @@ class Translator:
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
+        self._decomp: dict = {}          # DecompositionDecl id -> its hidden variable
+        self._bindings: dict = {}        # BindingDecl id -> its expression
 
     # ------------------------------------------------------------------ errors
     def coord(self, n) -> Coord | None:
@@ -298,7 +317,11 @@ class Translator:
             self.fqual[fid] = qual
             ret, _ = _split_function_type(f["type"]["qualType"])
             if ret.endswith("&") and f.get("kind") != "CXXConstructorDecl":
-                self.ref_returns.add(fid)
+                if record is not None and f.get("storageClass") != "static" and \
+                        re.match(r"^const\b", ret) and "*" not in ret:
+                    pass        # `const T& get() const`: the value (the object is a copy)
+                else:
+                    self.ref_returns.add(fid)
             body = [c for c in f.get("inner", []) if c.get("kind") == "CompoundStmt"]
             if self._in_prelude(f) and record is None and not body:
                 self.builtins.add(fid)
@@ -575,6 +598,14 @@ class Translator:
                 c_ast.Return(c_ast.ID("this"), self.coord(f))]
         elif record is not None:
             self._check_const_method(f, body_node)
+            if fid in self.ref_returns and f.get("storageClass") != "static" and \
+                    _mentions_this(body_node):
+                raise self.unsupported(
+                    f, f"a method returning a reference into its object ('{f.get('name')}' "
+                       f"of '{this_type}' returns '{ret}'; methods get their object by value, "
+                       f"so a write through it would change a copy)",
+                    "return the value (a const method returning 'const T&' is fine), or "
+                    "index the member itself: f.v[i] rather than f[i]")
         fdecl = c_ast.FuncDecl(c_ast.ParamList(params) if params else None, rtype)
         decl = c_ast.Decl(name, [], [], [], spec, fdecl, None, None, coord=self.coord(f))
         return c_ast.FuncDef(decl, None, body, coord=self.coord(f))
@@ -636,6 +667,15 @@ class Translator:
         k = d.get("kind")
         if k == "VarDecl":
             return self.var_decl(d)
+        if k == "DecompositionDecl":
+            # `auto [lo, hi] = f();`: a hidden variable of the whole; each name is its
+            # member (clang wrote each BindingDecl's expression over the hidden variable)
+            hidden = f"__bindings_{len(self._decomp)}"
+            self._decomp[d["id"]] = hidden
+            for b in d.get("inner", []):
+                if b.get("kind") == "BindingDecl" and b.get("inner"):
+                    self._bindings[b["id"]] = b["inner"][0]
+            return self.var_decl(dict(d, name=hidden))
         if k in ("StaticAssertDecl", "NamespaceAliasDecl", "TypedefDecl", "TypeAliasDecl",
                  "UsingDecl", "UsingDirectiveDecl", "UsingShadowDecl", "EmptyDecl"):
             if k == "NamespaceAliasDecl":
@@ -781,8 +821,9 @@ class Translator:
             if init is None and init_node.get("kind") == "CXXConstructExpr":
                 rid = next((i for i, (q, _) in self.records.items()
                             if q == self.record_name(ttext)), None)
-                if rid is not None and self._is_empty(rid):
-                    init = self.default_value(rid, init_node)   # thread_block b;
+                if rid is not None and (self._is_empty(rid) or self._in_class_inits(rid)):
+                    # thread_block b; S s; of a struct with default member initializers
+                    init = self.default_value(rid, init_node)
             if is_ref and d["id"] in self.ref_vars and init is not None:
                 init = c_ast.UnaryOp("&", init, self.coord(d))
         return c_ast.Decl(name, quals, [], storage, [], tnode, init, None,
@@ -849,10 +890,25 @@ class Translator:
         if len(args) == 1:
             return self.expr(args[0])
         if not args:
-            if rid is not None and self._is_empty(rid):
+            if rid is not None and (self._is_empty(rid) or self._in_class_inits(rid)):
                 return self.default_value(rid, n)
             return None
         raise self.unsupported(n, f"this constructor of '{ttext}'")
+
+    def _field_initializer(self, n):
+        """The in-class initializer of the field a CXXDefaultInitExpr `n` stands for."""
+        fid = (n.get("field") or {}).get("id")
+        for _, rec in self.records.values():
+            for f in rec.get("inner", []):
+                if f.get("kind") == "FieldDecl" and f.get("id") == fid and f.get("inner"):
+                    return f["inner"][0]
+        return None
+
+    def _in_class_inits(self, rid) -> list:
+        """(field name, initializer node) of record `rid`'s default member initializers."""
+        return [(f.get("name"), f["inner"][0]) for f in self.records[rid][1].get("inner", [])
+                if f.get("kind") == "FieldDecl" and f.get("hasInClassInitializer")
+                and f.get("inner")]
 
     def record_id(self, n):
         """The id of the record (struct or class) that expression `n` has as its type, or None."""
@@ -869,15 +925,22 @@ class Translator:
         name = qual + "::<value-initialized>"
         if name not in self._defaults:
             self._defaults.add(name)
-            fields = [f.get("name") for f in rec.get("inner", []) if f.get("kind") == "FieldDecl"
-                      and not re.search(r"\[\d*\]\s*$", self.type_text(f["type"]))
-                      and self.record_name(self.type_text(f["type"])) is None]
-            fields = fields if fields or not self._is_empty(rid) else ["__empty"]
+            inits = dict(self._in_class_inits(rid))
+            fields = [(f.get("name"), self.type_text(f["type"])) for f in rec.get("inner", [])
+                      if f.get("kind") == "FieldDecl"]
+            fields = fields if fields or not self._is_empty(rid) else [("__empty", "char")]
             items = [c_ast.Decl("this", [], [], [], [], c_ast.TypeDecl(
                 "this", [], None, c_ast.Struct(qual, None)), None, None)]
-            items += [c_ast.Assignment("=", c_ast.StructRef(c_ast.ID("this"), ".",
-                                                            c_ast.ID(f)),
-                                       c_ast.Constant("int", "0")) for f in fields]
+            for f, ftext in fields:
+                if f in inits:          # `int n = 4;` in the struct
+                    value = self.init_expr(inits[f], rec)
+                elif re.search(r"\[\d*\]\s*$", ftext) or self.record_name(ftext) is not None \
+                        or _norm(ftext) in VECTOR_NAMES:
+                    value = c_ast.InitList([])      # an array or struct member: zeroes
+                else:
+                    value = c_ast.Constant("int", "0")
+                items.append(c_ast.Assignment("=", c_ast.StructRef(c_ast.ID("this"), ".",
+                                                                   c_ast.ID(f)), value))
             items.append(c_ast.Return(c_ast.ID("this")))
             decl = c_ast.Decl(name, [], [], [], ["inline"], c_ast.FuncDecl(None, c_ast.TypeDecl(
                 name, [], None, c_ast.Struct(qual, None))), None, None)
@@ -931,6 +994,16 @@ class Translator:
                 return c_ast.ID(name, coord)
             if rk == "EnumConstantDecl":
                 return c_ast.ID(ref["name"], coord)
+            if rk == "BindingDecl":
+                if ref.get("id") not in self._bindings:
+                    raise self.unsupported(n, f"this structured binding ('{ref.get('name')}')",
+                                           "declare a variable of the struct and use its "
+                                           "members")
+                return self.expr(self._bindings[ref["id"]])
+            if rk == "DecompositionDecl":
+                node = c_ast.ID(self._decomp.get(ref.get("id"), "__bindings"), coord)
+                return c_ast.UnaryOp("*", node, coord) if ref.get("id") in self.ref_vars \
+                    else node
             if rk == "NonTypeTemplateParmDecl":
                 raise self.unsupported(n, "this template parameter")
             node = c_ast.ID(ref.get("name"), coord)
@@ -1030,7 +1103,23 @@ class Translator:
                 return c_ast.UnaryOp(name, c_ast.Typename(None, [], None, tn), coord)
             return c_ast.UnaryOp(name, self.expr(inner[0]), coord)
         if k == "InitListExpr":
-            return self.init_expr(n, n)
+            init = self.init_expr(n, n)
+            ttext = self.type_text(n.get("type", {}))
+            if self.record_name(ttext) is not None or _norm(ttext) in VECTOR_NAMES:
+                # `return {lo, hi};`, `T{x, y}`, `f({1, 2})`: a value of the struct
+                tn = self.type_node(ttext, None, n)
+                return c_ast.CompoundLiteral(c_ast.Typename(None, [], None, tn), init, coord)
+            return init
+        if k == "CXXDefaultInitExpr":
+            # a default member initializer (`int n = 4;`) where a constructor or a brace
+            # list does not give the member a value
+            if inner:
+                return self.init_expr(inner[0], n)
+            field = self._field_initializer(n)
+            if field is None:
+                raise self.unsupported(n, "this default member initializer",
+                                       "give the member its value in the constructor")
+            return self.init_expr(field, n)
         if k == "CXXDefaultArgExpr":
             raise self.unsupported(n, "this default argument")
         if k == "ImplicitValueInitExpr":
