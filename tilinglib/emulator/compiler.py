@@ -329,8 +329,8 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.scope = _Scope(self.globals)
         for decl, t, dynamic in self.file_shared:
             self.shared_decl(decl, t, dynamic)
-        slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope)
-        self.fn.address_taken = address_taken(node.body)
+        slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope,
+                                     taken=address_taken(node.body))
         self._find_unset_reads(node)
         body = self._with_prologue(self.stmt(node.body))
         ranks = {v.name: len(v.ctype.shape) for v in self.shared
@@ -349,16 +349,18 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.fn = None
         return code
 
-    def _enter_function(self, name, rtype, params, parent=None) -> list:
+    def _enter_function(self, name, rtype, params, parent=None, taken=frozenset()) -> list:
         """Start compiling a function body: a fresh frame and scope (inside `parent`, by
-        default the file scope), one slot per parameter. Returns the parameters' slots."""
+        default the file scope), one slot per parameter. `taken`: the names whose address
+        the body takes (`address_taken`). Returns the parameters' slots."""
         self.fn = _Function(name, rtype)
+        self.fn.address_taken = set(taken)
         self.scope = _Scope(parent if parent is not None else self.globals)
         slots = []
         for p in params:
             slot = self.fn.new_slot()
             slots.append(slot)
-            if p.ctype.is_struct and p.ctype.holds_aggregates:
+            if (p.ctype.is_struct and p.ctype.holds_aggregates) or p.name in taken:
                 # A struct with array or struct fields (`Params p`, `Frag f`) lives in local
                 # memory: the function starts by storing the value it was passed there.
                 address = self.local_address(p.ctype)
@@ -410,8 +412,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         saved = (self.fn, self.scope)
         params = self.params(fdef)
         rtype = self.resolve(fdef.decl.type.type)
-        slots = self._enter_function(name, rtype, params)
-        self.fn.address_taken = address_taken(fdef.body)
+        slots = self._enter_function(name, rtype, params, taken=address_taken(fdef.body))
         self._find_unset_reads(fdef)
         if not rtype.is_void:
             self.fn.ret_slot = self.fn.new_slot()

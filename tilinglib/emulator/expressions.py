@@ -218,6 +218,15 @@ class ExpressionsMixin:
         if op == "&":
             if x.ctype.is_array:
                 return X(x.fn, ct.Pointer(x.ctype))
+            if x.addr is None and x.ctype.is_struct and x.slot is None:
+                # the address of a temporary object (a method that gets its object by
+                # address, called on a returned struct): a copy in local memory
+                address, fn, t, line = self.local_address(x.ctype), x.fn, x.ctype, _line(node)
+
+                def temporary(ctx, a=address):
+                    ctx.store_struct(a, t, fn(ctx), line)
+                    return a
+                return X(temporary, ct.Pointer(x.ctype))
             if x.addr is None:
                 raise self.unsupported(node, "taking the address of a local variable",
                                        "use a local array of one element, or shared memory")

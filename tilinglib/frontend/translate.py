@@ -168,6 +168,8 @@ class Translator:
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
+        self._by_pointer: set = set()    # methods that get their object by address
+        self._this_ptr = False           # translating such a method's body
         self._decomp: dict = {}          # DecompositionDecl id -> its hidden variable
         self._bindings: dict = {}        # BindingDecl id -> its expression
 
@@ -209,6 +211,7 @@ class Translator:
         bodies = []
         self._collect(self.root.get("inner", []), [], bodies, in_template=False)
         self._name_overloads()
+        self._find_pointer_methods()
         for e in self._enums:
             self.ext.append(e)
         for rid in list(self.records):
@@ -355,8 +358,11 @@ class Translator:
             if len(fids) < 2:
                 continue
             for fid in fids:
-                _, params = _split_function_type(self.fnodes[fid]["type"]["qualType"])
+                qt = self.fnodes[fid]["type"]["qualType"]
+                _, params = _split_function_type(qt)
                 new = f"{name}({', '.join(params)})"
+                if re.search(r"\)\s*const\b[^()]*$", qt):    # `T& at(int)` and `T at(int) const`
+                    new += " const"
                 self.functions[fid] = new
                 if name in self.kernel_names:
                     self.kernel_names[new] = self.fnodes[fid].get("mangledName", new)
@@ -564,9 +570,11 @@ class Translator:
         if record is not None:
             this_type = self.records[record][0]
             if not ctor and f.get("storageClass") != "static":   # a static method has no object
-                params.append(c_ast.Decl("this", [], [], [], [], c_ast.TypeDecl(
-                    "this", [], None, c_ast.Struct(this_type, None)), None, None,
-                    coord=self.coord(f)))
+                this_decl = c_ast.TypeDecl("this", [], None, c_ast.Struct(this_type, None))
+                if fid in self._by_pointer:      # it changes its object: by address
+                    this_decl = c_ast.PtrDecl([], this_decl)
+                params.append(c_ast.Decl("this", [], [], [], [], this_decl, None, None,
+                                         coord=self.coord(f)))
         for p in f.get("inner", []):
             if p.get("kind") != "ParmVarDecl":
                 continue
@@ -579,7 +587,11 @@ class Translator:
             rtype = self.type_node(ret, name, f, by_value_refs=True)
         body_node = [c for c in f["inner"] if c.get("kind") == "CompoundStmt"][-1]
         self._returns_ref = fid in self.ref_returns
-        body = self.compound(body_node)
+        saved_this, self._this_ptr = self._this_ptr, fid in self._by_pointer
+        try:
+            body = self.compound(body_node)
+        finally:
+            self._this_ptr = saved_this
         if ctor:
             init = [c_ast.Decl("this", [], [], [], [], c_ast.TypeDecl(
                 "this", [], None, c_ast.Struct(this_type, None)), None, None,
@@ -596,45 +608,101 @@ class Translator:
                         c_ast.ID("this"), ".", c_ast.ID(field)), value, self.coord(f)))
             body.block_items = init + (body.block_items or []) + [
                 c_ast.Return(c_ast.ID("this"), self.coord(f))]
-        elif record is not None:
-            self._check_const_method(f, body_node)
-            if fid in self.ref_returns and f.get("storageClass") != "static" and \
-                    _mentions_this(body_node):
-                raise self.unsupported(
-                    f, f"a method returning a reference into its object ('{f.get('name')}' "
-                       f"of '{this_type}' returns '{ret}'; methods get their object by value, "
-                       f"so a write through it would change a copy)",
-                    "return the value (a const method returning 'const T&' is fine), or "
-                    "index the member itself: f.v[i] rather than f[i]")
+
         fdecl = c_ast.FuncDecl(c_ast.ParamList(params) if params else None, rtype)
         decl = c_ast.Decl(name, [], [], [], spec, fdecl, None, None, coord=self.coord(f))
         return c_ast.FuncDef(decl, None, body, coord=self.coord(f))
 
-    def _check_const_method(self, f, body):
-        """Methods get their object by value: refuse one that assigns to a field of it."""
+    def _find_pointer_methods(self):
+        """The methods that get their object by address (`this` a pointer): those that
+        change it (assign or increment a member, take a member's address, bind one to a
+        non-const reference, use `*this`), return a reference into it, or call such a
+        method on it. The others get it by value, so they also run on a temporary
+        (`SharedMemory<T>()`, `cg::this_thread_block().sync()`)."""
+        methods = {fid for fid in self.functions if fid in self._method_of
+                   and self.fnodes[fid].get("kind") != "CXXConstructorDecl"
+                   and self.fnodes[fid].get("storageClass") != "static"}
+        calls = {}
+        for fid in methods:
+            f = self.fnodes[fid]
+            body = [c for c in f.get("inner", []) if c.get("kind") == "CompoundStmt"][-1]
+            direct, callees = self._changes_this(body)
+            if direct or (fid in self.ref_returns and _mentions_this(body)):
+                self._by_pointer.add(fid)
+            calls[fid] = callees
+        changed = True
+        while changed:
+            changed = False
+            for fid in methods - self._by_pointer:
+                if calls[fid] & self._by_pointer:
+                    self._by_pointer.add(fid)
+                    changed = True
+
+    def _changes_this(self, body):
+        """(whether `body` changes its object directly, the methods it calls on it)."""
+        def on_this(t):
+            while isinstance(t, dict) and t.get("kind") in (
+                    "ImplicitCastExpr", "ParenExpr", "ArraySubscriptExpr", "MemberExpr"):
+                if t.get("kind") == "MemberExpr" and t["inner"][0].get("kind") == "CXXThisExpr":
+                    return True
+                if t.get("kind") == "MemberExpr" and t.get("isArrow"):
+                    return False
+                t = t["inner"][0]
+            return False
+        direct, callees = False, set()
         stack = [body]
         while stack:
             n = stack.pop()
             if not isinstance(n, dict):
                 continue
-            k = n.get("kind")
-            if k in ("BinaryOperator", "CompoundAssignOperator", "UnaryOperator"):
-                op = n.get("opcode", "")
-                if k != "UnaryOperator" and op not in ("=",) and k == "BinaryOperator":
-                    pass
-                elif k == "UnaryOperator" and op not in ("++", "--"):
-                    pass
-                else:
-                    target = n["inner"][0]
-                    while target.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
-                        target = target["inner"][0]
-                    if target.get("kind") == "MemberExpr" and target["inner"][0].get(
-                            "kind") == "CXXThisExpr":
-                        raise self.unsupported(
-                            n, f"a method that changes its object's fields "
-                               f"('{target.get('name')}' in '{f.get('name')}')",
-                            "return the new value, or keep the field in a local variable")
-            stack.extend(n.get("inner", []))
+            k, op = n.get("kind"), n.get("opcode", "")
+            inner = n.get("inner", [])
+            if (k == "BinaryOperator" and op == "=") or k == "CompoundAssignOperator" or \
+                    (k == "UnaryOperator" and op in ("++", "--", "&")):
+                direct = direct or on_this(inner[0])
+            if k == "UnaryOperator" and op == "*" and inner and \
+                    inner[0].get("kind") == "CXXThisExpr":
+                direct = True
+            if k == "VarDecl" and inner:          # int& r = n;
+                vt = n.get("type", {}).get("qualType", "")
+                if vt.endswith("&") and not vt.startswith("const") and on_this(inner[-1]):
+                    direct = True
+            if k == "CXXMemberCallExpr" and inner and inner[0].get("kind") == "MemberExpr":
+                base = inner[0]["inner"][0]
+                if base.get("kind") == "CXXThisExpr" or on_this(base):
+                    callees.add(inner[0].get("referencedMemberDecl"))
+            if k == "CXXOperatorCallExpr" and len(inner) > 1:
+                _, ref = self.callee_decl(inner[0])
+                if ref is not None and on_this(inner[1]):
+                    callees.add(ref.get("id"))
+            if k in ("CallExpr", "CXXOperatorCallExpr", "CXXMemberCallExpr") and inner:
+                _, ref = self.callee_decl(inner[0])
+                fnode = self.fnodes.get((ref or {}).get("id"))
+                params = [p for p in (fnode or {}).get("inner", [])
+                          if p.get("kind") == "ParmVarDecl"]
+                args = inner[1:] if k != "CXXOperatorCallExpr" or \
+                    (ref or {}).get("id") not in self._method_of else inner[2:]
+                for p, a in zip(params, args):
+                    pt = p.get("type", {}).get("qualType", "")
+                    if pt.endswith("&") and not pt.startswith("const") and on_this(a):
+                        direct = True
+            stack.extend(inner)
+        return direct, callees
+
+    def _object_arg(self, mid, base, is_arrow, coord):
+        """The object argument of a call of method `mid` on `base` (clang's JSON): its
+        address for a method that gets it by address, else its value."""
+        by_pointer = mid in self._by_pointer
+        if base.get("kind") == "CXXThisExpr":
+            this = c_ast.ID("this", coord)
+            if self._this_ptr == by_pointer:
+                return this
+            return c_ast.UnaryOp("*", this, coord) if self._this_ptr else \
+                c_ast.UnaryOp("&", this, coord)
+        obj = self.expr(base)
+        if is_arrow:
+            return obj if by_pointer else c_ast.UnaryOp("*", obj, coord)
+        return c_ast.UnaryOp("&", obj, coord) if by_pointer else obj
 
     def param(self, p):
         ttext = self.type_text(p["type"])
@@ -1036,7 +1104,7 @@ class Translator:
                 op = "p" + op
             if op == "__extension__":
                 return self.expr(inner[0])
-            if op == "*" and inner[0].get("kind") == "CXXThisExpr":
+            if op == "*" and inner[0].get("kind") == "CXXThisExpr" and not self._this_ptr:
                 # was "cannot dereference a value of type C": the method's object is a value
                 raise self.unsupported(n, "'*this' (a method gets its object by value, not "
                                           "a pointer)", "name the field itself: n, not "
@@ -1065,7 +1133,7 @@ class Translator:
             b = self.expr(base)
             arrow = "->" if n.get("isArrow") else "."
             if base.get("kind") == "CXXThisExpr":
-                arrow = "."
+                arrow = "->" if self._this_ptr else "."
             return c_ast.StructRef(b, arrow, c_ast.ID(n["name"], coord), coord)
         if k == "CXXThisExpr":
             return c_ast.ID("this", coord)
@@ -1193,9 +1261,8 @@ class Translator:
         if member.get("kind") != "MemberExpr":
             raise self.unsupported(n, "a call through a pointer to a member function")
         mid = member.get("referencedMemberDecl")
-        obj = self.expr(member["inner"][0])
-        if member.get("isArrow") and member["inner"][0].get("kind") != "CXXThisExpr":
-            obj = c_ast.UnaryOp("*", obj, self.coord(member))
+        obj = self._object_arg(mid, member["inner"][0], member.get("isArrow"),
+                               self.coord(member))
         return self._method_call(mid, obj, inner[1:], n)
 
     def _method_call(self, mid, obj, args, n):
@@ -1224,7 +1291,8 @@ class Translator:
             return c_ast.Assignment("=", self.expr(inner[1]), self.expr(inner[2]),
                                     self.coord(n))
         if fid in self._method_of:
-            return self._method_call(fid, self.expr(inner[1]), inner[2:], n)
+            return self._method_call(fid, self._object_arg(fid, inner[1], False,
+                                                           self.coord(n)), inner[2:], n)
         coord = self.coord(n)
         name = self.functions.get(fid)
         if name is None:
