@@ -286,23 +286,40 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             value += 1
 
     def static_initializer(self, node, t):
+        """The bytes (a uint8 array of sizeof(t)) a `__constant__` variable starts with:
+        its brace list laid out as nvcc lays out `t` (structs with array members, arrays
+        of float4, ...), zeros where the list stops; None without an initializer."""
         if node.init is None:
             return None
-        flat = []
+        buf = bytearray(t.size)
 
-        def walk(init, t):
-            if isinstance(init, c_ast.InitList):
-                elem = t.elem if t.is_array else None
-                for item in init.exprs:
-                    walk(item, elem if elem is not None else t)
-            else:
-                x = self.expr(init)
-                if x.const is None:
-                    raise self.error(init, "__constant__ initializers must be constants")
-                flat.append(x.const)
-        walk(node.init, t)
-        base = t.base_elem if t.is_array else t
-        return np.array(flat, dtype=base.dtype)
+        def walk(item, at, off):
+            if item is None:
+                return
+            if isinstance(item, c_ast.InitList):
+                if at.is_struct:
+                    members = [(ft, foff) for _, ft, foff in at.fields]
+                elif at.is_array:
+                    members = [(at.elem, i * at.elem.size) for i in range(at.length or 0)]
+                else:
+                    members = [(at, 0)]
+                if len(item.exprs) > len(members):
+                    raise self.error(item, f"too many initializers for {at} "
+                                           f"({len(item.exprs)} > {len(members)})")
+                for sub, (mt, moff) in zip(item.exprs, members):
+                    walk(sub, mt, off + moff)
+                return
+            if not (at.is_scalar or at.is_pointer):
+                raise self.error(item, "__constant__ initializers must be constants "
+                                       "in braces")
+            x = self.expr(item)
+            if x.const is None:
+                raise self.error(item, "__constant__ initializers must be constants")
+            conv = V.converter(ct.decay(x.ctype), at)
+            value = conv(x.const) if conv else x.const
+            buf[off:off + at.size] = np.asarray(value).astype(at.dtype).tobytes()
+        walk(node.init, t, 0)
+        return np.frombuffer(bytes(buf), dtype=np.uint8)
 
     def constant_memory_var(self, index, t, name):
         def address(ctx, index=index):

@@ -168,6 +168,7 @@ class Translator:
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
+        self._static_names: dict = {}    # static member VarDecl id -> 'Class::name'
         self._by_pointer: set = set()    # methods that get their object by address
         self._this_ptr = False           # translating such a method's body
         self._decomp: dict = {}          # DecompositionDecl id -> its hidden variable
@@ -267,11 +268,20 @@ class Translator:
                     continue
                 if in_template or (n.get("name") in VECTOR_NAMES and self._in_prelude(n)):
                     continue
-                qual = "::".join(scope + [n.get("name") or "<anonymous>"])
+                loc = n.get("loc") or {}
+                anonymous = not n.get("name")
+                # an unnamed struct (a member's `struct { float a, b; } in;`, or C's
+                # `typedef struct { ... } Frag;`): named by where it is, as clang's types
+                # spell it ('(unnamed at <stdin>:20:16)'); a typedef names it below
+                qual = "::".join(scope + [n.get("name") or
+                                          f"__unnamed_{loc.get('line')}_{loc.get('col')}"])
                 if kind == "ClassTemplateSpecializationDecl":
                     qual += "<" + ", ".join(self._template_args(n)) + ">"
                 self.records[n["id"]] = (qual, n)
                 self.record_by_name[_norm(qual)] = qual
+                if anonymous:
+                    self.record_by_name[_norm(f"(unnamed at <stdin>:{loc.get('line')}:"
+                                              f"{loc.get('col')})")] = qual
                 self._ctors[n["id"]] = []
                 members = []
                 for m in n.get("inner", []):
@@ -287,7 +297,13 @@ class Translator:
                     elif mk in _RECORD_KINDS or mk in ("ClassTemplateDecl", "EnumDecl"):
                         self._collect([m], scope + [n.get("name") or ""], bodies, in_template)
                     elif mk == "VarDecl":
-                        bodies.append(("var", m, None))
+                        # a static member: by its qualified name (Ops<int>::zero and
+                        # Ops<float>::zero are two variables); one with no value (a class
+                        # template's member nobody used) is left out
+                        if any(not c.get("kind", "").endswith("Attr")
+                               for c in m.get("inner", [])):
+                            self._static_names[m["id"]] = qual + "::" + m["name"]
+                            bodies.append(("var", m, None))
                 for m in members:
                     if m.get("kind") == "CXXConstructorDecl":
                         self._ctors[n["id"]].append((_norm(m["type"]["qualType"]), m))
@@ -301,6 +317,16 @@ class Translator:
             elif kind == "EnumDecl":
                 self._enum(n)
             elif kind in ("TypedefDecl", "TypeAliasDecl"):
+                decl = next((t.get("decl", {}) for t in n.get("inner", [])
+                             if t.get("kind") == "RecordType"), {})
+                if decl.get("id") in self.records and \
+                        self.records[decl["id"]][0].split("::")[-1].startswith("__unnamed_"):
+                    # `typedef struct { ... } Frag;`: clang names the struct Frag
+                    self.record_by_name[_norm("::".join(scope + [n["name"]]))] = \
+                        self.records[decl["id"]][0]
+                    continue
+                if _norm(self.type_text(n["type"])) == _norm(n["name"]):
+                    continue            # `typedef struct Frag { ... } Frag;`: the struct
                 self.typedefs[n["name"]] = self.type_text(n["type"])
                 self.typedefs["::".join(scope + [n["name"]])] = self.type_text(n["type"])
             elif kind in ("UsingDirectiveDecl", "UsingDecl",
@@ -545,8 +571,10 @@ class Translator:
                 raise self.unsupported(f, f"bit-fields ('{f.get('name')}' in '{qual}')",
                                        "use a whole int and mask or shift it yourself")
             ttext = self.type_text(f["type"])
+            used = self.record_name(re.sub(r"(\[\d*\]|\*|&|\b(const|volatile)\b)", " ",
+                                           ttext).strip())
             for other, (oqual, _) in self.records.items():   # fields' structs first
-                if other != rid and _norm(oqual) in _norm(ttext):
+                if other != rid and (_norm(oqual) in _norm(ttext) or oqual == used):
                     self._emit_record(other)
             decls.append(c_ast.Decl(f.get("name"), [], [], [], [],
                                     self.type_node(ttext, f.get("name"), f), None, None,
@@ -843,7 +871,7 @@ class Translator:
         return c_ast.Compound(items, self.coord(body))
 
     def var_decl(self, d, file_scope=False):
-        name = d["name"]
+        name = self._static_names.get(d.get("id"), d["name"])
         attrs = {a.get("kind") for a in d.get("inner", []) if isinstance(a, dict)}
         storage = []
         sc = d.get("storageClass")
@@ -1074,7 +1102,7 @@ class Translator:
                     else node
             if rk == "NonTypeTemplateParmDecl":
                 raise self.unsupported(n, "this template parameter")
-            node = c_ast.ID(ref.get("name"), coord)
+            node = c_ast.ID(self._static_names.get(ref.get("id"), ref.get("name")), coord)
             if ref.get("id") in self.ref_vars:
                 return c_ast.UnaryOp("*", node, coord)
             return node
