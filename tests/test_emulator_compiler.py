@@ -410,7 +410,8 @@ def test_the_address_of_a_local_and_a_method_changing_its_object_now_run():
     ("__device__ int f(int n) {\n  return n ? n * f(n - 1) : 1;\n}\n"
      "__global__ void k(int* a) { a[0] = f(3); }", "recursion", 2),
     ("__global__ void k(int* a) {\n  goto end;\n  end: a[0] = 1;\n}", "goto", 2),
-    ("__global__ void k(int* a) {\n  auto f = [](int x) { return x; };\n}", "lambdas", 2),
+    ("template <class F> __device__ int g(F f) { return f(1); }\n__global__ void k(int* a) {"
+     "\n  a[0] = g([](int x) { return x; });\n}", "lambda passed to a function", 1),
     ("__global__ void k(int* a) {\n  int* p = new int[4];\n}", "new", 2),
     ("__global__ void k(int* a) {\n  static int n = 0;\n  a[0] = n;\n}", "static", 2),
 ])

@@ -168,6 +168,10 @@ class Translator:
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
+        self._lambdas: dict = {}         # LambdaExpr id -> (function name, captures)
+        self._lambda_methods: dict = {}  # a lambda's operator() id -> the same
+        self._lambda_vars: dict = {}     # `auto f = [..]` VarDecl id -> (name, captures,
+        #                                  hidden copies)
         self._static_names: dict = {}    # static member VarDecl id -> 'Class::name'
         self._by_pointer: set = set()    # methods that get their object by address
         self._this_ptr = False           # translating such a method's body
@@ -462,7 +466,10 @@ class Translator:
         `by_value_refs` and a const reference, the type itself)."""
         text = text.strip()
         if "(lambda at" in text:
-            raise self.unsupported(n, "C++ lambdas", "write a __device__ function")
+            raise self.unsupported(n, "a lambda passed to a function or stored other than "
+                                      "'auto f = [...](...) {...};'",
+                                   "call it where it is declared, or write a __device__ "
+                                   "function")
         if re.search(r"\(\*\)\s*\(", text):
             raise self.unsupported(n, f"function pointers ('{text}')",
                                    "call the __device__ function by its name")
@@ -755,7 +762,11 @@ class Translator:
 
     def stmt_list(self, s) -> list:
         if s.get("kind") == "DeclStmt":
-            return [d for d in (self.decl_in_block(x) for x in s.get("inner", [])) if d]
+            out = []
+            for x in s.get("inner", []):
+                d = self.decl_in_block(x)
+                out.extend(d if isinstance(d, list) else [d] if d else [])
+            return out
         r = self.stmt(s)
         return [] if r is None else [r]
 
@@ -871,6 +882,9 @@ class Translator:
         return c_ast.Compound(items, self.coord(body))
 
     def var_decl(self, d, file_scope=False):
+        lam = self._lambda_of(d)
+        if lam is not None:
+            return self.lambda_decl(d, lam)
         name = self._static_names.get(d.get("id"), d["name"])
         attrs = {a.get("kind") for a in d.get("inner", []) if isinstance(a, dict)}
         storage = []
@@ -924,6 +938,157 @@ class Translator:
                 init = c_ast.UnaryOp("&", init, self.coord(d))
         return c_ast.Decl(name, quals, [], storage, [], tnode, init, None,
                           coord=self.coord(d))
+
+    # ------------------------------------------------------------------ lambdas
+    def _lambda_of(self, d):
+        """The LambdaExpr that VarDecl `d` is initialised with (`auto f = [&](...) {...};`)."""
+        if "(lambda at" not in d.get("type", {}).get("qualType", ""):
+            return None
+        init = next((c for c in d.get("inner", []) if not c.get("kind", "").endswith("Attr")),
+                    None)
+        while init is not None and init.get("kind") in _TRANSPARENT + (
+                "ImplicitCastExpr", "CXXConstructExpr"):
+            init = (init.get("inner") or [None])[0]
+        return init if init is not None and init.get("kind") == "LambdaExpr" else None
+
+    def lambda_function(self, lam):
+        """Lower a lambda to a __device__ function of its own, taking each capture as a
+        first parameter (a by-reference capture as a pointer, a copy by value) and then the
+        lambda's parameters. Returns (function name, [(variable id, by reference, clang's
+        capture expression)])."""
+        if lam["id"] in self._lambdas:
+            return self._lambdas[lam["id"]]
+        inner = lam.get("inner", [])
+        rec = inner[0]
+        loc = (lam.get("loc") or lam.get("range", {}).get("begin") or {})
+        c = self.coord(lam)
+        name = f"<lambda at line {c.line if c else '?'}:{c.column if c else '?'}>"
+        fields = [f for f in rec.get("inner", []) if f.get("kind") == "FieldDecl"]
+        inits = inner[1:1 + len(fields)]
+        captures = []
+        for f, ci in zip(fields, inits):
+            ref = ci
+            while ref.get("kind") in _TRANSPARENT + ("ImplicitCastExpr", "CXXConstructExpr"):
+                ref = ref["inner"][0]
+            if ref.get("kind") == "CXXThisExpr":
+                raise self.unsupported(lam, "a lambda capturing 'this'",
+                                       "pass the members it uses as parameters")
+            if ref.get("kind") != "DeclRefExpr":
+                raise self.unsupported(lam, "a lambda capture with an initializer ([x = ...])",
+                                       "declare the variable before the lambda")
+            var = ref["referencedDecl"]
+            if var.get("id") in self._lambda_vars:      # a lambda calling another
+                if self._lambda_vars[var["id"]][1]:
+                    raise self.unsupported(lam, "a lambda calling another lambda that "
+                                                "captures variables",
+                                           "write the inner one as a __device__ function")
+                continue
+            by_ref = f["type"]["qualType"].rstrip().endswith("&")
+            captures.append((var["id"], var.get("name"), by_ref, ci,
+                             self.type_text(f["type"])))
+        methods = []
+        for m in rec.get("inner", []):
+            if m.get("kind") == "CXXMethodDecl" and m.get("name") == "operator()":
+                methods.append(m)
+            elif m.get("kind") == "FunctionTemplateDecl":       # a generic lambda
+                methods += [x for x in m.get("inner", []) if x.get("kind") == "CXXMethodDecl"
+                            and x.get("name") == "operator()" and x.get("inner")
+                            and not re.search(r"\bauto\b|type-parameter",
+                                              x["type"]["qualType"])]
+        result = (name, captures)
+        self._lambdas[lam["id"]] = result
+        for k, m in enumerate(methods):
+            body = [b for b in m.get("inner", []) if b.get("kind") == "CompoundStmt"]
+            if not body:
+                continue
+            if not re.search(r"\)\s*const\b", m["type"]["qualType"]):
+                raise self.unsupported(lam, "a 'mutable' lambda (its copies keep their "
+                                            "changes from call to call)",
+                                       "capture by reference ([&]) or write a __device__ "
+                                       "function")
+            fname = name if len(methods) == 1 else f"{name}({', '.join(_split_function_type(m['type']['qualType'])[1])})"
+            self.functions[m["id"]] = fname
+            self.fnodes[m["id"]] = m
+            self._lambda_methods[m["id"]] = result
+            ret, _ = _split_function_type(m["type"]["qualType"])
+            saved = (set(self.ref_vars), getattr(self, "_returns_ref", False), self._this_ptr)
+            params = []
+            for vid, vname, by_ref, _, ftext in captures:
+                if by_ref:
+                    self.ref_vars.add(vid)
+                    tnode = self.type_node(ftext, vname, lam)
+                else:
+                    self.ref_vars.discard(vid)
+                    tnode = self.type_node(ftext, vname, lam, by_value_refs=True)
+                params.append(c_ast.Decl(vname, [], [], [], [], tnode, None, None, coord=c))
+            params += [self.param(p) for p in m.get("inner", []) if p.get("kind") == "ParmVarDecl"]
+            self._returns_ref, self._this_ptr = False, False
+            try:
+                if ret.endswith("&"):
+                    raise self.unsupported(lam, "a lambda returning a reference",
+                                           "return the value")
+                rtype = self.type_node(ret, fname, m, by_value_refs=True)
+                cbody = self.compound(body[-1])
+            finally:
+                self.ref_vars, self._returns_ref, self._this_ptr = saved
+            fdecl = c_ast.FuncDecl(c_ast.ParamList(params) if params else None, rtype)
+            decl = c_ast.Decl(fname, [], [], [], ["inline"], fdecl, None, None, coord=c)
+            self._late.append(c_ast.FuncDef(decl, None, cbody, coord=c))
+        return result
+
+    def lambda_decl(self, d, lam):
+        """`auto f = [..](..) {..};`: the lambda's function is made; its copies (by-value
+        captures) are taken here, in hidden variables, as C++ copies them here."""
+        name, captures = self.lambda_function(lam)
+        copies = []
+        hidden = []
+        for vid, vname, by_ref, ci, ftext in captures:
+            if by_ref:
+                hidden.append(None)
+                continue
+            h = f"__lambda_{d['name']}_{vname}"
+            hidden.append(h)
+            tnode = self.type_node(ftext, h, lam, by_value_refs=True)
+            copies.append(c_ast.Decl(h, [], [], [], [], tnode, self.expr(ci), None,
+                                     coord=self.coord(d)))
+        self._lambda_vars[d["id"]] = (name, captures, hidden)
+        if not copies:
+            return None
+        return copies if len(copies) > 1 else copies[0]
+
+    def lambda_call(self, fid, obj, args, n):
+        """A call of a lambda `f(x)`: its function with the captures first (a
+        by-reference capture by address, a copy from its hidden variable)."""
+        coord = self.coord(n)
+        while obj.get("kind") in _TRANSPARENT + ("ImplicitCastExpr",):
+            obj = obj["inner"][0]
+        if obj.get("kind") == "LambdaExpr":            # [&] { ... }(): called where made
+            name, captures = self.lambda_function(obj)
+            hidden = [None] * len(captures)
+            values = {i: self.expr(ci) for i, (_, _, by_ref, ci, _) in enumerate(captures)
+                      if not by_ref}
+        elif obj.get("kind") == "DeclRefExpr" and \
+                obj["referencedDecl"].get("id") in self._lambda_vars:
+            name, captures, hidden = self._lambda_vars[obj["referencedDecl"]["id"]]
+            values = {i: c_ast.ID(h, coord) for i, h in enumerate(hidden) if h}
+        else:
+            raise self.unsupported(n, "a lambda called other than by the name it was "
+                                      "declared with (passed to a function, stored)",
+                                   "call it where it is declared, or write a __device__ "
+                                   "function")
+        cargs = []
+        for i, (vid, vname, by_ref, ci, _) in enumerate(captures):
+            if by_ref:
+                ref = ci
+                while ref.get("kind") in _TRANSPARENT + ("ImplicitCastExpr",):
+                    ref = ref["inner"][0]
+                cargs.append(c_ast.UnaryOp("&", self.expr(ref), coord))
+            else:
+                cargs.append(values[i])
+        fname = self.functions.get(fid, name)
+        all_args = cargs + self.call_args(self.fnodes.get(fid), args)
+        return c_ast.FuncCall(c_ast.ID(fname, coord),
+                              c_ast.ExprList(all_args, coord) if all_args else None, coord)
 
     def init_expr(self, n, d, nested=False):
         k = n.get("kind")
@@ -1221,7 +1386,10 @@ class Translator:
         if k == "ImplicitValueInitExpr":
             return c_ast.Constant("int", "0", coord)
         if k == "LambdaExpr":
-            raise self.unsupported(n, "C++ lambdas", "write a __device__ function")
+            raise self.unsupported(n, "a lambda used other than 'auto f = [...](...) "
+                                      "{...};' and called by that name",
+                                   "call it where it is declared, or write a __device__ "
+                                   "function")
         if k in ("CXXNewExpr", "CXXDeleteExpr"):
             raise self.unsupported(n, "C++ new and delete",
                                    "allocate memory on the host and pass a pointer")
@@ -1318,6 +1486,15 @@ class Translator:
             # the implicit copy or move assignment of a struct: C's struct assignment
             return c_ast.Assignment("=", self.expr(inner[1]), self.expr(inner[2]),
                                     self.coord(n))
+        if fid in self._lambda_methods or (ref.get("name") == "operator()" and
+                                            "(lambda at" in str(inner[1].get("type"))):
+            if fid not in self._lambda_methods:
+                obj = inner[1]
+                while obj.get("kind") in _TRANSPARENT + ("ImplicitCastExpr",):
+                    obj = obj["inner"][0]
+                if obj.get("kind") == "LambdaExpr":
+                    self.lambda_function(obj)
+            return self.lambda_call(fid, inner[1], inner[2:], n)
         if fid in self._method_of:
             return self._method_call(fid, self._object_arg(fid, inner[1], False,
                                                            self.coord(n)), inner[2:], n)
