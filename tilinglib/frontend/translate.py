@@ -168,6 +168,7 @@ class Translator:
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
+        self._range_arrays: dict = {}    # a range-for's __range1 id -> the array expression
         self._lambdas: dict = {}         # LambdaExpr id -> (function name, captures)
         self._lambda_methods: dict = {}  # a lambda's operator() id -> the same
         self._lambda_vars: dict = {}     # `auto f = [..]` VarDecl id -> (name, captures,
@@ -811,16 +812,35 @@ class Translator:
             items = self.stmt_list(s)
             return c_ast.Compound(items, coord) if len(items) != 1 else items[0]
         if k == "IfStmt":
-            if s.get("hasInit") or s.get("hasVar"):
-                raise self.unsupported(s, "a declaration inside an if's condition",
-                                       "declare the variable before the if")
-            inner = s["inner"]
-            return c_ast.If(self.expr(inner[0]), self.stmt(inner[1]),
+            inner = list(s["inner"])
+            before = []
+            # `if (int t = f(); t < n)` and `if (int r = f())`: the declarations first, in
+            # a block of their own (their scope is the if's)
+            if s.get("hasInit"):
+                before += self.stmt_list(inner.pop(0))
+            if s.get("hasVar"):
+                before += self.stmt_list(inner.pop(0))
+            if s.get("isConstexpr") or s.get("isConsteval"):
+                pass                              # `if constexpr`: clang chose; C's if agrees
+            node = c_ast.If(self.expr(inner[0]), self.stmt(inner[1]),
                             self.stmt(inner[2]) if len(inner) > 2 else None, coord)
+            return c_ast.Compound(before + [node], coord) if before else node
         if k == "ForStmt":
             init, var, cond, nxt, body = (s["inner"] + [{}] * 5)[:5]
             if var:
-                raise self.unsupported(s, "a declaration inside a for's condition")
+                # `for (...; int j = f(i); ...)`: declared and tested at each iteration
+                test = c_ast.If(c_ast.UnaryOp("!", self.expr(cond), coord),
+                                c_ast.Break(coord), None, coord)
+                body_c = c_ast.Compound(self.stmt_list(var) + [test] + (
+                    [self.stmt(body)] if body else []), coord)
+                init_node = None
+                if init and init.get("kind") == "DeclStmt":
+                    init_node = c_ast.DeclList([self.decl_in_block(x) for x in init["inner"]],
+                                               self.coord(init))
+                elif init:
+                    init_node = self.expr(init)
+                return c_ast.For(init_node, None, self.expr(nxt) if nxt else None, body_c,
+                                 coord)
             if init and init.get("kind") == "DeclStmt":
                 init_node = c_ast.DeclList([self.decl_in_block(x) for x in init["inner"]],
                                            self.coord(init))
@@ -831,7 +851,12 @@ class Translator:
                              c_ast.EmptyStatement(coord), coord)
         if k == "WhileStmt":
             if s.get("hasVar"):
-                raise self.unsupported(s, "a declaration inside a while's condition")
+                # `while (int j = f())`: declared and tested at each iteration
+                var, cond, body = s["inner"][0], s["inner"][1], s["inner"][2]
+                test = c_ast.If(c_ast.UnaryOp("!", self.expr(cond), coord),
+                                c_ast.Break(coord), None, coord)
+                return c_ast.While(c_ast.Constant("int", "1", coord), c_ast.Compound(
+                    self.stmt_list(var) + [test, self.stmt(body)], coord), coord)
             return c_ast.While(self.expr(s["inner"][0]), self.stmt(s["inner"][1]), coord)
         if k == "DoStmt":
             return c_ast.DoWhile(self.expr(s["inner"][1]), self.stmt(s["inner"][0]), coord)
@@ -859,8 +884,29 @@ class Translator:
         if k in ("CXXTryStmt", "CXXThrowExpr"):
             raise self.unsupported(s, "C++ exceptions (try/throw)")
         if k == "CXXForRangeStmt":
-            raise self.unsupported(s, "a range-based for loop", "write for (int i = 0; ...)")
+            return self.range_for(s)
         return self.expr(s)
+
+    def range_for(self, s):
+        """`for (float x : arr)` over an array (a local, shared, or member array): clang's
+        own lowering, a pointer from the array's start to its end; the array expression
+        stands for its hidden reference `__range1` (an array has no side effects to run
+        twice). Over anything else (a class with begin() and end()), refused."""
+        coord = self.coord(s)
+        parts = [p for p in s["inner"] if p]
+        if len(s["inner"]) != 8 or s["inner"][0]:
+            raise self.unsupported(s, "a range-based for with an initializer",
+                                   "declare the variable before the loop")
+        _, rng, begin, end, cond, inc, var, body = s["inner"]
+        rdecl = rng["inner"][0]
+        if not re.search(r"\(&&?\)\s*\[\d+\]$", rdecl["type"]["qualType"]):
+            raise self.unsupported(s, "a range-based for loop over anything but an array "
+                                      f"(here '{self.type_text(rdecl['type'])}')",
+                                   "write for (int i = 0; i < n; ++i)")
+        self._range_arrays[rdecl["id"]] = rdecl["inner"][0]
+        loop = c_ast.For(None, self.expr(cond), self.expr(inc), c_ast.Compound(
+            self.stmt_list(var) + ([self.stmt(body)] if body else []), coord), coord)
+        return c_ast.Compound(self.stmt_list(begin) + self.stmt_list(end) + [loop], coord)
 
     def switch_body(self, body):
         items = []
@@ -1255,6 +1301,8 @@ class Translator:
                 return c_ast.ID(name, coord)
             if rk == "EnumConstantDecl":
                 return c_ast.ID(ref["name"], coord)
+            if ref.get("id") in self._range_arrays:    # a range-based for's __range1
+                return self.expr(self._range_arrays[ref["id"]])
             if rk == "BindingDecl":
                 if ref.get("id") not in self._bindings:
                     raise self.unsupported(n, f"this structured binding ('{ref.get('name')}')",
