@@ -159,15 +159,26 @@ class TypeResolver:
         fields, offset, align = [], 0, 1
         for d in node.decls:
             t = self.resolve(d.type)
-            offset = -(-offset // t.align) * t.align
+            a = max(t.align, self.alignas(d))
+            offset = -(-offset // a) * a
             fields.append((d.name, t, offset))
             offset += t.size
-            align = max(align, t.align)
+            align = max(align, a)
         size = -(-offset // align) * align
         st = ct.Struct(name or "<anonymous struct>", tuple(fields), size, align)
         if name:
             self.structs[name] = st
         return st
+
+    def alignas(self, decl) -> int:
+        """The alignment `alignas(n)` asks of declaration `decl` (1 without one)."""
+        out = 1
+        for a in getattr(decl, "align", None) or []:
+            value = self.const_value(a.alignment)
+            if value <= 0 or value & (value - 1):
+                raise self.error(decl, f"alignas({value}): an alignment is a power of 2")
+            out = max(out, value)
+        return out
 
     def params(self, funcdef: c_ast.FuncDef) -> list:
         args = funcdef.decl.type.args

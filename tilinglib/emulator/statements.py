@@ -148,7 +148,7 @@ class StatementsMixin:
         if existing:
             var = existing[0]
         else:
-            align = max(t.align, 1)
+            align = max(t.align, 1, self.alignas(node))
             offset = -(-self.static_shared_size() // align) * align
             var = SharedVar(node.name, t, offset, False, _line(node))
             self.shared.append(var)
@@ -159,10 +159,11 @@ class StatementsMixin:
             self.scope.names[node.name] = self.memory_lvalue(lambda ctx, a=address: a, t, node)
         return lambda ctx: None
 
-    def local_address(self, t) -> np.int64:
+    def local_address(self, t, align=1) -> np.int64:
         """Room for a value of type `t` in each thread's local memory (a local array, a
-        struct with array or struct fields, a temporary copy of one); its address."""
-        align = max(t.align, 4)
+        struct with array or struct fields, a temporary copy of one), aligned to `align`
+        at least (alignas); its address."""
+        align = max(t.align, 4, align)
         offset = -(-self.local_bytes // align) * align
         self.local_bytes = offset + t.size
         return np.int64(make_address(LOCAL_REGION, offset))
@@ -174,7 +175,7 @@ class StatementsMixin:
         when it is declared without a value."""
         if t.is_array and t.length is None:
             raise self.error(node, f"the local array '{node.name}' needs a size")
-        address = self.local_address(t)
+        address = self.local_address(t, self.alignas(node))
         offset = int(address - make_address(LOCAL_REGION, 0))
         x = X(lambda ctx, a=address: a, t) if t.is_array else \
             self.memory_lvalue(lambda ctx, a=address: a, t, node)

@@ -584,7 +584,10 @@ class Translator:
             for other, (oqual, _) in self.records.items():   # fields' structs first
                 if other != rid and (_norm(oqual) in _norm(ttext) or oqual == used):
                     self._emit_record(other)
-            decls.append(c_ast.Decl(f.get("name"), [], [], [], [],
+            # alignas / __align__ on a member, or on the struct (given to its first member:
+            # the same layout, the struct aligned as its most aligned member)
+            align = self._alignas(f) or (self._alignas(n) if not decls else [])
+            decls.append(c_ast.Decl(f.get("name"), [], align, [], [],
                                     self.type_node(ttext, f.get("name"), f), None, None,
                                     coord=self.coord(f)))
         if not decls:     # an empty class (thread_block): one byte, as in C++
@@ -592,6 +595,17 @@ class Translator:
                 "__empty", [], None, c_ast.IdentifierType(["char"])), None, None))
         self.ext.append(c_ast.Decl(None, [], [], [], [], c_ast.Struct(qual, decls), None, None,
                                    coord=self.coord(n)))
+
+    def _alignas(self, n) -> list:
+        """`alignas(16)` / `__align__(16)` of a declaration (clang's AlignedAttr, its value
+        computed): pycparser's `Alignas` list of a `Decl`, empty without one."""
+        for a in n.get("inner", []):
+            if a.get("kind") == "AlignedAttr":
+                value = next((c.get("value") for c in a.get("inner", []) if "value" in c), None)
+                if value is None:
+                    raise self.unsupported(n, "this alignas", "write a number: alignas(16)")
+                return [c_ast.Alignas(c_ast.Constant("int", str(value)), self.coord(n))]
+        return []
 
     # ------------------------------------------------------------------ functions
     def function(self, f, record):
@@ -982,7 +996,7 @@ class Translator:
                     init = self.default_value(rid, init_node)
             if is_ref and d["id"] in self.ref_vars and init is not None:
                 init = c_ast.UnaryOp("&", init, self.coord(d))
-        return c_ast.Decl(name, quals, [], storage, [], tnode, init, None,
+        return c_ast.Decl(name, quals, self._alignas(d), storage, [], tnode, init, None,
                           coord=self.coord(d))
 
     # ------------------------------------------------------------------ lambdas
