@@ -480,7 +480,6 @@ def test_printf_string_arguments(capsys):
 
 @pytest.mark.parametrize("body, construct", [
     ("float (*f)(float) = 0;", "function pointers"),
-    ("float v[2] = {1.0f, 2.0f};\n  for (float x : v) a[0] = x;", "range-based for"),
     ("__half h = 1;", "half-precision"),
 ])
 def test_more_unsupported_constructs(body, construct):
