@@ -75,6 +75,10 @@ class ExpressionsMixin:
             if self.fn is not None and id(node) in self.fn.unset_reads \
                     and x.slot in self.fn.shadows:
                 return self.checked_read(x, node)
+            if x.addr is not None and x.parts is None and x.const is None:
+                # a variable in memory (a struct with array members, an address-taken
+                # local): its accesses are reported at this line, not at its declaration
+                return self.memory_lvalue(x.addr, x.ctype, node)
             return x
         if name in BUILTIN_VECTORS:
             attr = _BUILTIN_ATTRS[name]
