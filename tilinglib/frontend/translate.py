@@ -474,6 +474,11 @@ class Translator:
         if re.search(r"\(\*\)\s*\(", text):
             raise self.unsupported(n, f"function pointers ('{text}')",
                                    "call the __device__ function by its name")
+        m = re.match(r"^(.*?)\s*(?:\(&&?\)|&&?)\s*\[\d+\]$", text)     # clang: 'float &[4]' too
+        if m:
+            # a reference to an array (`auto& arr = f.v;`, `const float (&r)[4]`): a
+            # pointer to its first element; indexing it reads the array
+            return self.type_node(m.group(1) + " *", declname, n, by_value_refs)
         if "(*)" in text or "(&)" in text:
             raise self.unsupported(n, f"the type '{text}' (a pointer or reference to an "
                                       f"array)", "index a plain pointer instead")
