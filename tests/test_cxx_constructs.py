@@ -886,6 +886,36 @@ struct Acc { float v[4]; int n;
 __global__ void k(float* out, const float* a) { Acc x(threadIdx.x % 3); out[threadIdx.x] = x.total(); }""",
         lambda: 7 * (T % 3)),
 
+    "inheritance_with_base_constructors_methods_and_pointers": (r"""
+struct Base { float b;
+  __device__ Base(float x) : b(x) {}
+  __device__ float one() const { return b + 1; }
+  __device__ void inc() { b += 1; } };
+struct D : Base { float x;
+  __device__ D(float y) : Base(y * 2), x(y) {}
+  __device__ float both() const { return b + x + one(); } };
+__global__ void k(float* out, const float* a) {
+  D d(a[threadIdx.x]);
+  d.inc();
+  Base* p = &d;
+  out[threadIdx.x] = d.both() + d.one() + p->b + d.b;
+}""", lambda: 11 * A + 7),
+
+    "two_levels_of_inheritance_an_empty_base_and_a_base_reference": (r"""
+struct Tag { __device__ float one() const { return 1.0f; } };
+struct A0 : Tag { int n; __device__ void bump() { n += 1; } __device__ int get() const { return n; } };
+struct A1 : A0 { float w; __device__ void twice() { bump(); bump(); } };
+struct A2 : A1 { float v[2]; };
+__device__ float use(const A0& a) { return a.get(); }
+__global__ void k(float* out, const float* a) {
+  A2 x; x.n = 1; x.w = a[threadIdx.x]; x.v[1] = 3;
+  x.twice();
+  A0* p = &x;
+  p->bump();
+  out[threadIdx.x] = x.get() * 100 + use(x) + x.w + x.v[1] * 1000 + x.one() * 10000
+                     + sizeof(A2) * 100000;
+}""", lambda: 400 + 4 + A + 3000 + 10000 + 16 * 100000),
+
     "pointer_arithmetic_on_structs_read_from_global_memory": (r"""
 struct Frag { float v[4]; };
 __global__ void k(float* out, const float* a) {
@@ -998,9 +1028,13 @@ REFUSED = {
     "struct in a function": ("__global__ void k(float* out, const float* a) {\n  struct L "
                              "{ float x; };\n  L l = {a[0]}; out[0] = l.x;\n}", 2,
                              ["defined inside a function", "file scope"]),
-    "inheritance": ("struct Base { float b; };\nstruct D : Base { float x; };\n__global__ void"
-                    " k(float* out, const float* a) { D d; d.x = 1; out[0] = d.x; }", 2,
-                    ["inheritance ('D' derives", "write the base's fields"]),
+    "virtual functions": ("struct B { __device__ virtual float f() const { return 1; } };\n"
+                          "struct D : B { __device__ float f() const override { return 2; } };"
+                          "\n__global__ void k(float* out, const float* a) { D d; "
+                          "out[0] = d.f(); }", 1, ["virtual functions ('B')", "parameter"]),
+    "virtual base": ("struct A { float a; };\nstruct D : virtual A { float x; };\n"
+                     "__global__ void k(float* out, const float* a) { D d; d.x = 1; "
+                     "out[0] = d.x; }", 2, ["base class of 'D'", "write the base's fields"]),
     "assigning to ?:": ("__global__ void k(float* out, const float* a) {\n  float x = 1, y = 2;"
                         "\n  (threadIdx.x % 2 ? x : y) = 5;\n  out[0] = x + y;\n}", 3,
                         ["assigning to a '?:'", "write an if"]),

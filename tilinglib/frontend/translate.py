@@ -568,14 +568,31 @@ class Translator:
             return
         self._emitted.add(rid)
         qual, n = self.records[rid]
-        if n.get("bases"):
-            raise self.unsupported(n, f"inheritance ('{qual}' derives from a base class)",
-                                   "write the base's fields into the struct")
+        if any(m.get("virtual") for m in n.get("inner", [])) or \
+                n.get("definitionData", {}).get("isPolymorphic"):
+            raise self.unsupported(n, f"virtual functions ('{qual}')",
+                                   "call the function of the class itself, or pass what "
+                                   "differs as a parameter")
+        bases = []
+        for i, b in enumerate(n.get("bases") or []):
+            btext = self.type_text(b.get("type", {}))
+            brec = self.record_name(btext)
+            if b.get("isVirtual") or brec is None:
+                raise self.unsupported(n, f"this base class of '{qual}' ('{btext}')",
+                                       "write the base's fields into the struct")
+            bid = next(k for k, (q, _) in self.records.items() if q == brec)
+            if self._is_empty(bid) and not self.records[bid][1].get("bases"):
+                continue           # an empty base takes no room (C++'s empty base rule)
+            self._emit_record(bid)
+            # a base is the first members, as C++ lays it out: one member `__base<i>`
+            bases.append(c_ast.Decl(f"__base{i}", [], [], [], [], c_ast.TypeDecl(
+                f"__base{i}", [], None, c_ast.Struct(brec, None)), None, None,
+                coord=self.coord(n)))
         if n.get("tagUsed") == "union":
             # a C struct would give each member its own bytes: u.f = 1.0f; u.i read 0
             raise self.unsupported(n, f"unions ('{qual}')", "reinterpret bits with "
                                    "__float_as_int / __int_as_float, or use separate fields")
-        decls = []
+        decls = bases
         for f in n.get("inner", []):
             if f.get("kind") != "FieldDecl":
                 continue
@@ -655,6 +672,16 @@ class Translator:
                 if ci.get("kind") != "CXXCtorInitializer":
                     continue
                 field = ci.get("anyInit", {}).get("name")
+                if field is None and "baseInit" in ci:
+                    # `D(float y) : Base(y * 2)`: the base member from the base's constructor
+                    rec_node = self.records[record][1]
+                    bases = [self.record_name(self.type_text(b.get("type", {})))
+                             for b in rec_node.get("bases") or []]
+                    want = self.record_name(self.type_text(ci["baseInit"]))
+                    if want not in bases:
+                        raise self.unsupported(f, "a constructor that initializes a virtual "
+                                                  "or indirect base class")
+                    field = f"__base{bases.index(want)}"
                 if field is None:
                     raise self.unsupported(f, "a constructor that initializes a base class")
                 value = self.expr(ci["inner"][0]) if ci.get("inner") else None
@@ -695,10 +722,15 @@ class Translator:
 
     def _changes_this(self, body):
         """(whether `body` changes its object directly, the methods it calls on it)."""
+        def is_this(t):
+            while isinstance(t, dict) and t.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
+                t = t["inner"][0]
+            return isinstance(t, dict) and t.get("kind") == "CXXThisExpr"
+
         def on_this(t):
             while isinstance(t, dict) and t.get("kind") in (
                     "ImplicitCastExpr", "ParenExpr", "ArraySubscriptExpr", "MemberExpr"):
-                if t.get("kind") == "MemberExpr" and t["inner"][0].get("kind") == "CXXThisExpr":
+                if t.get("kind") == "MemberExpr" and is_this(t["inner"][0]):
                     return True
                 if t.get("kind") == "MemberExpr" and t.get("isArrow"):
                     return False
@@ -724,7 +756,7 @@ class Translator:
                     direct = True
             if k == "CXXMemberCallExpr" and inner and inner[0].get("kind") == "MemberExpr":
                 base = inner[0]["inner"][0]
-                if base.get("kind") == "CXXThisExpr" or on_this(base):
+                if is_this(base) or on_this(base):
                     callees.add(inner[0].get("referencedMemberDecl"))
             if k == "CXXOperatorCallExpr" and len(inner) > 1:
                 _, ref = self.callee_decl(inner[0])
@@ -1221,6 +1253,40 @@ class Translator:
             return None
         raise self.unsupported(n, f"this constructor of '{ttext}'")
 
+    def derived_to_base(self, n):
+        """A derived object (or pointer) as its base (clang's DerivedToBase cast, along its
+        `path`): its member `__base<i>`, or that member's address."""
+        src = n["inner"][0]
+        coord = self.coord(n)
+        is_ptr = self.type_text(n["type"]).rstrip().endswith("*")
+        if src.get("kind") == "CXXThisExpr":
+            obj = c_ast.ID("this", coord)
+            if self._this_ptr:
+                obj = c_ast.UnaryOp("*", obj, coord)
+        else:
+            obj = self.expr(src)
+            if is_ptr:
+                obj = c_ast.UnaryOp("*", obj, coord)
+        rec = self.record_name(re.sub(r"[*&]|\b(const|volatile)\b", " ",
+                                      self.type_text(src["type"])).strip())
+        for step in n.get("path") or []:
+            node = next((r for q, r in self.records.values() if q == rec), None)
+            bases = [self.record_name(self.type_text(b.get("type", {})))
+                     for b in (node or {}).get("bases") or []]
+            want = self.record_name(step.get("name", ""))
+            if want not in bases:
+                raise self.unsupported(n, f"this conversion to a base class ('{rec}' to "
+                                          f"'{step.get('name')}')")
+            wid = next(k for k, (q, _) in self.records.items() if q == want)
+            if self._is_empty(wid) and not self.records[wid][1].get("bases"):
+                # an empty base (methods only): a fresh object of it, nothing to share
+                value = self.default_value(wid, n)
+                return c_ast.UnaryOp("&", value, coord) if is_ptr else value
+            obj = c_ast.StructRef(obj, ".", c_ast.ID(f"__base{bases.index(want)}", coord),
+                                  coord)
+            rec = want
+        return c_ast.UnaryOp("&", obj, coord) if is_ptr else obj
+
     def _field_initializer(self, n):
         """The in-class initializer of the field a CXXDefaultInitExpr `n` stands for."""
         fid = (n.get("field") or {}).get("id")
@@ -1279,6 +1345,9 @@ class Translator:
         k = n.get("kind")
         coord = self.coord(n)
         inner = n.get("inner", [])
+        if k in ("ImplicitCastExpr", "CStyleCastExpr", "CXXStaticCastExpr") and \
+                n.get("castKind") in ("DerivedToBase", "UncheckedDerivedToBase"):
+            return self.derived_to_base(n)
         if k in _TRANSPARENT or (k == "ImplicitCastExpr"):
             return self.expr(inner[0])
         if k == "IntegerLiteral":
