@@ -495,7 +495,8 @@ class MemoryAccess:
         self._count(space, False, lanes, a, off, key if space != "local" else None, t.size,
                     line)
         parts = []
-        for foff, ft in ct.leaves(t):
+        nested = t.holds_aggregates      # (float4 and flat structs: their fields directly)
+        for foff, ft in (ct.leaves(t) if nested else ((f[2], f[1]) for f in t.fields)):
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             vals = view[_elements(index + foff, ft.size)]
             if lanes is not None:
@@ -503,7 +504,7 @@ class MemoryAccess:
                 full[lanes] = vals
                 vals = full
             parts.append(vals)
-        return V.unflatten(t, iter(parts))
+        return V.unflatten(t, iter(parts)) if nested else tuple(parts)
 
     def store_struct(self, addr, t, value, line, mask=None):
         lanes, a = self._active(addr, mask)
@@ -523,7 +524,9 @@ class MemoryAccess:
             self._mark_local_set(index, t.size)
         if space == "global" and key.written is not None:
             key.mark_written(index, t.size)
-        for (foff, ft), v in zip(ct.leaves(t), V.flatten(t, value)):
+        pairs = zip(ct.leaves(t), V.flatten(t, value)) if t.holds_aggregates else \
+            (((f[2], f[1]), v) for f, v in zip(t.fields, value))
+        for (foff, ft), v in pairs:
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             if isinstance(v, np.ndarray) and lanes is not None:
                 v = v[lanes]

@@ -8,6 +8,7 @@ host: int 4, long 8, pointers 8, float 4, double 8.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -154,7 +155,7 @@ class Struct(CType):
                 return ftype, offset
         return None
 
-    @property
+    @functools.cached_property
     def holds_aggregates(self) -> bool:
         """Whether a field is an array or a struct (``struct Frag { float v[4]; int n; }``):
         such a struct has its bytes in memory (a local one in the thread's local memory),
