@@ -916,6 +916,153 @@ __global__ void k(float* out, const float* a) {
                      + sizeof(A2) * 100000;
 }""", lambda: 400 + 4 + A + 3000 + 10000 + 16 * 100000),
 
+    "functors_passed_to_a_template": (r"""
+struct Add { __device__ float operator()(float a, float b) const { return a + b; } };
+struct Max { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+template <class Op> __device__ float reduce4(Op op, const float* p) {
+  return op(op(p[0], p[1]), op(p[2], p[3])); }
+__global__ void k(float* out, const float* a) {
+  const float* p = a + (threadIdx.x / 4) * 4;
+  out[threadIdx.x] = reduce4(Add(), p) * 100 + reduce4(Max{}, p);
+}""", lambda: A.reshape(-1, 4).sum(1).repeat(4) * 100 + A.reshape(-1, 4).max(1).repeat(4)),
+
+    "a_user_copy_constructor_and_copy_assignment": (r"""
+struct Frag { float v[2];
+  __device__ Frag() : v{0, 0} {}
+  __device__ Frag(const Frag& o) { v[0] = o.v[0] + 1; v[1] = o.v[1]; }
+  __device__ Frag& operator=(const Frag& o) { v[0] = o.v[0] * 10; v[1] = o.v[1]; return *this; } };
+__global__ void k(float* out, const float* a) {
+  Frag f; f.v[0] = a[threadIdx.x];
+  Frag g = f;      // the copy constructor: + 1
+  Frag h; h = g;   // operator=: * 10
+  out[threadIdx.x] = h.v[0];
+}""", lambda: (A + 1) * 10),
+
+    "a_conversion_operator": (r"""
+struct Half { float x; __device__ operator float() const { return x * 0.5f; } };
+__global__ void k(float* out, const float* a) {
+  Half h = {a[threadIdx.x]}; float f = h; out[threadIdx.x] = f + (float)h; }""", lambda: A),
+
+    "if_constexpr_in_a_template": (r"""
+template <bool Transpose> __device__ float at(const float* p, int r, int c) {
+  if constexpr (Transpose) return p[c * 8 + r]; else return p[r * 8 + c];
+}
+__global__ void k(float* out, const float* a) {
+  out[threadIdx.x] = at<true>(a, threadIdx.x % 8, threadIdx.x / 8) + at<false>(a, 0, 1);
+}""", lambda: A + 0.5),
+
+    "constexpr_and_const_device_arrays_at_file_scope": (r"""
+constexpr int kOff[4] = {3, 2, 1, 0};
+__device__ const float table[4] = {1, 2, 3, 4};
+__global__ void k(float* out, const float* a) {
+  out[threadIdx.x] = a[(threadIdx.x / 4) * 4 + kOff[threadIdx.x % 4]] + table[threadIdx.x % 4] * 100;
+}""", lambda: A[(T // 4) * 4 + 3 - T % 4] + (T % 4 + 1) * 100),
+
+    "static_assert_on_a_struct_layout": (r"""
+struct Frag { float v[4]; int n; };
+static_assert(sizeof(Frag) == 20, "layout");
+__global__ void k(float* out, const float* a) {
+  static_assert(alignof(Frag) == 4, ""); out[threadIdx.x] = sizeof(Frag); }""", lambda: 20 + 0 * A),
+
+    "switch_cases_with_blocks": (r"""
+__global__ void k(float* out, const float* a) {
+  float r = 0;
+  switch (threadIdx.x % 3) {
+    case 0: { float t = a[threadIdx.x]; r = t * 2; break; }
+    case 1: { int q = 5; r = q; } break;
+    default: r = -1;
+  }
+  out[threadIdx.x] = r;
+}""", lambda: np.choose(T % 3, [2 * A, 5 + 0 * A, -1 + 0 * A])),
+
+    "ldg_of_a_struct_member_through_a_restrict_pointer": (r"""
+struct Frag { float v[4]; };
+__global__ void k(float* out, const float* a) {
+  const Frag* __restrict__ g = reinterpret_cast<const Frag*>(a);
+  out[threadIdx.x] = __ldg(&g[threadIdx.x / 4].v[threadIdx.x % 4]);
+}""", lambda: A),
+
+    "a_ternary_between_a_struct_and_a_value_initialised_one": (r"""
+struct Frag { float v[2]; int n; };
+__global__ void k(float* out, const float* a) {
+  Frag x = {{a[threadIdx.x], 1}, 2};
+  Frag f = threadIdx.x % 2 ? x : Frag{};
+  out[threadIdx.x] = f.v[0] + f.n;
+}""", lambda: np.where(T % 2 == 1, A + 2, 0)),
+
+    "references_to_arrays": (r"""
+struct Frag { float v[4]; };
+__device__ float second(const float (&r)[4]) { return r[1]; }
+__global__ void k(float* out, const float* a) {
+  Frag f = {{1, 2, 3, 4}};
+  auto& arr = f.v;
+  float (&b)[4] = f.v;
+  b[0] = a[threadIdx.x];
+  out[threadIdx.x] = arr[threadIdx.x % 4] + f.v[0] * 10 + second(f.v) * 100;
+}""", lambda: np.where(T % 4 == 0, A, T % 4 + 1) + A * 10 + 200),
+
+    "a_class_template_nested_in_a_class_template": (r"""
+template <int N> struct Outer { template <int M> struct Inner { static constexpr int v = N * M; float d[M]; }; };
+__global__ void k(float* out, const float* a) {
+  Outer<2>::Inner<3> x = {{1, 2, a[threadIdx.x]}};
+  out[threadIdx.x] = Outer<2>::Inner<3>::v + x.d[2];
+}""", lambda: 6 + A),
+
+    "a_method_with_a_barrier_and_a_shared_pointer_member": (r"""
+struct Stage { float* buf;
+  __device__ void put(int i, float x) const { buf[i] = x; __syncthreads(); }
+  __device__ float get(int i) const { return buf[i]; } };
+__global__ void k(float* out, const float* a) {
+  __shared__ float s[64];
+  Stage st = {s};
+  st.put(threadIdx.x, a[threadIdx.x]);
+  out[threadIdx.x] = st.get(63 - threadIdx.x);
+}""", lambda: A[::-1]),
+
+    "a_shared_array_of_structs_of_float4_arrays": (r"""
+struct Tile { float4 q[2]; };
+__global__ void k(float* out, const float* a) {
+  __shared__ Tile t[16];
+  if (threadIdx.x < 16) {
+    t[threadIdx.x].q[0] = make_float4(a[threadIdx.x], 0, 0, 0);
+    t[threadIdx.x].q[1] = make_float4(1, 2, 3, 4); }
+  __syncthreads();
+  Tile c = t[threadIdx.x % 16];
+  out[threadIdx.x] = c.q[0].x + c.q[1].w;
+}""", lambda: A[T % 16] + 4),
+
+    "a_whole_struct_stored_into_shared_memory_by_one_thread": (r"""
+struct Frag { float v[4]; int n; };
+__global__ void k(float* out, const float* a) {
+  __shared__ Frag s;
+  if (threadIdx.x == 0) { Frag l = {{a[1], a[2], a[3], a[4]}, 7}; s = l; }
+  __syncthreads();
+  Frag c = s;
+  out[threadIdx.x] = c.v[threadIdx.x % 4] + c.n;
+}""", lambda: A[1 + T % 4] + 7),
+
+    "lambdas_capturing_structs_and_returning_one": (r"""
+struct Frag { float v[4]; int n; };
+__global__ void k(float* out, const float* a) {
+  Frag f = {{1, 2, 3, 4}, 4};
+  Frag g = f;
+  auto addto = [&](int i, float x) { f.v[i] += x; };
+  auto read = [g](int i) { return g.v[i]; };
+  auto mk = [](float x) { Frag r = {{x, x, x, x}, 1}; return r; };
+  addto(threadIdx.x % 4, a[threadIdx.x]);
+  out[threadIdx.x] = f.v[threadIdx.x % 4] + read(3) * 10 + mk(2.0f).v[1] * 100;
+}""", lambda: T % 4 + 1 + A + 40 + 200),
+
+    "a_typedef_array_member_and_an_enum_class_member": (r"""
+typedef float V4[4];
+enum class Kind : char { A, B };
+struct S { V4 a; Kind k; };
+template <typename T> __device__ float first(T t) { return t.a[0] + (t.k == Kind::B); }
+__global__ void k(float* out, const float* a) {
+  S s = {{a[threadIdx.x], 0, 0, 0}, Kind::B};
+  out[threadIdx.x] = first(s) + sizeof(S);
+}""", lambda: A + 1 + 20),
+
     "pointer_arithmetic_on_structs_read_from_global_memory": (r"""
 struct Frag { float v[4]; };
 __global__ void k(float* out, const float* a) {
@@ -1064,3 +1211,37 @@ REFUSED = {
 def test_still_refused_at_the_students_line_with_what_to_write(name):
     src, line, words = REFUSED[name]
     refused(src, line, *words)
+
+
+def test_a_lambda_in_each_instantiation_of_a_kernel_template_is_its_own():
+    src = r"""
+template <int S> __global__ void k(float* out, const float* a) {
+  auto scale = [](float x) { return x * S; };
+  out[threadIdx.x] += scale(a[threadIdx.x]);
+}
+template __global__ void k<2>(float*, const float*);
+template __global__ void k<3>(float*, const float*);"""
+    mod = SourceModule(src)
+    out = np.zeros(N, np.float32)
+    mod.get_function("k<2>")(InOut(out), In(A), block=(N, 1, 1), grid=(1, 1))
+    np.testing.assert_allclose(out, 2 * A)
+    mod.get_function("k<3>")(InOut(out), In(A), block=(N, 1, 1), grid=(1, 1))
+    np.testing.assert_allclose(out, 5 * A)
+
+
+def test_a_struct_with_double_members_stored_to_global_memory_as_nvcc_lays_it_out():
+    src = r"""
+struct M { int a; double b; int c; };
+__global__ void k(float* out, const float* a, M* g) {
+  M m = {(int)threadIdx.x, a[threadIdx.x] * 2.0, 3};
+  g[threadIdx.x] = m;
+  out[threadIdx.x] = sizeof(M) + g[threadIdx.x].b;
+}"""
+    dt = np.dtype({"names": ["a", "b", "c"], "formats": ["<i4", "<f8", "<i4"],
+                   "offsets": [0, 8, 16], "itemsize": 24})
+    g = np.zeros(N, dt)
+    out, f = run(src, InOut(g))
+    np.testing.assert_allclose(out, 24 + 2 * A)
+    np.testing.assert_array_equal(g["a"], T)
+    np.testing.assert_allclose(g["b"], 2 * A.astype(np.float64))
+    np.testing.assert_array_equal(g["c"], 3)

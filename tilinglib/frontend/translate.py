@@ -1060,6 +1060,9 @@ class Translator:
         loc = (lam.get("loc") or lam.get("range", {}).get("begin") or {})
         c = self.coord(lam)
         name = f"<lambda at line {c.line if c else '?'}:{c.column if c else '?'}>"
+        used = {v[0] for v in self._lambdas.values()}
+        if name in used:          # the same lambda in another template instantiation
+            name = next(f"{name}#{i}" for i in range(2, 10 ** 6) if f"{name}#{i}" not in used)
         fields = [f for f in rec.get("inner", []) if f.get("kind") == "FieldDecl"]
         inits = inner[1:1 + len(fields)]
         captures = []
