@@ -1245,3 +1245,18 @@ __global__ void k(float* out, const float* a, M* g) {
     np.testing.assert_array_equal(g["a"], T)
     np.testing.assert_allclose(g["b"], 2 * A.astype(np.float64))
     np.testing.assert_array_equal(g["c"], 3)
+
+
+def test_brace_lists_assigned_and_a_kernel_parameter_whose_address_is_taken():
+    src = r"""
+struct Frag { float v[4]; int n; };
+__device__ void inc(float* p) { *p += 1.0f; }
+__global__ void k(float* out, const float* a, float s) {
+  Frag f; f = {};
+  f = { {a[threadIdx.x], 2}, 3 };
+  float4 v; v = {1, 2, 3, 4};
+  inc(&s);
+  out[threadIdx.x] = f.v[0] + f.v[1] + f.v[3] + f.n + v.w * 10 + s * 100;
+}"""
+    out, _ = run(src, np.float32(2.5))
+    np.testing.assert_allclose(out, A + 5 + 40 + 350)
