@@ -12,10 +12,12 @@ C++ is lowered here, each construct in one place (the table is in docs/frontend.
 - namespaces are flattened; a function keeps its qualified name (``ns::f``);
 - each template instantiation clang made becomes a function of its own, named by its text
   (``k<128, float>``): templates are never instantiated here, only read;
-- a class or struct (templates too) becomes a struct of its fields; each method a function
-  taking the object as a first parameter ``this``, by value (so a method may read its object
-  but not assign to its fields: refused); a constructor a function returning the object;
-  conversion operators and operator overloads are methods like the others;
+- a class or struct (templates too) becomes a struct of its fields (a base class a first
+  member ``__base<i>``); each method a function taking the object as a first parameter
+  ``this``: by value, or by address when the method changes its object
+  (`_find_pointer_methods`); a constructor a function returning the object; conversion
+  operators and operator overloads are methods like the others; a lambda a function taking
+  its captures first (`lambda_function`);
 - a reference parameter or variable becomes a pointer with implicit dereference (a ``const``
   reference parameter: a value); ``constexpr`` becomes ``const``; ``static_assert`` goes
   (clang evaluated it); default arguments are written out at each call (CXXDefaultArgExpr);
