@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from tilinglib.emulator import In, InOut, Out, SourceModule
-from tilinglib.errors import (CompileError, KernelArgumentError, UninitializedReadWarning,
-                              UnsupportedFeatureError)
+from tilinglib.errors import KernelArgumentError, UninitializedReadWarning, UnsupportedFeatureError
 
 N = 64
 A = np.arange(N, dtype=np.float32) * np.float32(0.5)

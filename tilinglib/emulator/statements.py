@@ -236,10 +236,10 @@ class StatementsMixin:
         return stores
 
     def aggregate_init(self, init, t, address, node) -> list:
-        """(address, type, value) stores (a scalar's, or a struct value's) of the initializer `init` of a `t` (a struct or
-        an array of structs) at `address`: `{ {1, 2, 3, 4}, 4 }`, `{}`, `{f, g}` (a struct
-        value for a struct member). clang writes the list fully braced; what it leaves out
-        is zero."""
+        """(address, type, value) stores (a scalar's, or a struct value's) of the initializer
+        `init` of a `t` (a struct or an array of structs) at `address`: `{ {1, 2, 3, 4}, 4 }`,
+        `{}`, `{f, g}` (a struct value for a struct member). clang writes the list fully
+        braced; what it leaves out is zero."""
         stores = []
 
         def zero(at, a):

@@ -946,7 +946,6 @@ class Translator:
         stands for its hidden reference `__range1` (an array has no side effects to run
         twice). Over anything else (a class with begin() and end()), refused."""
         coord = self.coord(s)
-        parts = [p for p in s["inner"] if p]
         if len(s["inner"]) != 8 or s["inner"][0]:
             raise self.unsupported(s, "a range-based for with an initializer",
                                    "declare the variable before the loop")
@@ -1059,7 +1058,6 @@ class Translator:
             return self._lambdas[lam["id"]]
         inner = lam.get("inner", [])
         rec = inner[0]
-        loc = (lam.get("loc") or lam.get("range", {}).get("begin") or {})
         c = self.coord(lam)
         name = f"<lambda at line {c.line if c else '?'}:{c.column if c else '?'}>"
         used = {v[0] for v in self._lambdas.values()}
@@ -1108,7 +1106,8 @@ class Translator:
                                             "changes from call to call)",
                                        "capture by reference ([&]) or write a __device__ "
                                        "function")
-            fname = name if len(methods) == 1 else f"{name}({', '.join(_split_function_type(m['type']['qualType'])[1])})"
+            ptypes = _split_function_type(m["type"]["qualType"])[1]
+            fname = name if len(methods) == 1 else f"{name}({', '.join(ptypes)})"
             self.functions[m["id"]] = fname
             self.fnodes[m["id"]] = m
             self._lambda_methods[m["id"]] = result
