@@ -1259,3 +1259,24 @@ __global__ void k(float* out, const float* a, float s) {
 }"""
     out, _ = run(src, np.float32(2.5))
     np.testing.assert_allclose(out, A + 5 + 40 + 350)
+
+
+def test_a_copy_of_a_struct_set_in_part_carries_which_members_have_a_value():
+    src = r"""
+struct Frag { float v[4]; int n; };
+__global__ void k(float* out, const float* a) {
+  Frag f;
+  f.v[0] = 1; f.n = 2;
+  Frag g = f;
+  Frag h;
+  h = g;
+  out[threadIdx.x] = g.v[0] + h.n;
+  out[threadIdx.x] += h.v[2];
+  out[threadIdx.x] += g.v[3];
+}"""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(src)
+    got = [str(w.message) for w in caught if issubclass(w.category, UninitializedReadWarning)]
+    assert len(got) == 2, got                 # the copies themselves, g.v[0], h.n: silent
+    assert "'h.v[2]' is read at line 10" in got[0] and "'g.v[3]' is read at line 11" in got[1]

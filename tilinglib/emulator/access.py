@@ -534,6 +534,27 @@ class MemoryAccess:
         self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
 
 
+    def copy_struct(self, dst, src, t, line, mask=None):
+        """`*dst = *src` for a struct `t` with array or struct members: its value, and, from
+        one thread's local memory to another place in it, which of its members have a
+        value (a copy of a struct set in part is correct C++; reading the copy's unset
+        member then warns as reading the original's would)."""
+        self.store_struct(dst, t, self.load_struct(src, t, line, mask), line, mask)
+        if self.local_set is None or t.size % 4 or t.align < 4:
+            return
+        lanes, s = self._active(src, mask)
+        if s.shape[0] == 0:
+            return
+        _, d = self._active(dst, mask)
+        local = M.LOCAL_REGION
+        if not (int(s.min()) >> M.REGION_SHIFT == int(s.max()) >> M.REGION_SHIFT == local
+                and int(d.min()) >> M.REGION_SHIFT == int(d.max()) >> M.REGION_SHIFT == local):
+            return
+        _, sidx, _, _ = self._resolve(s, lanes, t, line, "read")
+        _, didx, _, _ = self._resolve(d, lanes, t, line, "write")
+        words = np.arange(t.size // 4)
+        self.local_set[(didx >> 2)[:, None] + words] = self.local_set[(sidx >> 2)[:, None] + words]
+
     # ------------------------------------------------------------------ reads before writes
     def forget_local(self, w0: int, w1: int, mask=None) -> None:
         """The active threads (`mask`; None: all) enter a local array's declaration (words

@@ -515,6 +515,9 @@ class ExpressionsMixin:
             raise self.error(node, "cannot assign to a whole array; assign its elements")
         op = node.op
         if op == "=":
+            copy = self.struct_copier(target, value, node)
+            if copy is not None:
+                return copy
             fv = self.convert(value, ct.decay(t), node)
             store = self.assigner(target, node)
 
@@ -550,6 +553,19 @@ class ExpressionsMixin:
             store(ctx, v)
             return v
         return X(update_var, t)
+
+    def struct_copier(self, target: X, value: X, node) -> X | None:
+        """`a = b` of two structs with array or struct members, both in memory: a copy that
+        also carries which members have a value (`Context.copy_struct`); None otherwise."""
+        t = target.ctype
+        if not (t.is_struct and t.holds_aggregates and value.ctype == t
+                and target.addr is not None and value.addr is not None):
+            return None
+        taddr, vaddr, line = target.addr, value.addr, _line(node)
+
+        def copy(ctx):
+            ctx.copy_struct(taddr(ctx), vaddr(ctx), t, line)
+        return X(copy, ct.VOID)
 
     def binary_on(self, node, op, a: X, b: X) -> X:
         """Compile `a op b` for already-compiled operands (used by compound assignment)."""

@@ -196,7 +196,11 @@ class StatementsMixin:
         if not isinstance(node.init, c_ast.InitList):
             if t.is_array:
                 raise self.error(node, "initialise an array with { ... }")
-            fv = self.convert(self.rvalue(self.expr(node.init)), t, node)   # Frag g = f;
+            value = self.rvalue(self.expr(node.init))                          # Frag g = f;
+            copy = self.struct_copier(x, value, node)
+            if copy is not None:
+                return copy.fn
+            fv = self.convert(value, t, node)
             store = self.assigner(x, node)
             return lambda ctx: store(ctx, fv(ctx))
         if t.is_array and (t.base_elem.is_scalar or t.base_elem.is_pointer):
