@@ -1280,3 +1280,18 @@ __global__ void k(float* out, const float* a) {
     got = [str(w.message) for w in caught if issubclass(w.category, UninitializedReadWarning)]
     assert len(got) == 2, got                 # the copies themselves, g.v[0], h.n: silent
     assert "'h.v[2]' is read at line 10" in got[0] and "'g.v[3]' is read at line 11" in got[1]
+
+
+def test_the_issue_params_struct_with_a_pointer_member_passed_by_value():
+    src = r"""
+struct Params { int dims[3]; float *p; };
+__global__ void k(float* out, const float* a, Params prm) {
+  static_assert(sizeof(Params) == 24, "nvcc's layout: the pointer at offset 16");
+  out[threadIdx.x] = prm.dims[threadIdx.x % 3] + (prm.p == nullptr ? 1000 : 0);
+}"""
+    dt = np.dtype({"names": ["dims", "p"], "formats": [("<i4", 3), "<u8"],
+                   "offsets": [0, 16], "itemsize": 24})
+    prm = np.zeros(1, dt)[0]
+    prm["dims"] = [4, 5, 6]
+    out, _ = run(src, prm)
+    np.testing.assert_array_equal(out, np.array([4, 5, 6])[T % 3] + 1000)
