@@ -1295,3 +1295,21 @@ __global__ void k(float* out, const float* a, Params prm) {
     prm["dims"] = [4, 5, 6]
     out, _ = run(src, prm)
     np.testing.assert_array_equal(out, np.array([4, 5, 6])[T % 3] + 1000)
+
+
+def test_static_members_of_two_instantiations_were_one_variable():
+    # before: both were 'size', the last one won: 6464 rather than 16 + 6400
+    src = ("template <int N> struct Tile { static constexpr int size = N * N; };\n"
+           "__global__ void k(float* out, const float* a) {\n"
+           "  out[threadIdx.x] = Tile<4>::size + Tile<8>::size * 100; }\n")
+    out, _ = run(src)
+    np.testing.assert_array_equal(out, 6416)
+
+
+def test_typedef_struct_x_x_is_the_struct():
+    # before: an endless recursion, reported as "the source is nested too deeply"
+    src = ("typedef struct Frag { float v; int n; } Frag;\n"
+           "__global__ void k(float* out, const float* a) {\n"
+           "  Frag f = {a[threadIdx.x], 2}; out[threadIdx.x] = f.v + f.n; }\n")
+    out, _ = run(src)
+    np.testing.assert_allclose(out, A + 2)
