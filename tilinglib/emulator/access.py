@@ -551,6 +551,91 @@ class MemoryAccess:
         self._count(space, True, lanes, a, off, key if space == "shared" else None, t.size, line)
 
 
+    # ------------------------------------------------------------------ cuda::barrier
+    def barrier_state(self, addr, line, what, mask=None):
+        """The state words of the 8-byte `cuda::barrier` objects at `addr` in the active
+        lanes (`mask`; None: all): (lanes or None, a uint64 view of shared memory, the
+        word index of each active lane's barrier), or None when no lane is active. The
+        barrier must lie in shared memory, in bounds and 8-byte aligned (else
+        `MemoryAccessError` naming `what`). Not an access the counters or the race tracker
+        see: the emulator keeps the barrier's expected count there (async_copy.py)."""
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return None
+        regions = a >> M.REGION_SHIFT
+        if np.any(regions != M.SHARED_REGION):
+            self._fault(lanes, int(np.argmax(regions != M.SHARED_REGION)),
+                        f"{what}: this cuda::barrier is not in shared memory. A barrier of "
+                        f"block scope is shared by the block's threads: declare it "
+                        f"'__shared__ cuda::barrier<cuda::thread_scope_block> bar;'", line)
+        _, flat, _, _ = self._resolve(a, lanes, _BARRIER_WORD, line, what)
+        view = self.shared_views.get(np.dtype(np.uint64))
+        if view is None:
+            view = self.shared_views[np.dtype(np.uint64)] = self.shared.view(np.uint64)
+        return lanes, view, flat >> 3
+
+    def check_write(self, addr, t, line, mask=None):
+        """Check a store of C type `t` at `addr` in the active lanes (bounds, alignment,
+        __constant__) without doing it: an asynchronous copy's destination is checked at
+        the call, at the student's line, and written when the copy completes. Returns the
+        byte index in the batch's shared storage of each lane's destination (-1 in lanes
+        not active) when it is shared memory, else None."""
+        lanes, a = self._active(addr, mask)
+        if a.shape[0] == 0:
+            return None
+        space, _, _, key = self._resolve(a, lanes, t, line, "write")
+        if space == "global" and key.readonly:
+            self._fault(lanes, 0, f"Invalid write to __constant__ memory '{key.name}'", line)
+        if space != "shared":
+            return None
+        if lanes is None:
+            return key
+        flat = np.full(self.T, -1, dtype=np.int64)
+        flat[lanes] = key
+        return flat
+
+    def async_mark(self, flat, size, line, delta) -> None:
+        """Bytes `flat` .. `flat + size - 1` (byte indices in the batch's shared storage, of
+        the lanes where flat >= 0) are written by an asynchronous copy issued at `line`
+        (delta=1) or no longer pending (delta=-1: it completed)."""
+        if self.launch.options.hazards == "ignore":
+            return
+        if self.async_pending is None:
+            # per byte, how many copies are to write it; per 4-byte word, the line of one
+            self.async_pending = np.zeros(self.shared.shape[0], dtype=np.int32)
+            self.async_line = np.zeros((self.shared.shape[0] + 3) // 4, dtype=np.int32)
+        f = flat[flat >= 0]
+        idx = (f[:, None] + np.arange(size, dtype=np.int64)).reshape(-1) if size > 1 else f
+        if idx.shape[0] > 1 and np.any(idx[1:] <= idx[:-1]):
+            np.add.at(self.async_pending, idx, delta)       # lanes may share bytes
+        else:
+            self.async_pending[idx] += delta
+        if delta > 0:
+            self.async_line[idx >> 2] = line or 0
+        self.async_live += delta * idx.shape[0]
+
+    def _check_async(self, flat, lanes, size, line, is_store) -> None:
+        """An access of the bytes at `flat` (one per lane of `lanes`; None: all) that an
+        asynchronous copy has yet to write is a hazard: the copy may land before or after."""
+        pend = self.async_pending
+        if size > 1:           # any byte of the access: a float4 read over a 4-byte copy
+            bytes_hit = pend[flat[:, None] + np.arange(size, dtype=np.int64)] > 0
+            hit = bytes_hit.any(axis=1)
+        else:
+            hit = pend[flat] > 0
+        if not hit.any():
+            return
+        i = int(np.argmax(hit))
+        lane = int(i if lanes is None else lanes[i])
+        b = int(flat[i]) + (int(np.argmax(bytes_hit[i])) if size > 1 else 0)
+        offset = b % self.shared_bytes
+        var = self.shared_var(offset)
+        block, thread = self.warps.coords(lane)
+        self.diagnostics.add_hazard(Hazard(
+            "async-copy-pending", self.kernel_name, var.name if var else "shared",
+            self._element_of("shared", offset, None), line, int(self.async_line[b >> 2]) or None,
+            block, thread, None, int(np.count_nonzero(hit))))
+
     def copy_struct(self, dst, src, t, line, mask=None):
         """`*dst = *src` for a struct `t` with array or struct members: its value, and, from
         one thread's local memory to another place in it, which of its members have a

@@ -916,7 +916,7 @@ class Translator:
         if k == "ReturnStmt":
             e = self.expr(s["inner"][0]) if s.get("inner") else None
             if e is not None and getattr(self, "_returns_ref", False):
-                e = self.address_of(s["inner"][0], e, coord)
+                e = c_ast.UnaryOp("&", e, coord)
             return c_ast.Return(e, coord)
         if k == "BreakStmt":
             return c_ast.Break(coord)
@@ -1443,8 +1443,6 @@ class Translator:
                                           "a pointer)", "name the field itself: n, not "
                                                         "(*this).n; return a new object "
                                                         "instead of assigning *this")
-            if op == "&":
-                return self.address_of(inner[0], self.expr(inner[0]), coord)
             return c_ast.UnaryOp(op, self.expr(inner[0]), coord)
         if k == "BinaryOperator":
             op = n["opcode"]
@@ -1539,29 +1537,6 @@ class Translator:
             raise self.unsupported(n, "this expression")
         raise self.unsupported(n, f"the C++ construct '{k}'")
 
-    def address_of(self, n, lowered, coord):
-        """`&lowered` for the C++ expression `n` (a reference bound to it, or `&n`). A field
-        of a method's object is refused: the method has a copy of its object, so a write
-        through the address would be lost."""
-        e = n
-        while e.get("kind") in ("ImplicitCastExpr", "ParenExpr", "MaterializeTemporaryExpr"):
-            e = e["inner"][0]
-        field = None
-        while e.get("kind") == "MemberExpr":
-            field = field or e.get("name")
-            base = e["inner"][0]
-            while base.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
-                base = base["inner"][0]
-            if base.get("kind") == "CXXThisExpr":
-                raise self.unsupported(
-                    n, f"taking the address of a local variable ('{field}' is a field of the "
-                       f"method's copy of its object)", "a method gets its object by value: "
-                       "return the new value, or keep the field in a local variable")
-            if e.get("isArrow"):
-                break
-            e = base
-        return c_ast.UnaryOp("&", lowered, coord)
-
     def callee_decl(self, callee):
         while callee.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
             callee = callee["inner"][0]
@@ -1587,7 +1562,7 @@ class Translator:
             else:
                 e = self.expr(a)
             if p is not None and p["id"] in self.ref_vars:
-                e = self.address_of(a, e, self.coord(a))
+                e = c_ast.UnaryOp("&", e, self.coord(a))
             out.append(e)
         return out
 
