@@ -17,7 +17,7 @@ What the emulator makes of them (docs/frontend.md, "Asynchronous copies"):
   line). A GPU may land the data at any time up to that point, so a read of the
   destination before the wait sees the old bytes here (and the race checker reports an
   uninitialised read, or a race with the store), as it may on the GPU. A copy never
-  waited for is never written.
+  waited for in the kernel lands when the kernel ends (`complete_at_exit`), as on a GPU.
 - A `cuda::barrier<cuda::thread_scope_block>` initialised with the block's thread count
   is the block's barrier: `arrive_and_wait()` is `__syncthreads()` (for the race checker
   and the barrier counter too). The emulator keeps the expected count in the barrier's
@@ -494,6 +494,15 @@ def complete(ctx, done_of) -> None:
         if rec.mask.any():
             keep.append(rec)
     mem.async_copies = keep
+
+
+def complete_at_exit(ctx) -> None:
+    """The kernel's end (of a batch of blocks): every copy still pending lands, as on a
+    GPU, where a grid completes only when its memory operations have (a copy into global
+    memory that no thread waited for is in the output; one into shared memory is counted
+    as the stores it made)."""
+    if ctx.memory.async_copies:
+        complete(ctx, lambda rec: rec.mask)
 
 
 def _copy(ctx, dst, src, size, chunk, line, what, kind, key, mask=None):

@@ -659,7 +659,8 @@ def _shuffle(comp, node, name, args):
     fw = comp.convert(comp.rvalue(comp.expr(args[3])), ct.INT, node) if len(args) == 4 else None
     kind = name[len("__shfl"):-len("_sync")].strip("_") or "idx"
     line = _line(node)
-    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else 32, t, line), t)
+    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else 32, t,
+                                     line or _call_line(ctx)), t)
 
 
 def _vote(comp, node, name, args):
@@ -734,8 +735,9 @@ def _tile_shfl_xor(comp, node, name, args):
     line = _line(node)
 
     def tile_shfl(ctx):
-        _tile_whole(ctx, threads, line or _call_line(ctx), "cg::reduce")
-        return ctx.warps.tile_shuffle_xor(fv(ctx), fm(ctx), threads)
+        at = line or _call_line(ctx)
+        _tile_whole(ctx, threads, at, "cg::reduce")
+        return ctx.warps.tile_shuffle_xor(fv(ctx), fm(ctx), threads, ctx.mask, at)
     return X(tile_shfl, v.ctype)
 
 

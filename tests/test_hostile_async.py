@@ -1,0 +1,129 @@
+"""Hostile and careless kernels aimed at what landed for issue 11: asynchronous copies
+(emulator/async_copy.py), warp shuffles and cooperative-groups tiles in blocks that are not
+a whole number of warps or tiles (emulator/warps.py), and the clang stage's spare process
+(frontend/clang.py). Each case was a silently wrong result (or a leak) before its fix; the
+expected values are CUDA's, derived by hand in each test.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tilinglib.emulator import In, InOut, SourceModule
+from tilinglib.errors import KernelRuntimeError
+
+CG = ("#include <cooperative_groups.h>\n#include <cooperative_groups/reduce.h>\n"
+      "namespace cg = cooperative_groups;\n")
+
+
+# --------------------------------------------------------------------------- partial warps
+# Before: a shuffle of a block's partial last warp read past the block's end, i.e. the next
+# block's threads: with 2 blocks of 48, thread 32 of block 0 got block 1's thread 0 (1000),
+# silently. On a GPU lanes 16..31 of that warp do not exist and the value is undefined.
+XOR16 = ("__global__ void k(int* out)\n{\n    int v = blockIdx.x * 1000 + threadIdx.x;\n"
+         "    out[blockIdx.x * blockDim.x + threadIdx.x] = __shfl_xor_sync(0xffffffffu, v, "
+         "16);\n}\n")
+
+
+def test_a_shuffle_past_a_partial_warp_is_an_error_not_the_next_blocks_value():
+    out = np.zeros(96, np.int32)
+    f = SourceModule(XOR16).get_function("k")
+    with pytest.raises(KernelRuntimeError, match=r"__shfl_xor_sync at kernel\.cu:4: thread "
+                       r"\(32, 0, 0\) of block \(0, 0, 0\) \(lane 0\) reads lane 16") as info:
+        f(InOut(out), block=(48, 1, 1), grid=(2, 1))
+    assert info.value.line == 4 and info.value.thread == (32, 0, 0)
+    assert "multiple of 32 threads" in str(info.value)
+
+
+def test_a_shuffle_within_the_lanes_a_partial_warp_has_still_runs():
+    """xor 8 stays inside lanes 0..15 of the 16-lane last warp: lane l gets l ^ 8."""
+    src = XOR16.replace("v, 16)", "v, 8)")
+    out = np.zeros(96, np.int32)
+    SourceModule(src).get_function("k")(InOut(out), block=(48, 1, 1), grid=(2, 1))
+    t = np.arange(48)
+    expect = np.concatenate([b * 1000 + ((t % 32) ^ 8) + (t // 32) * 32 for b in (0, 1)])
+    np.testing.assert_array_equal(out, expect)
+
+
+def test_a_uniform_value_reduced_over_a_partial_warp_is_an_error():
+    """Before: a butterfly sum of 1 over the 16 lanes of a 48-thread block's last warp gave
+    32 there (the value was a scalar, returned as it is by every missing lane)."""
+    src = ("__global__ void k(int* out)\n{\n    int v = 1;\n    for (int d = 16; d > 0; d /= 2)"
+           "\n        v += __shfl_xor_sync(0xffffffffu, v, d);\n    out[threadIdx.x] = v;\n}\n")
+    out = np.zeros(64, np.int32)
+    with pytest.raises(KernelRuntimeError, match=r"reads lane 16 of its warp, which a block "
+                                                 r"of 48 threads does not have"):
+        SourceModule(src).get_function("k")(InOut(out), block=(48, 1, 1), grid=(1, 1))
+    SourceModule(src).get_function("k")(InOut(out), block=(64, 1, 1), grid=(1, 1))
+    assert out.tolist() == [32] * 64
+
+
+TILE = CG + ("__global__ void k(int* out)\n{\n"
+             "    auto t = cg::tiled_partition<TILE>(cg::this_thread_block());\n"
+             "    int v = blockIdx.x * 1000 + threadIdx.x;\n"
+             "    out[blockIdx.x * blockDim.x + threadIdx.x] = cg::reduce(t, V, OP);\n}\n")
+
+
+@pytest.mark.parametrize("tile, block, v, op, thread", [
+    # the max over block 0's second tile (threads 64..95) was 1031: block 1's thread 31
+    (64, 96, "v", "cg::greater<int>()", (64, 0, 0)),
+    # a sum of 1 over a 64-thread tile of a 32-thread block was 64
+    (64, 32, "1", "cg::plus<int>()", (0, 0, 0)),
+    # a tile of 32 over a 48-thread block: the warp's butterfly reads missing lanes
+    (32, 48, "1", "cg::plus<int>()", (32, 0, 0)),
+])
+def test_a_tile_reduce_over_a_partial_tile_is_an_error(tile, block, v, op, thread):
+    src = TILE.replace("TILE", str(tile)).replace("V, OP", f"{v}, {op}")
+    out = np.zeros(2 * block, np.int32)
+    with pytest.raises(KernelRuntimeError) as info:
+        SourceModule(src).get_function("k")(InOut(out), block=(block, 1, 1), grid=(2, 1))
+    assert info.value.line == 8 and info.value.thread == thread
+    assert f"block of {block} threads" in str(info.value)
+
+
+def test_a_tile_reduce_over_whole_tiles_still_runs():
+    """tile 64 in blocks of 128: each tile's max is its last thread, 63 or 127 (+ 1000 b)."""
+    src = TILE.replace("TILE", "64").replace("V, OP", "v, cg::greater<int>()")
+    out = np.zeros(256, np.int32)
+    SourceModule(src).get_function("k")(InOut(out), block=(128, 1, 1), grid=(2, 1))
+    t = np.arange(128)
+    expect = np.concatenate([b * 1000 + (t // 64) * 64 + 63 for b in (0, 1)])
+    np.testing.assert_array_equal(out, expect)
+
+
+# --------------------------------------------------------------------------- async copies
+# Before: a cuda::memcpy_async that no thread waited for was never written: its global
+# output stayed 0, where the GPU's grid completes with the copy done (libcu++ copies into
+# global memory synchronously, in fact).
+NO_WAIT = ("#include <cuda/barrier>\n" + CG + "__global__ void k(int* out, const int* in)\n{\n"
+           "    __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n"
+           "    auto block = cg::this_thread_block();\n"
+           "    if (block.thread_rank() == 0) init(&bar, block.size());\n    block.sync();\n"
+           "    cuda::memcpy_async(out + threadIdx.x, in + threadIdx.x, sizeof(int), bar);\n}\n")
+
+
+def test_a_copy_never_waited_for_lands_when_the_kernel_ends():
+    x = np.arange(64, dtype=np.int32) * 3 - 7
+    out = np.zeros(64, np.int32)
+    f = SourceModule(NO_WAIT).get_function("k")
+    f(InOut(out), In(x), block=(32, 1, 1), grid=(2, 1))
+    np.testing.assert_array_equal(out[:32], x[:32])     # block 1 copies the same 32
+    assert f.last_report.global_store_bytes == 2 * 32 * 4
+
+
+def test_a_pipeline_copy_never_waited_for_is_counted_as_its_shared_stores():
+    """__pipeline_memcpy_async of 16 bytes per thread, never waited for: the LDGSTS ran on
+    the GPU, so its shared stores are counted: 2 warps, 512 bytes each = 4 wavefronts."""
+    src = ("#include <cuda_pipeline.h>\n__global__ void k(const float4* in)\n{\n"
+           "    __shared__ float4 s[64];\n"
+           "    __pipeline_memcpy_async(&s[threadIdx.x], &in[threadIdx.x], 16);\n"
+           "    __pipeline_commit();\n}\n")
+    x = np.zeros(64 * 4, np.float32)
+    f = SourceModule(src).get_function("k")
+    f(In(x), block=(64, 1, 1), grid=(1, 1))
+    r = f.last_report
+    assert (r.shared_store_requests, r.shared_store_wavefronts) == (2, 2 * 4)
+    assert r.global_load_bytes == 64 * 16
