@@ -127,3 +127,71 @@ def test_a_pipeline_copy_never_waited_for_is_counted_as_its_shared_stores():
     r = f.last_report
     assert (r.shared_store_requests, r.shared_store_wavefronts) == (2, 2 * 4)
     assert r.global_load_bytes == 64 * 16
+
+
+def test_a_tile_reduce_reached_by_part_of_a_one_warp_tile_is_a_barrier_error():
+    """Before: cg::reduce over a thread_block_tile<32> called by threads 0..15 only gave 32
+    (the missing lanes' values were read as they were); on a GPU the tile's shuffles wait
+    for threads that never come. A multi-warp tile was already a BarrierError."""
+    from tilinglib.errors import BarrierError
+    src = CG + ("__global__ void k(int* out)\n{\n"
+                "    auto t = cg::tiled_partition<32>(cg::this_thread_block());\n"
+                "    if (threadIdx.x < 16) out[threadIdx.x] = cg::reduce(t, 1, cg::plus<int>());"
+                "\n}\n")
+    out = np.zeros(32, np.int32)
+    with pytest.raises(BarrierError, match=r"thread_block_tile<32> at kernel\.cu:7 .* reached "
+                                           r"by 16 of the 32 threads") as info:
+        SourceModule(src).get_function("k")(InOut(out), block=(32, 1, 1), grid=(1, 1))
+    assert info.value.line == 7
+
+
+def test_a_tile_reduce_of_a_small_tile_in_divergence_of_whole_tiles_runs():
+    """Tiles of 8 where whole tiles take the branch (threads 0..15: tiles 0 and 1): each
+    gets its tile's sum of thread ids, 28 and 92."""
+    src = CG + ("__global__ void k(int* out)\n{\n"
+                "    auto t = cg::tiled_partition<8>(cg::this_thread_block());\n"
+                "    if (threadIdx.x < 16) out[threadIdx.x] = cg::reduce(t, (int)threadIdx.x, "
+                "cg::plus<int>());\n}\n")
+    out = np.zeros(32, np.int32)
+    SourceModule(src).get_function("k")(InOut(out), block=(32, 1, 1), grid=(1, 1))
+    assert out.tolist() == [28] * 8 + [92] * 8 + [0] * 16
+
+
+# Before: a collective copy's size of 2^63 bytes or more (a size_t from a negative int) was
+# read as a negative number and copied nothing, silently; the GPU reads far out of range.
+@pytest.mark.parametrize("n", [2**64 - 1, 2**63])
+def test_a_collective_copy_of_an_enormous_size_is_an_error(n):
+    src = ("#include <cooperative_groups.h>\n#include <cooperative_groups/memcpy_async.h>\n"
+           "namespace cg = cooperative_groups;\n"
+           "__global__ void k(int* out, const int* in, unsigned long long n)\n{\n"
+           "    __shared__ int s[64];\n    auto block = cg::this_thread_block();\n"
+           "    cg::memcpy_async(block, s, in, n);\n    cg::wait(block);\n"
+           "    out[threadIdx.x] = s[threadIdx.x];\n}\n")
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(64, np.int32)
+    with pytest.raises(KernelRuntimeError, match=re.escape(f"copies {n:,} bytes")) as info:
+        SourceModule(src).get_function("k")(InOut(out), In(x), np.uint64(n), block=(64, 1, 1),
+                                            grid=(1, 1))
+    assert info.value.line == 8
+
+
+@pytest.mark.parametrize("n, expect", [
+    # 6 bytes into words preset to -1: word 0 = in[0] = 0, word 1's low half from in[1] = 1
+    # and its high half kept: 0xffff0001 = -65535
+    (6, [0, -65535, -1]),
+    (3, [-16777216, -1, -1]),       # 3 bytes of in[0] = 0 under 0xff: 0xff000000
+    (0, [-1, -1, -1]),
+])
+def test_a_collective_copy_of_an_odd_size_copies_those_bytes(n, expect):
+    src = ("#include <cooperative_groups.h>\n#include <cooperative_groups/memcpy_async.h>\n"
+           "namespace cg = cooperative_groups;\n"
+           "__global__ void k(int* out, const int* in, unsigned long long n)\n{\n"
+           "    __shared__ int s[64];\n    auto block = cg::this_thread_block();\n"
+           "    s[threadIdx.x] = -1;\n    block.sync();\n"
+           "    cg::memcpy_async(block, s, in, n);\n    cg::wait(block);\n"
+           "    out[threadIdx.x] = s[threadIdx.x];\n}\n")
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(64, np.int32)
+    SourceModule(src).get_function("k")(InOut(out), In(x), np.uint64(n), block=(64, 1, 1),
+                                        grid=(1, 1))
+    assert out[:3].tolist() == expect

@@ -580,7 +580,7 @@ def _copy_collective(ctx, dst, src, size, chunk, line, what, kind, key):
                               f"different {arg}s; a collective copy takes the same arguments "
                               f"in every thread of the group", int(lanes[int(np.argmax(bad))]))
     d, s, n = vals
-    top = int(n[lanes].max())
+    top = int(n[lanes].astype(np.uint64).max())      # a size_t of 2^63 or more is no less
     while chunk > 1 and np.any(n[lanes] % chunk):
         chunk //= 2
     nchunks = n // chunk
