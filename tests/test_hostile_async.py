@@ -8,6 +8,7 @@ expected values are CUDA's, derived by hand in each test.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,3 +196,36 @@ def test_a_collective_copy_of_an_odd_size_copies_those_bytes(n, expect):
     SourceModule(src).get_function("k")(InOut(out), In(x), np.uint64(n), block=(64, 1, 1),
                                         grid=(1, 1))
     assert out[:3].tolist() == expect
+
+
+# --------------------------------------------------------------------------- the clang stage
+def test_an_interrupted_compile_leaves_no_clang_behind(tmp_path, monkeypatch):
+    """Before: a KeyboardInterrupt (a notebook's interrupt button) while clang ran left the
+    process running, its pipes held by the traceback the notebook keeps: a clang blocked on
+    a full stdout pipe uses no CPU, so its CPU limit never ended it. Simulated with a clang
+    that never ends and a select() that is interrupted."""
+    import selectors
+    from tilinglib.frontend import clang
+    fake = tmp_path / "fakeclang"
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("TILINGLIB_CLANG", str(fake))
+    clang.stop_spare()
+    made = []
+    real_init = clang._Clang.__init__
+
+    def init(self, cmd):
+        real_init(self, cmd)
+        made.append(self)
+
+    def interrupted(self, timeout=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(clang._Clang, "__init__", init)
+    monkeypatch.setattr(selectors.DefaultSelector, "select", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        clang._clang_bytes(b"int x;\n")
+    assert len(made) == 1
+    assert made[0].proc.poll() is not None            # killed, not left sleeping
+    assert not Path(made[0]._dir.name).exists()
+    clang.stop_spare()
