@@ -229,3 +229,46 @@ def test_an_interrupted_compile_leaves_no_clang_behind(tmp_path, monkeypatch):
     assert made[0].proc.poll() is not None            # killed, not left sleeping
     assert not Path(made[0]._dir.name).exists()
     clang.stop_spare()
+
+
+# Before: thread 0's init(&bar, n) with no __syncthreads() before the other threads used the
+# barrier passed hazards="raise" (the grader's synchronisation check): on a GPU they may
+# reach an uninitialised barrier. Now init is a write of the barrier for the race tracker
+# and every use a read.
+INIT = ("#include <cooperative_groups.h>\n#include <cuda/barrier>\n"
+        "namespace cg = cooperative_groups;\n__global__ void k(int* out, const int* in)\n{\n"
+        "    __shared__ int s[64];\n"
+        "    __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n"
+        "    auto block = cg::this_thread_block();\n"
+        "    if (block.thread_rank() == 0) init(&bar, block.size());\nSYNC"
+        "    cuda::memcpy_async(&s[threadIdx.x], &in[threadIdx.x], sizeof(int), bar);\n"
+        "    bar.arrive_and_wait();\nAGAIN"
+        "    out[threadIdx.x] = s[63 - threadIdx.x];\n}\n")
+
+
+@pytest.mark.parametrize("sync, again, lines, threads", [
+    ("", "", (9, 10), ((0, 0, 0), (1, 0, 0))),
+    # a second init by thread 5 between two phases, with no barrier before the next use
+    ("    block.sync();\n", "    if (threadIdx.x == 5) init(&bar, block.size());\n"
+     "    bar.arrive_and_wait();\n", (13, 14), ((5, 0, 0), (0, 0, 0))),
+])
+def test_a_barrier_used_without_a_sync_after_init_is_a_race(sync, again, lines, threads):
+    from tilinglib.errors import RaceError
+    src = INIT.replace("SYNC", sync).replace("AGAIN", again)
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(64, np.int32)
+    f = SourceModule(src).get_function("k")
+    with pytest.raises(RaceError, match=rf"read-after-write\) on bar.*Write at kernel\.cu:"
+                       rf"{lines[0]} by thread \({threads[0][0]}, 0, 0\) and Read at kernel\.cu:"
+                       rf"{lines[1]} by thread \({threads[1][0]}, 0, 0\)"):
+        f(InOut(out), In(x), block=(64, 1, 1), grid=(1, 1), hazards="raise")
+
+
+def test_a_barrier_initialised_then_synchronised_runs_without_hazards():
+    src = INIT.replace("SYNC", "    block.sync();\n").replace("AGAIN", "")
+    x = np.arange(64, dtype=np.int32) * 2 + 1
+    out = np.zeros(64, np.int32)
+    f = SourceModule(src).get_function("k")
+    f(InOut(out), In(x), block=(64, 1, 1), grid=(1, 1), hazards="raise")
+    np.testing.assert_array_equal(out, x[::-1])
+    assert f.last_report.hazards == ()

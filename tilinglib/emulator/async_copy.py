@@ -618,6 +618,7 @@ def _run_init(ctx, bar, expected, line):
                           f"cuda::barrier only as the barrier of the whole block. Initialise "
                           f"it with the block's thread count: init(&bar, block.size()) (or "
                           f"blockDim.x * blockDim.y * blockDim.z)", int(lanes[i]))
+    ctx.memory.track_barrier(found[0], words, line, write=True)
     view[words] = np.uint64(ctx.tpb)
 
 
@@ -638,6 +639,7 @@ def _check_initialised(ctx, bar, line, what, one_per_block=False):
                           f"block.size()) (if (block.thread_rank() == 0)), then "
                           f"__syncthreads(), before any thread uses the barrier",
                int(lanes[i]))
+    ctx.memory.track_barrier(found[0], words, line, write=False)
     if one_per_block:
         blk = ctx.warps.blk[lanes]
         first = np.full(ctx.nblocks, -1, dtype=np.int64)
