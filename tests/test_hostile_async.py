@@ -272,3 +272,42 @@ def test_a_barrier_initialised_then_synchronised_runs_without_hazards():
     f(InOut(out), In(x), block=(64, 1, 1), grid=(1, 1), hazards="raise")
     np.testing.assert_array_equal(out, x[::-1])
     assert f.last_report.hazards == ()
+
+
+# Before: a collective copy after some threads of the block returned ran without a word,
+# the returned threads' chunks never copied (s[63] stayed 0 and was read as data).
+@pytest.mark.parametrize("copy, wait, line", [
+    ("cg::memcpy_async(block, s, in, 256);", "cg::wait(block);", 13),
+    ("cuda::memcpy_async(block, s, in, 256, bar);", "bar.arrive_and_wait();", 13),
+])
+def test_a_collective_copy_after_a_thread_returned_is_a_barrier_error(copy, wait, line):
+    from tilinglib.errors import BarrierError
+    src = ("#include <cooperative_groups.h>\n#include <cooperative_groups/memcpy_async.h>\n"
+           "#include <cuda/barrier>\nnamespace cg = cooperative_groups;\n"
+           "__global__ void k(int* out, const int* in)\n{\n    __shared__ int s[64];\n"
+           "    __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n"
+           "    auto block = cg::this_thread_block();\n"
+           "    if (block.thread_rank() == 0) init(&bar, block.size());\n"
+           "    block.sync();\n    if (threadIdx.x == 63) return;\n"
+           f"    {copy}\n    {wait}\n    out[threadIdx.x] = s[(threadIdx.x + 1) % 64];\n}}\n")
+    x = np.arange(64, dtype=np.int32) + 100
+    out = np.zeros(64, np.int32)
+    with pytest.raises(BarrierError, match=r"63 of the 64 threads .* \(thread \(63, 0, 0\) has "
+                                           r"returned") as info:
+        SourceModule(src).get_function("k")(InOut(out), In(x), block=(64, 1, 1), grid=(1, 1))
+    assert info.value.line == line
+
+
+@pytest.mark.xfail(strict=True, reason="local arrays are bounds-checked against the thread's "
+                   "whole local memory (docs/emulator.md), so a[5] of an int a[4] writes the "
+                   "neighbouring array b silently; a per-array tag, as __shared__ arrays have, "
+                   "is the fix (not done: it touches every local access)")
+def test_an_out_of_range_index_of_a_local_array_is_a_memory_error():
+    from tilinglib.errors import MemoryAccessError
+    src = ("__global__ void k(int* out, int n)\n{\n    int a[4]; int b[4];\n"
+           "    for (int i = 0; i < 4; i++) { a[i] = i; b[i] = 10 + i; }\n"
+           "    a[n] = 99;\n    out[0] = b[1];\n}\n")
+    out = np.zeros(1, np.int32)
+    with pytest.raises(MemoryAccessError):
+        SourceModule(src).get_function("k")(InOut(out), np.int32(5), block=(1, 1, 1),
+                                            grid=(1, 1))

@@ -552,19 +552,23 @@ def _copy_collective(ctx, dst, src, size, chunk, line, what, kind, key):
     and thread rank r copies chunks r, r + blockDim, r + 2 * blockDim, ... (counted per
     thread, as each thread's accesses)."""
     w = ctx.warps
-    alive = ~ctx.kernel_ret
     here = np.bincount(w.blk[ctx.mask], minlength=w.nblocks)
-    want = np.bincount(w.blk[alive], minlength=w.nblocks)
+    # every thread of the block, those that returned too: thread rank r copies chunks r,
+    # r + blockDim, ..., so a thread that returned leaves its chunks uncopied (on a GPU too)
+    want = np.bincount(w.blk, minlength=w.nblocks)
     partial = (here > 0) & (here < want)
     if partial.any():
         b = int(np.argmax(partial))
-        missing = int(np.flatnonzero((w.blk == b) & ~ctx.mask & alive)[0])
+        missing = int(np.flatnonzero((w.blk == b) & ~ctx.mask)[0])
         block, thread = ctx.coords(missing)
+        how = ("has returned, so its part of the copy is never made: put the early return's "
+               "work under an if instead" if ctx.kernel_ret[missing] else
+               "did not: call it outside any if that not every thread enters")
         raise BarrierError(
             f"{what} at kernel.cu:{line} in {ctx.kernel_name} is a copy by the whole block, "
             f"but {int(here[b])} of the {int(want[b])} threads of block {block} called it "
-            f"(thread {thread} did not): call it outside any if that not every thread "
-            f"enters", kernel=ctx.kernel_name, line=line, block=block, thread=thread)
+            f"(thread {thread} {how})", kernel=ctx.kernel_name, line=line, block=block,
+            thread=thread)
     lanes = _lanes(ctx)
     if lanes.shape[0] == 0:
         return
