@@ -311,3 +311,26 @@ def test_an_out_of_range_index_of_a_local_array_is_a_memory_error():
     with pytest.raises(MemoryAccessError):
         SourceModule(src).get_function("k")(InOut(out), np.int32(5), block=(1, 1, 1),
                                             grid=(1, 1))
+
+
+# Before: __pipeline_wait_prior's argument was a signed 64-bit number, so -1 (STAGES - 2
+# with one stage) completed every batch, the uncommitted one too, and hid the missing wait;
+# CUDA's parameter is a size_t: 2^64 - 1 batches may stay pending, so nothing is waited for.
+PIPE = ("#include <cuda_pipeline.h>\n#define STAGES S\n__global__ void k(int* out, const int* in)"
+        "\n{\n    __shared__ int s[64];\n"
+        "    __pipeline_memcpy_async(&s[threadIdx.x], &in[threadIdx.x], 4);\n"
+        "    __pipeline_commit();\n    __pipeline_wait_prior(STAGES - 2);\n"
+        "    __syncthreads();\n    out[threadIdx.x] = s[63 - threadIdx.x];\n}\n")
+
+
+def test_pipeline_wait_prior_of_minus_one_waits_for_nothing():
+    from tilinglib.errors import RaceError
+    x = np.arange(64, dtype=np.int32) + 5
+    out = np.zeros(64, np.int32)
+    f = SourceModule(PIPE.replace("S\n", "1\n", 1)).get_function("k")
+    with pytest.raises(RaceError, match=r"Access of s\[63\] at kernel\.cu:10 .* while the "
+                                        r"asynchronous copy into it \(kernel\.cu:6\) may still"):
+        f(InOut(out), In(x), block=(64, 1, 1), grid=(1, 1), hazards="raise")
+    f = SourceModule(PIPE.replace("S\n", "2\n", 1)).get_function("k")     # wait_prior(0)
+    f(InOut(out), In(x), block=(64, 1, 1), grid=(1, 1), hazards="raise")
+    np.testing.assert_array_equal(out, x[::-1])

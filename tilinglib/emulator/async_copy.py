@@ -339,13 +339,16 @@ def _pipeline_commit(comp, node, name, args):
 def _pipeline_wait_prior(comp, node, name, args):
     if len(args) != 1:
         raise comp.error(node, "__pipeline_wait_prior(prior) takes 1 argument")
-    f = comp.convert(comp.rvalue(comp.expr(args[0])), ct.LLONG, node)
+    f = comp.convert(comp.rvalue(comp.expr(args[0])), ct.ULONG, node)
 
     def wait_prior(ctx):
-        """The thread's batches but the `prior` newest are complete: their stores now."""
-        prior = f(ctx)
+        """The thread's batches but the `prior` newest are complete: their stores now.
+        `prior` is a size_t, as in CUDA: -1 (say `STAGES - 2` with one stage) is 2^64 - 1,
+        which waits for nothing."""
         if not ctx.memory.async_copies:
             return
+        prior = np.minimum(np.asarray(f(ctx)).astype(np.uint64),
+                           np.uint64(1 << 62)).astype(np.int64)
         commits, mask = _commits(ctx), ctx.mask
         complete(ctx, lambda rec: (rec.key < commits - prior) & mask
                  if rec.kind == "pipeline" else None)
