@@ -1,8 +1,9 @@
 """Hostile and careless kernels aimed at what landed for issue 11: asynchronous copies
 (emulator/async_copy.py), warp shuffles and cooperative-groups tiles in blocks that are not
 a whole number of warps or tiles (emulator/warps.py), and the clang stage's spare process
-(frontend/clang.py). Each case was a silently wrong result (or a leak) before its fix; the
-expected values are CUDA's, derived by hand in each test.
+(frontend/clang.py), cuda::barrier's init for the race checker, __pipeline_wait_prior's
+size_t. Each case was a silently wrong result, a race the checker missed, or a leak before
+its fix; the expected values are CUDA's, derived by hand in each test.
 """
 
 from __future__ import annotations
@@ -334,3 +335,22 @@ def test_pipeline_wait_prior_of_minus_one_waits_for_nothing():
     f = SourceModule(PIPE.replace("S\n", "2\n", 1)).get_function("k")     # wait_prior(0)
     f(InOut(out), In(x), block=(64, 1, 1), grid=(1, 1), hazards="raise")
     np.testing.assert_array_equal(out, x[::-1])
+
+
+def test_copies_issued_without_end_and_never_waited_for_are_stopped(monkeypatch):
+    """Before: the pending-copy limit counted bytes per thread only, so a one-thread block
+    issuing 4-byte copies in a loop could keep 12.8 million records (about 500 bytes each,
+    measured: 50 MB per 100,000) before it: gigabytes in a notebook. Now the records are
+    capped too (MAX_PENDING_CHUNKS, lowered here to keep the test short)."""
+    from tilinglib.emulator import async_copy
+    monkeypatch.setattr(async_copy, "MAX_PENDING_CHUNKS", 100)
+    src = ("#include <cuda_pipeline.h>\n__global__ void k(const int* in, int n)\n{\n"
+           "    __shared__ int s[4];\n    for (int i = 0; i < n; i++) {\n"
+           "        __pipeline_memcpy_async(&s[0], &in[0], 4);\n        __pipeline_commit();\n"
+           "    }\n}\n")
+    f = SourceModule(src).get_function("k")
+    with pytest.raises(KernelRuntimeError, match=r"more copies issued and not yet waited for "
+                                                 r"than the emulator holds \(100 calls"):
+        f(In(np.zeros(4, np.int32)), np.int32(150), block=(1, 1, 1), grid=(1, 1),
+          hazards="ignore")
+    f(In(np.zeros(4, np.int32)), np.int32(99), block=(1, 1, 1), grid=(1, 1), hazards="ignore")

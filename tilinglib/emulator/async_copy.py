@@ -48,6 +48,8 @@ _CHUNK_TYPES = {1: ct.UCHAR, 2: ct.USHORT, 4: ct.UINT, 8: ct.ULLONG,
                 16: ct.VECTOR_TYPES["uint4"]}
 MAX_CHUNKS = 65536                    # chunks one memcpy_async may copy per thread
 MAX_PENDING_BYTES = 256 << 20         # what the copies not yet complete may hold, per batch
+MAX_PENDING_CHUNKS = 1 << 16          # and how many chunk records (each ~500 bytes even for
+                                      # one thread: a small block's bytes bound no memory)
 _WAITS = {"barrier": "cuda::memcpy_async", "pipeline": "__pipeline_memcpy_async",
           "group": "cooperative_groups::memcpy_async"}
 _WAIT_ADVICE = {"barrier": "bar.arrive_and_wait()", "pipeline": "__pipeline_commit() and "
@@ -465,7 +467,8 @@ def _issue(ctx, dst, src, t, mask, kind, key, line, zeros=False):
     else:
         value = mem.load(src, t, line, mask)
     flat = mem.check_write(dst, t, line, mask)
-    if len(mem.async_copies) * ctx.T * (t.size + 17) > MAX_PENDING_BYTES:
+    if len(mem.async_copies) * ctx.T * (t.size + 17) > MAX_PENDING_BYTES or \
+            len(mem.async_copies) >= MAX_PENDING_CHUNKS:
         _raise(ctx, line, f"{_WAITS[kind]} at kernel.cu:{line}: more copies issued and not "
                           f"yet waited for than the emulator holds ({len(mem.async_copies):,} "
                           f"calls' chunks): wait for them ({_WAIT_ADVICE[kind]}) before "
