@@ -574,6 +574,19 @@ class MemoryAccess:
             view = self.shared_views[np.dtype(np.uint64)] = self.shared.view(np.uint64)
         return lanes, view, flat >> 3
 
+    def track_barrier(self, lanes, words, line, write: bool) -> None:
+        """Show the race tracker a use of the `cuda::barrier` objects at word indices
+        `words` (of `barrier_state`, in the active `lanes`; None: all): `init` writes the
+        barrier's 8 bytes, every other use reads them. So a barrier used with no
+        __syncthreads() after one thread's init is a race, as on a GPU. Not counted."""
+        if self.races is None:
+            return
+        tib = self.tib if lanes is None else self.tib[lanes]
+        track = self.races.on_write if write else self.races.on_read
+        found = track(np.asarray(words, dtype=np.int64) << 3, tib, line or 0, 8)
+        if found:
+            self._hazards(found, lanes, line)
+
     def check_write(self, addr, t, line, mask=None):
         """Check a store of C type `t` at `addr` in the active lanes (bounds, alignment,
         __constant__) without doing it: an asynchronous copy's destination is checked at

@@ -17,7 +17,7 @@ What the emulator makes of them (docs/frontend.md, "Asynchronous copies"):
   line). A GPU may land the data at any time up to that point, so a read of the
   destination before the wait sees the old bytes here (and the race checker reports an
   uninitialised read, or a race with the store), as it may on the GPU. A copy never
-  waited for is never written.
+  waited for in the kernel lands when the kernel ends (`complete_at_exit`), as on a GPU.
 - A `cuda::barrier<cuda::thread_scope_block>` initialised with the block's thread count
   is the block's barrier: `arrive_and_wait()` is `__syncthreads()` (for the race checker
   and the barrier counter too). The emulator keeps the expected count in the barrier's
@@ -48,6 +48,8 @@ _CHUNK_TYPES = {1: ct.UCHAR, 2: ct.USHORT, 4: ct.UINT, 8: ct.ULLONG,
                 16: ct.VECTOR_TYPES["uint4"]}
 MAX_CHUNKS = 65536                    # chunks one memcpy_async may copy per thread
 MAX_PENDING_BYTES = 256 << 20         # what the copies not yet complete may hold, per batch
+MAX_PENDING_CHUNKS = 1 << 16          # and how many chunk records (each ~500 bytes even for
+                                      # one thread: a small block's bytes bound no memory)
 _WAITS = {"barrier": "cuda::memcpy_async", "pipeline": "__pipeline_memcpy_async",
           "group": "cooperative_groups::memcpy_async"}
 _WAIT_ADVICE = {"barrier": "bar.arrive_and_wait()", "pipeline": "__pipeline_commit() and "
@@ -339,13 +341,16 @@ def _pipeline_commit(comp, node, name, args):
 def _pipeline_wait_prior(comp, node, name, args):
     if len(args) != 1:
         raise comp.error(node, "__pipeline_wait_prior(prior) takes 1 argument")
-    f = comp.convert(comp.rvalue(comp.expr(args[0])), ct.LLONG, node)
+    f = comp.convert(comp.rvalue(comp.expr(args[0])), ct.ULONG, node)
 
     def wait_prior(ctx):
-        """The thread's batches but the `prior` newest are complete: their stores now."""
-        prior = f(ctx)
+        """The thread's batches but the `prior` newest are complete: their stores now.
+        `prior` is a size_t, as in CUDA: -1 (say `STAGES - 2` with one stage) is 2^64 - 1,
+        which waits for nothing."""
         if not ctx.memory.async_copies:
             return
+        prior = np.minimum(np.asarray(f(ctx)).astype(np.uint64),
+                           np.uint64(1 << 62)).astype(np.int64)
         commits, mask = _commits(ctx), ctx.mask
         complete(ctx, lambda rec: (rec.key < commits - prior) & mask
                  if rec.kind == "pipeline" else None)
@@ -462,7 +467,8 @@ def _issue(ctx, dst, src, t, mask, kind, key, line, zeros=False):
     else:
         value = mem.load(src, t, line, mask)
     flat = mem.check_write(dst, t, line, mask)
-    if len(mem.async_copies) * ctx.T * (t.size + 17) > MAX_PENDING_BYTES:
+    if len(mem.async_copies) * ctx.T * (t.size + 17) > MAX_PENDING_BYTES or \
+            len(mem.async_copies) >= MAX_PENDING_CHUNKS:
         _raise(ctx, line, f"{_WAITS[kind]} at kernel.cu:{line}: more copies issued and not "
                           f"yet waited for than the emulator holds ({len(mem.async_copies):,} "
                           f"calls' chunks): wait for them ({_WAIT_ADVICE[kind]}) before "
@@ -494,6 +500,15 @@ def complete(ctx, done_of) -> None:
         if rec.mask.any():
             keep.append(rec)
     mem.async_copies = keep
+
+
+def complete_at_exit(ctx) -> None:
+    """The kernel's end (of a batch of blocks): every copy still pending lands, as on a
+    GPU, where a grid completes only when its memory operations have (a copy into global
+    memory that no thread waited for is in the output; one into shared memory is counted
+    as the stores it made)."""
+    if ctx.memory.async_copies:
+        complete(ctx, lambda rec: rec.mask)
 
 
 def _copy(ctx, dst, src, size, chunk, line, what, kind, key, mask=None):
@@ -543,19 +558,23 @@ def _copy_collective(ctx, dst, src, size, chunk, line, what, kind, key):
     and thread rank r copies chunks r, r + blockDim, r + 2 * blockDim, ... (counted per
     thread, as each thread's accesses)."""
     w = ctx.warps
-    alive = ~ctx.kernel_ret
     here = np.bincount(w.blk[ctx.mask], minlength=w.nblocks)
-    want = np.bincount(w.blk[alive], minlength=w.nblocks)
+    # every thread of the block, those that returned too: thread rank r copies chunks r,
+    # r + blockDim, ..., so a thread that returned leaves its chunks uncopied (on a GPU too)
+    want = np.bincount(w.blk, minlength=w.nblocks)
     partial = (here > 0) & (here < want)
     if partial.any():
         b = int(np.argmax(partial))
-        missing = int(np.flatnonzero((w.blk == b) & ~ctx.mask & alive)[0])
+        missing = int(np.flatnonzero((w.blk == b) & ~ctx.mask)[0])
         block, thread = ctx.coords(missing)
+        how = ("has returned, so its part of the copy is never made: put the early return's "
+               "work under an if instead" if ctx.kernel_ret[missing] else
+               "did not: call it outside any if that not every thread enters")
         raise BarrierError(
             f"{what} at kernel.cu:{line} in {ctx.kernel_name} is a copy by the whole block, "
             f"but {int(here[b])} of the {int(want[b])} threads of block {block} called it "
-            f"(thread {thread} did not): call it outside any if that not every thread "
-            f"enters", kernel=ctx.kernel_name, line=line, block=block, thread=thread)
+            f"(thread {thread} {how})", kernel=ctx.kernel_name, line=line, block=block,
+            thread=thread)
     lanes = _lanes(ctx)
     if lanes.shape[0] == 0:
         return
@@ -571,7 +590,7 @@ def _copy_collective(ctx, dst, src, size, chunk, line, what, kind, key):
                               f"different {arg}s; a collective copy takes the same arguments "
                               f"in every thread of the group", int(lanes[int(np.argmax(bad))]))
     d, s, n = vals
-    top = int(n[lanes].max())
+    top = int(n[lanes].astype(np.uint64).max())      # a size_t of 2^63 or more is no less
     while chunk > 1 and np.any(n[lanes] % chunk):
         chunk //= 2
     nchunks = n // chunk
@@ -609,6 +628,7 @@ def _run_init(ctx, bar, expected, line):
                           f"cuda::barrier only as the barrier of the whole block. Initialise "
                           f"it with the block's thread count: init(&bar, block.size()) (or "
                           f"blockDim.x * blockDim.y * blockDim.z)", int(lanes[i]))
+    ctx.memory.track_barrier(found[0], words, line, write=True)
     view[words] = np.uint64(ctx.tpb)
 
 
@@ -629,6 +649,7 @@ def _check_initialised(ctx, bar, line, what, one_per_block=False):
                           f"block.size()) (if (block.thread_rank() == 0)), then "
                           f"__syncthreads(), before any thread uses the barrier",
                int(lanes[i]))
+    ctx.memory.track_barrier(found[0], words, line, write=False)
     if one_per_block:
         blk = ctx.warps.blk[lanes]
         first = np.full(ctx.nblocks, -1, dtype=np.int64)

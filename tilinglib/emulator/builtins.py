@@ -659,7 +659,8 @@ def _shuffle(comp, node, name, args):
     fw = comp.convert(comp.rvalue(comp.expr(args[3])), ct.INT, node) if len(args) == 4 else None
     kind = name[len("__shfl"):-len("_sync")].strip("_") or "idx"
     line = _line(node)
-    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else 32, t, line), t)
+    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else 32, t,
+                                     line or _call_line(ctx)), t)
 
 
 def _vote(comp, node, name, args):
@@ -725,6 +726,20 @@ def _tile_sync(comp, node, name, args):
     return X(tile_sync, ct.VOID)
 
 
+def _tile_whole_builtin(comp, node, name, args):
+    """__cg_tile_whole(N): a `BarrierError` unless every thread of each tile of N threads
+    with an active thread is active (cg::reduce over a tile of one warp or less: CUDA's
+    shuffles there wait for, or read undefined values of, the missing threads)."""
+    _want(comp, node, name, args, 1)
+    threads = _tile_threads(comp, node, args[0], name)
+    line = _line(node)
+
+    def tile_whole(ctx):
+        if ctx.any:
+            _tile_whole(ctx, threads, line or _call_line(ctx), "cg::reduce")
+    return X(tile_whole, ct.VOID)
+
+
 def _tile_shfl_xor(comp, node, name, args):
     _want(comp, node, name, args, 3)
     v = comp.rvalue(comp.expr(args[0]))
@@ -734,14 +749,16 @@ def _tile_shfl_xor(comp, node, name, args):
     line = _line(node)
 
     def tile_shfl(ctx):
-        _tile_whole(ctx, threads, line or _call_line(ctx), "cg::reduce")
-        return ctx.warps.tile_shuffle_xor(fv(ctx), fm(ctx), threads)
+        at = line or _call_line(ctx)
+        _tile_whole(ctx, threads, at, "cg::reduce")
+        return ctx.warps.tile_shuffle_xor(fv(ctx), fm(ctx), threads, ctx.mask, at)
     return X(tile_shfl, v.ctype)
 
 
 _HANDLERS = {
     "__activemask": _activemask,
     "__cg_tile_sync": _tile_sync, "__cg_tile_shfl_xor": _tile_shfl_xor,
+    "__cg_tile_whole": _tile_whole_builtin,
     "__syncthreads": _syncthreads, "__syncwarp": _syncwarp, "assert": _assert,
     "fmaf": _fma_call, "__fmaf_rn": _fma_call, "fma": _fma_call, "__ldg": _ldg,
     "printf": _printf,

@@ -28,6 +28,7 @@ from ..errors import (KernelArgumentError, KernelRuntimeError, MemoryAccessError
                       StepBudgetExceeded, TilingLibWarning)
 from . import memory as M
 from .access import MemoryAccess
+from .async_copy import complete_at_exit
 from .barriers import Barriers
 from .diagnostics import Diagnostics, RaceWarning, warn_hazards
 from .memory import PRINTF_BUFFER_BYTES
@@ -249,7 +250,7 @@ class Context:
 
     def shuffle(self, kind, value, arg, width, t, line):
         """__shfl_*_sync within each warp (warps.py)."""
-        return self.warps.shuffle(kind, value, arg, width, t, line)
+        return self.warps.shuffle(kind, value, arg, width, t, line, self.mask)
 
     def vote(self, kind, pred):
         """__ballot_sync / __any_sync / __all_sync over the active lanes (warps.py)."""
@@ -335,6 +336,7 @@ class Launch:
                 ctx.env = env
                 try:
                     kc.run(ctx)
+                    complete_at_exit(ctx)
                 except MemoryAccessError:
                     # Threads beyond a shared array's extent (block larger than the tile)
                     # write past it: say so before the fault is reported.

@@ -87,13 +87,16 @@ class Warps:
         return (tib % bx, (tib // bx) % by, tib // (bx * by))
 
     # ------------------------------------------------------------------ warp collectives
-    def shuffle(self, kind, value, arg, width, t, line):
+    def shuffle(self, kind, value, arg, width, t, line, mask=None):
         """__shfl_*_sync within each warp (inactive source lanes give their last value).
 
         kind: "idx", "up", "down" or "xor"; `value` one entry per thread (a scalar is the
         same in every lane and is returned as it is); `arg` the source lane, delta or lane
-        mask; `width` a power of two up to 32 (segments of the warp)."""
-        if not isinstance(value, np.ndarray):
+        mask; `width` a power of two up to 32 (segments of the warp); `mask` the active
+        lanes (None: all). A source lane the block's last, partial, warp does not have is a
+        `KernelRuntimeError` (its value is undefined on a GPU; the lane after the block's
+        last thread is the next block's first)."""
+        if self.full_warps and not isinstance(value, np.ndarray):
             return value
         lane = self.lane
         arg = np.asarray(arg).astype(np.int64)
@@ -108,9 +111,36 @@ class Warps:
         else:
             other = lane ^ arg
             src = np.where((other & ~(width - 1)) == seg, other, lane)
+        if not self.full_warps:
+            self._no_missing_lane(kind, src, mask, line)
+            if not isinstance(value, np.ndarray):
+                return value
         index = np.arange(self.T) - lane + src
         index = np.clip(index, 0, self.T - 1)
         return value[index]
+
+    def _no_missing_lane(self, kind, src, mask, line) -> None:
+        """Raise KernelRuntimeError if an active lane (`mask`, None: all) shuffles from a
+        lane `src` past the end of its block's partial last warp."""
+        from ..errors import KernelRuntimeError
+        lanes_here = np.minimum(WARP, self.tpb - (self.tib - self.lane))
+        bad = np.broadcast_to(src, (self.T,)) >= lanes_here
+        if mask is not None:
+            bad = bad & mask
+        if not bad.any():
+            return
+        i = int(np.argmax(bad))
+        block, thread = self.coords(i)
+        name = "__shfl_sync" if kind == "idx" else f"__shfl_{kind}_sync"
+        n = int(lanes_here[i])
+        raise KernelRuntimeError(
+            f"{name} at kernel.cu:{line}: thread {thread} of block {block} (lane "
+            f"{int(self.lane[i])}) reads lane {int(np.broadcast_to(src, (self.T,))[i])} of "
+            f"its warp, which a block of {self.tpb} threads does not have (its last warp has "
+            f"{n} lanes): on a GPU that value is undefined. Launch a whole number of warps "
+            f"(a multiple of 32 threads per block), or keep the shuffle within the warp's "
+            f"first {n} lanes\n  in {self.kernel_name}, by thread {thread} in block {block}",
+            kernel=self.kernel_name, line=line, block=block, thread=thread)
 
     def vote(self, kind, pred, mask):
         """__ballot_sync ("ballot": uint32 bits of the active lanes whose `pred` holds),
@@ -146,13 +176,32 @@ class Warps:
         here = int(np.flatnonzero((tile == t) & mask)[0])
         return missing, here, int(active[t]), int(size[t])
 
-    def tile_shuffle_xor(self, value, lane_mask, threads: int):
+    def tile_shuffle_xor(self, value, lane_mask, threads: int, mask=None, line=None):
         """The value of the thread whose rank in its tile of `threads` consecutive linear
         thread ids is this thread's rank xor `lane_mask` (< `threads`): the exchange of a
-        cooperative-groups tile of several warps. A scalar `value` is returned as it is."""
-        if not isinstance(value, np.ndarray):
-            return value
+        cooperative-groups tile of several warps. A scalar `value` is returned as it is. A
+        partner the block does not have (its last tile partial) is a `KernelRuntimeError`
+        for an active lane (`mask`, None: all) at `line`."""
         m = np.asarray(lane_mask).astype(np.int64) & (threads - 1)
         rank = self.tib % threads
+        partner = self.tib - rank + (rank ^ m)        # its linear thread id in the block
+        bad = partner >= self.tpb                     # a thread the block does not have
+        if mask is not None:
+            bad = bad & mask
+        if bad.any():
+            from ..errors import KernelRuntimeError
+            i = int(np.argmax(bad))
+            block, thread = self.coords(i)
+            raise KernelRuntimeError(
+                f"cg::reduce at kernel.cu:{line} over a thread_block_tile<{threads}> in a "
+                f"block of {self.tpb} threads: the block's last tile has only "
+                f"{self.tpb % threads} threads, and thread {thread} exchanges with rank "
+                f"{int(np.broadcast_to(rank ^ m, (self.T,))[i])}, which it does not have "
+                f"(on a GPU the result is undefined). Launch a multiple of {threads} threads "
+                f"per block, or partition into smaller tiles\n  in {self.kernel_name}, by "
+                f"thread {thread} in block {block}",
+                kernel=self.kernel_name, line=line, block=block, thread=thread)
+        if not isinstance(value, np.ndarray):
+            return value
         index = np.arange(self.T) - rank + (rank ^ m)
         return value[np.clip(index, 0, self.T - 1)]

@@ -192,10 +192,16 @@ class _Clang:
 
     def run(self, data: bytes) -> tuple[str, int, bytes, bytes]:
         """Give clang `data` and collect what it writes, within one `CLANG_SECONDS` deadline
-        and `MAX_OUTPUT_BYTES`."""
-        if os.name == "posix":
-            return self._run_select(data)
-        return self._run_threads(data)
+        and `MAX_OUTPUT_BYTES`. Interrupted (a notebook's KeyboardInterrupt), it stops
+        clang before it lets the exception go: a clang blocked writing to a pipe no one
+        reads uses no CPU, so its CPU limit would never end it."""
+        try:
+            if os.name == "posix":
+                return self._run_select(data)
+            return self._run_threads(data)
+        except BaseException:
+            self.close()
+            raise
 
     def _write_input(self, data: bytes) -> None:
         # clang reads all of its input before it writes anything but a driver error (a few

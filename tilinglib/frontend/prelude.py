@@ -165,6 +165,7 @@ __device__ int __any_sync(unsigned int mask, int predicate);
 __device__ int __all_sync(unsigned int mask, int predicate);
 __device__ unsigned int __activemask();
 __device__ void __cg_tile_sync(unsigned int threads);
+__device__ void __cg_tile_whole(unsigned int threads);
 template <class T> __device__ T __cg_tile_shfl_xor(T var, unsigned int laneMask, unsigned int threads);
 """
 
@@ -290,6 +291,7 @@ template <class T> struct less { __device__ T operator()(T a, T b) const { retur
 // __cg_tile_shfl_xor (CUDA's library goes through block_tile_memory instead).
 template <unsigned int N, class T, class Op>
 __device__ T reduce(const thread_block_tile<N> &g, T value, Op op) {
+  if (N <= 32) __cg_tile_whole(N);      // every thread of the tile is here (else BarrierError)
   for (unsigned int d = (N < 32 ? N : 32) / 2; d > 0; d /= 2)
     value = op(value, __shfl_xor_sync(0xffffffffu, value, d, N < 32 ? N : 32));
   for (unsigned int d = 32; d < N; d *= 2)
