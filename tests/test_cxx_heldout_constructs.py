@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tilinglib import emulator
-from tilinglib.errors import CompileError
+from tilinglib.errors import CompileError, KernelRuntimeError
 
 
 def run1(src, name, *args, block=(32, 1, 1), grid=(1, 1), **kw):
@@ -223,3 +223,125 @@ def test_atomic_overloads_cuda_declares_run():
     assert orr[0] == sum(1 << (i + 20) for i in range(32))
     assert ex[0] == 2.5
     assert inc[0] == 32 % 10          # atomicInc wraps to 0 after 9: 32 increments -> 2
+
+
+# ---------------------------------------------------------------- 5. cg::thread_group
+
+TREE_REDUCE_GROUPS = r"""
+#include <cooperative_groups.h>
+using namespace cooperative_groups;
+
+// A tree sum over shared memory by any group (the lane of rank 0 ends with the sum).
+__device__ int groupSum(thread_group g, int *scratch, int val)
+{
+    int lane = g.thread_rank();
+    for (int i = g.size() / 2; i > 0; i /= 2) {
+        scratch[lane] = val;
+        g.sync();
+        if (lane < i) val += scratch[lane + i];
+        g.sync();
+    }
+    return val;
+}
+
+__global__ void sums(const int *x, int *blockSum, int *warpSums, int *tileSums, int tile)
+{
+    __shared__ int scratch[256];
+    thread_block block = this_thread_block();
+    thread_group g = this_thread_block();
+    int r = block.thread_rank();
+    int v = x[blockIdx.x * blockDim.x + r];
+    int total = groupSum(g, scratch, v);
+    if (g.thread_rank() == 0) blockSum[blockIdx.x] = total;
+    g.sync();
+    thread_group warp = tiled_partition(g, 32);
+    int w = groupSum(warp, scratch + 32 * (r / 32), v);
+    if (warp.thread_rank() == 0) warpSums[(blockIdx.x * blockDim.x + r) / 32] = w;
+    g.sync();
+    thread_group small = tiled_partition(warp, tile);      // a tile of a tile
+    int s = groupSum(small, scratch + tile * (r / tile), v);
+    if (small.thread_rank() == 0) tileSums[(blockIdx.x * blockDim.x + r) / tile] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("tile", [4, 16])
+def test_thread_group_and_run_time_tiled_partition_tree_sums(tile):
+    threads, blocks = 128, 2
+    n = threads * blocks
+    x = np.random.default_rng(3).integers(-50, 50, n).astype(np.int32)
+    block_sum = np.zeros(blocks, np.int32)
+    warp_sums = np.zeros(n // 32, np.int32)
+    tile_sums = np.zeros(n // tile, np.int32)
+    f = run1(TREE_REDUCE_GROUPS, "sums", emulator.In(x), emulator.Out(block_sum),
+             emulator.Out(warp_sums), emulator.Out(tile_sums), np.int32(tile),
+             block=(threads, 1, 1), grid=(blocks, 1), hazards="raise")
+    np.testing.assert_array_equal(block_sum, x.reshape(blocks, -1).sum(1))
+    np.testing.assert_array_equal(warp_sums, x.reshape(-1, 32).sum(1))
+    np.testing.assert_array_equal(tile_sums, x.reshape(-1, tile).sum(1))
+    # By hand, per block of 4 warps: the block's tree has 7 steps, each a store by every
+    # warp (4) and loads by the warps with a lane below i (i = 64: 2 warps, then 1 each);
+    # the warp's tree 5 steps and the tile's log2(tile) steps, each a store and a load by
+    # every warp.
+    steps = {4: 2, 16: 4}[tile]
+    rep = f.last_report
+    assert rep.shared_store_requests == blocks * 4 * (7 + 5 + steps)
+    assert rep.shared_load_requests == blocks * ((2 + 6) + 4 * 5 + 4 * steps)
+
+
+def test_every_group_converts_to_thread_group():
+    src = r"""
+    #include <cooperative_groups.h>
+    namespace cg = cooperative_groups;
+    __device__ unsigned int rankAndSize(cg::thread_group g) { return g.thread_rank() * 100u + g.size(); }
+    __global__ void groups(unsigned int *out)
+    {
+        cg::thread_block b = cg::this_thread_block();
+        unsigned int i = b.thread_rank();
+        out[i] = rankAndSize(b);
+        out[128 + i] = rankAndSize(cg::tiled_partition<8>(b));
+        cg::thread_group big = cg::tiled_partition<64>(b);   // a tile of two warps
+        big.sync();
+        cg::sync(big);
+        out[256 + i] = rankAndSize(big) + 7u * (big.num_threads() - 64u);
+        if (i % 3 == 0) {
+            cg::coalesced_group c = cg::coalesced_threads();
+            out[384 + i] = rankAndSize(c);
+            cg::thread_group quad = cg::tiled_partition(c, 4);   // members by rank, in fours
+            quad.sync();
+            out[512 + i] = rankAndSize(quad);
+        }
+    }
+    """
+    out = np.zeros(640, np.uint32)
+    with pytest.warns(Warning):          # the lanes i % 3 != 0 leave out[384:] unwritten
+        run1(src, "groups", emulator.Out(out), block=(128, 1, 1), hazards="raise")
+    i = np.arange(128)
+    np.testing.assert_array_equal(out[:128], i * 100 + 128)
+    np.testing.assert_array_equal(out[128:256], (i % 8) * 100 + 8)
+    np.testing.assert_array_equal(out[256:384], (i % 64) * 100 + 64)
+    for warp in range(4):
+        members = [t for t in range(32 * warp, 32 * warp + 32) if t % 3 == 0]
+        for rank, t in enumerate(members):
+            assert out[384 + t] == rank * 100 + len(members)
+            quad = members[rank // 4 * 4: rank // 4 * 4 + 4]
+            assert out[512 + t] == (rank % 4) * 100 + len(quad)
+
+
+@pytest.mark.parametrize("size", [0, 3, 64])
+def test_run_time_tiled_partition_of_a_size_cuda_refuses_stops_at_the_call(size):
+    src = r"""
+    #include <cooperative_groups.h>
+    namespace cg = cooperative_groups;
+    __global__ void k(unsigned int *out, unsigned int n)
+    {
+        cg::thread_group g = cg::this_thread_block();
+        cg::thread_group t = cg::tiled_partition(g, n);
+        out[g.thread_rank()] = t.size();
+    }
+    """
+    out = np.zeros(64, np.uint32)
+    with pytest.raises(KernelRuntimeError,
+                       match=rf"tiled_partition\(parent, {size}\) at kernel.cu:7 .*power of two "
+                             r"from 1 to 32"):
+        run1(src, "k", emulator.Out(out), np.uint32(size), block=(64, 1, 1))

@@ -739,8 +739,31 @@ def _tile_shfl_xor(comp, node, name, args):
     return X(tile_shfl, v.ctype)
 
 
+def _bad_tile_size(comp, node, name, args):
+    """cooperative_groups::tiled_partition(parent, n) with an n CUDA does not take (the
+    prelude calls this only then): stop the launch at the student's call."""
+    _want(comp, node, name, args, 1)
+    fv = comp.convert(comp.rvalue(comp.expr(args[0])), ct.UINT, node)
+
+    def bad(ctx):
+        if not ctx.any:
+            return
+        v = fv(ctx)
+        first = int(np.argmax(ctx.mask))
+        value = int(v[first]) if isinstance(v, np.ndarray) else int(v)
+        line = _line(node) or _call_line(ctx)
+        block, thread = ctx.coords(first)
+        raise KernelRuntimeError(
+            f"cooperative_groups::tiled_partition(parent, {value}) at kernel.cu:{line} in "
+            f"{ctx.kernel_name}, by thread {thread} in block {block}: the tile size must be a "
+            f"power of two from 1 to 32 (for a tile of 64 to 1024 threads write "
+            f"tiled_partition<N>(block) with N a constant)",
+            kernel=ctx.kernel_name, line=line, block=block, thread=thread)
+    return X(bad, ct.VOID)
+
+
 _HANDLERS = {
-    "__activemask": _activemask,
+    "__activemask": _activemask, "__cg_bad_tile_size": _bad_tile_size,
     "__cg_tile_sync": _tile_sync, "__cg_tile_shfl_xor": _tile_shfl_xor,
     "__syncthreads": _syncthreads, "__syncwarp": _syncwarp, "assert": _assert,
     "fmaf": _fma_call, "__fmaf_rn": _fma_call, "fma": _fma_call, "__ldg": _ldg,
