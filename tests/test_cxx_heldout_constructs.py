@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tilinglib import emulator
-from tilinglib.errors import CompileError, KernelRuntimeError
+from tilinglib.errors import CompileError, KernelRuntimeError, MemoryAccessError
 
 
 def run1(src, name, *args, block=(32, 1, 1), grid=(1, 1), **kw):
@@ -345,3 +345,119 @@ def test_run_time_tiled_partition_of_a_size_cuda_refuses_stops_at_the_call(size)
                        match=rf"tiled_partition\(parent, {size}\) at kernel.cu:7 .*power of two "
                              r"from 1 to 32"):
         run1(src, "k", emulator.Out(out), np.uint32(size), block=(64, 1, 1))
+
+
+# ---------------------------------------------------------------- 3. device memcpy / memset
+
+def test_memcpy_between_local_shared_and_global_memory():
+    src = r"""
+    #include <string.h>
+    __global__ void copies(const float *in, float *out)
+    {
+        __shared__ float tile[64];
+        float4 packed = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+        float unpacked[4];
+        memcpy(&unpacked, &packed, sizeof(packed));                  // local to local
+        int t = threadIdx.x;
+        memcpy(tile + 4 * t, in + 4 * t, 4 * sizeof(float));         // global to shared
+        __syncthreads();
+        float mine[4];
+        memcpy(mine, tile + 4 * ((t + 1) % 16), sizeof(mine));       // shared to local
+        for (int k = 0; k < 4; ++k) mine[k] += unpacked[k];
+        memcpy(out + 4 * t, mine, sizeof(mine));                     // local to global
+    }
+    """
+    x = np.random.default_rng(5).standard_normal(64).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    f = run1(src, "copies", emulator.In(x), emulator.Out(out), block=(16, 1, 1),
+             hazards="raise")
+    want = np.roll(x.reshape(16, 4), -1, axis=0) + np.float32([1, 2, 3, 4])
+    np.testing.assert_array_equal(out, want.ravel())
+    rep = f.last_report
+    # float pointers: 4-byte accesses, 16 bytes = 4 per thread, one warp: 4 requests each.
+    # The global ones: each warp-wide 4-byte access at a 16-byte stride spans 256 bytes
+    # = 8 sectors.
+    assert rep.global_load_requests == 4 and rep.global_load_sectors == 4 * 8
+    assert rep.global_store_requests == 4 and rep.global_store_sectors == 4 * 8
+    assert rep.shared_store_requests == 4 and rep.shared_load_requests == 4
+    # 16 lanes at a 4-word stride: banks 0, 4, ..., 28 twice: 2 wavefronts per access
+    assert rep.shared_store_wavefronts == 8 and rep.shared_load_wavefronts == 8
+
+
+def test_memcpy_chunks_follow_the_pointer_types_and_the_size():
+    src = r"""
+    __global__ void widths(const float4 *v, float4 *w, const unsigned char *b,
+                           unsigned char *c, int nbytes)
+    {
+        int t = threadIdx.x;
+        memcpy(w + t, v + t, sizeof(float4));        // float4 to float4: one 16-byte access
+        memcpy(c + 8 * t, b + 8 * t, nbytes);        // bytes: one access per byte
+    }
+    """
+    v = np.arange(128, dtype=np.float32)
+    w = np.zeros(128, np.float32)
+    b = np.arange(256, dtype=np.uint8)
+    c = np.zeros(256, np.uint8)
+    f = run1(src, "widths", emulator.In(v), emulator.Out(w), emulator.In(b),
+             emulator.InOut(c), np.int32(6), block=(32, 1, 1))
+    np.testing.assert_array_equal(w, v)
+    want = np.zeros(256, np.uint8)
+    for t in range(32):
+        want[8 * t: 8 * t + 6] = b[8 * t: 8 * t + 6]
+    np.testing.assert_array_equal(c, want)
+    assert f.last_report.global_load_requests == 1 + 6
+    assert f.last_report.global_load_bytes == 32 * 16 + 32 * 6
+
+
+def test_memset_fills_bytes_in_any_space():
+    src = r"""
+    __global__ void fills(unsigned char *bytes, int *words)
+    {
+        int t = threadIdx.x;
+        memset(bytes + 5 * t, 0xAB, 5);
+        int local[3];
+        memset(local, 0, sizeof(local));
+        memset(words + 2 * t, 0xFF, 2 * sizeof(int));
+        words[64 + t] = local[0] + local[1] + local[2] + 1;
+    }
+    """
+    bytes_ = np.zeros(40, np.uint8)
+    words = np.full(72, 9, np.int32)
+    f = run1(src, "fills", emulator.Out(bytes_), emulator.InOut(words), block=(8, 1, 1))
+    np.testing.assert_array_equal(bytes_, np.full(40, 0xAB, np.uint8))
+    np.testing.assert_array_equal(words[:16], np.full(16, -1, np.int32))
+    np.testing.assert_array_equal(words[16:64], np.full(48, 9, np.int32))
+    np.testing.assert_array_equal(words[64:], np.ones(8, np.int32))
+    # 5 one-byte stores + 2 four-byte stores + the final store, one warp
+    assert f.last_report.global_store_requests == 5 + 2 + 1
+
+
+def test_memcpy_past_a_local_array_is_an_out_of_range_write():
+    # 128 bits written as 128 bytes into a 16-byte array
+    src = r"""
+    __global__ void k(float *o)
+    {
+        float4 bits = make_float4(1, 2, 3, 4);
+        float data[4];
+        memcpy(&data, &bits, 128);
+        o[threadIdx.x] = data[threadIdx.x % 4];
+    }
+    """
+    o = np.zeros(4, np.float32)
+    with pytest.raises(MemoryAccessError, match=r"Invalid local write.*\n(.*\n)*.*kernel.cu:6"):
+        run1(src, "k", emulator.Out(o), block=(4, 1, 1))
+
+
+def test_memcpy_out_of_a_global_array_is_reported_at_its_line():
+    src = r"""
+    __global__ void k(const int *in, int *out, int n)
+    {
+        int i = threadIdx.x;
+        memcpy(out + 8 * i, in + 8 * i, n * sizeof(int));
+    }
+    """
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(64, np.int32)
+    with pytest.raises(MemoryAccessError, match=r"Invalid __global__ read .*'in'(.*\n)*.*in\[64\]"
+                                        r"(.*\n)*.*kernel.cu:5"):
+        run1(src, "k", emulator.In(x), emulator.Out(out), np.int32(9), block=(8, 1, 1))

@@ -162,6 +162,8 @@ __device__ void __threadfence();
 __device__ void __threadfence_block();
 __device__ void __threadfence_system();
 extern "C" __device__ int printf(const char *format, ...);
+extern "C" __device__ void *memcpy(void *dst, const void *src, unsigned long count);
+extern "C" __device__ void *memset(void *dst, int value, unsigned long count);
 __device__ void assert(bool condition);
 __device__ int min(int, int); __device__ unsigned int min(unsigned int, unsigned int);
 __device__ long long min(long long, long long);
