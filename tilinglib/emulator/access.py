@@ -24,6 +24,7 @@ import numpy as np
 
 from . import atomics
 from . import ctypes_ as ct
+from . import values as V
 from . import memory as M
 from .closures import SharedVar
 from .races import Hazard, RaceTracker
@@ -490,17 +491,29 @@ class MemoryAccess:
         self._count(space, True, lanes, a, off, key if space == "shared" else None, size, line)
 
     def load_struct(self, addr, t, line, mask=None):
-        """Load a struct (float2, float4, ...) as one access; returns a tuple of components."""
+        """Load a struct: float2, float4 or a struct of scalars as one access of its size; one
+        with array or struct members (`struct Frag { float v[4]; int n; }`) as nvcc copies
+        it, one access per scalar, pointer and vector member (`ctypes_.pieces`). Returns its
+        value: a tuple of components (nested for array and struct members)."""
         lanes, a = self._active(addr, mask)
         if a.shape[0] == 0:
-            return tuple(f[1].dtype.type(0) for f in t.fields)
+            return V.zero_of(t)
         space, index, off, key = self._resolve(a, lanes, t, line, "read")
-        if space == "local" and self.local_set is not None:
+        if t.holds_aggregates and space != "local":
+            # As nvcc copies it: one access per scalar, pointer or vector member
+            return V.unflatten(t, iter([
+                self.load_struct(addr + foff, ft, line, mask) if ft.is_struct else
+                self.load(addr + foff, ft, line, mask) for foff, ft in ct.pieces(t)]),
+                pieces=True)
+        if space == "local" and self.local_set is not None and not t.holds_aggregates:
+            # (a copy of a struct with array or struct fields is not checked: copying one
+            # set in part is common and correct; reading the unset member warns)
             self._check_local_set(index, lanes, line)
         self._count(space, False, lanes, a, off, key if space != "local" else None, t.size,
                     line)
         parts = []
-        for _, ft, foff in t.fields:
+        nested = t.holds_aggregates      # (float4 and flat structs: their fields directly)
+        for foff, ft in (ct.leaves(t) if nested else ((f[2], f[1]) for f in t.fields)):
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             vals = view[_elements(index + foff, ft.size)]
             if lanes is not None:
@@ -508,20 +521,29 @@ class MemoryAccess:
                 full[lanes] = vals
                 vals = full
             parts.append(vals)
-        return tuple(parts)
+        return V.unflatten(t, iter(parts)) if nested else tuple(parts)
 
     def store_struct(self, addr, t, value, line, mask=None):
         lanes, a = self._active(addr, mask)
         if a.shape[0] == 0:
             return
         space, index, off, key = self._resolve(a, lanes, t, line, "write")
+        if t.holds_aggregates and space != "local":
+            for (foff, ft), v in zip(ct.pieces(t), V.flatten(t, value, pieces=True)):
+                if ft.is_struct:
+                    self.store_struct(addr + foff, ft, v, line, mask)
+                else:
+                    self.store(addr + foff, ft, v, line, mask)
+            return
         if space == "global" and not key.copied_back:
             self.diagnostics.lost_write(key, line)
         elif space == "local" and self.local_set is not None:
             self._mark_local_set(index, t.size)
         if space == "global" and key.written is not None:
             key.mark_written(index, t.size)
-        for (_, ft, foff), v in zip(t.fields, value):
+        pairs = zip(ct.leaves(t), V.flatten(t, value)) if t.holds_aggregates else \
+            (((f[2], f[1]), v) for f, v in zip(t.fields, value))
+        for (foff, ft), v in pairs:
             view = self._view(space, key.buf if space == "global" else None, ft.dtype)
             if isinstance(v, np.ndarray) and lanes is not None:
                 v = v[lanes]
@@ -613,6 +635,27 @@ class MemoryAccess:
             "async-copy-pending", self.kernel_name, var.name if var else "shared",
             self._element_of("shared", offset, None), line, int(self.async_line[b >> 2]) or None,
             block, thread, None, int(np.count_nonzero(hit))))
+
+    def copy_struct(self, dst, src, t, line, mask=None):
+        """`*dst = *src` for a struct `t` with array or struct members: its value, and, from
+        one thread's local memory to another place in it, which of its members have a
+        value (a copy of a struct set in part is correct C++; reading the copy's unset
+        member then warns as reading the original's would)."""
+        self.store_struct(dst, t, self.load_struct(src, t, line, mask), line, mask)
+        if self.local_set is None or t.size % 4 or t.align < 4:
+            return
+        lanes, s = self._active(src, mask)
+        if s.shape[0] == 0:
+            return
+        _, d = self._active(dst, mask)
+        local = M.LOCAL_REGION
+        if not (int(s.min()) >> M.REGION_SHIFT == int(s.max()) >> M.REGION_SHIFT == local
+                and int(d.min()) >> M.REGION_SHIFT == int(d.max()) >> M.REGION_SHIFT == local):
+            return
+        _, sidx, _, _ = self._resolve(s, lanes, t, line, "read")
+        _, didx, _, _ = self._resolve(d, lanes, t, line, "write")
+        words = np.arange(t.size // 4)
+        self.local_set[(didx >> 2)[:, None] + words] = self.local_set[(sidx >> 2)[:, None] + words]
 
     # ------------------------------------------------------------------ reads before writes
     def forget_local(self, w0: int, w1: int, mask=None) -> None:

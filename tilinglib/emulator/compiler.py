@@ -79,9 +79,8 @@ class _Function:
         self.unset_decls: set = set()
         self.unset_reads: set = set()
         self.shadows: dict = {}
-        # Names of the locals and parameters whose address the function takes (`&x`, a
-        # reference bound to them): they live in the thread's local memory, not in a slot.
-        self.addressed: set = set()
+        self.prologue: list = []          # closures run on entry (_with_prologue)
+        self.address_taken: set = set()   # locals whose address is taken (in local memory)
 
     def new_slot(self) -> int:
         self.nslots += 1
@@ -160,15 +159,26 @@ class TypeResolver:
         fields, offset, align = [], 0, 1
         for d in node.decls:
             t = self.resolve(d.type)
-            offset = -(-offset // t.align) * t.align
+            a = max(t.align, self.alignas(d))
+            offset = -(-offset // a) * a
             fields.append((d.name, t, offset))
             offset += t.size
-            align = max(align, t.align)
+            align = max(align, a)
         size = -(-offset // align) * align
         st = ct.Struct(name or "<anonymous struct>", tuple(fields), size, align)
         if name:
             self.structs[name] = st
         return st
+
+    def alignas(self, decl) -> int:
+        """The alignment `alignas(n)` asks of declaration `decl` (1 without one)."""
+        out = 1
+        for a in getattr(decl, "align", None) or []:
+            value = self.const_value(a.alignment)
+            if value <= 0 or value & (value - 1):
+                raise self.error(decl, f"alignas({value}): an alignment is a power of 2")
+            out = max(out, value)
+        return out
 
     def params(self, funcdef: c_ast.FuncDef) -> list:
         args = funcdef.decl.type.args
@@ -227,7 +237,6 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.kernel_name = None
         self.local_vars: list = []       # LocalVar of this kernel's local arrays
         self.check_local = False         # a local array declared without a value
-        self.homes: dict = {}            # id() -> the X of each addressed local (kept alive)
 
     # ------------------------------------------------------------------ program
     def compile_program(self) -> Program:
@@ -288,23 +297,40 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             value += 1
 
     def static_initializer(self, node, t):
+        """The bytes (a uint8 array of sizeof(t)) a `__constant__` variable starts with:
+        its brace list laid out as nvcc lays out `t` (structs with array members, arrays
+        of float4, ...), zeros where the list stops; None without an initializer."""
         if node.init is None:
             return None
-        flat = []
+        buf = bytearray(t.size)
 
-        def walk(init, t):
-            if isinstance(init, c_ast.InitList):
-                elem = t.elem if t.is_array else None
-                for item in init.exprs:
-                    walk(item, elem if elem is not None else t)
-            else:
-                x = self.expr(init)
-                if x.const is None:
-                    raise self.error(init, "__constant__ initializers must be constants")
-                flat.append(x.const)
-        walk(node.init, t)
-        base = t.base_elem if t.is_array else t
-        return np.array(flat, dtype=base.dtype)
+        def walk(item, at, off):
+            if item is None:
+                return
+            if isinstance(item, c_ast.InitList):
+                if at.is_struct:
+                    members = [(ft, foff) for _, ft, foff in at.fields]
+                elif at.is_array:
+                    members = [(at.elem, i * at.elem.size) for i in range(at.length or 0)]
+                else:
+                    members = [(at, 0)]
+                if len(item.exprs) > len(members):
+                    raise self.error(item, f"too many initializers for {at} "
+                                           f"({len(item.exprs)} > {len(members)})")
+                for sub, (mt, moff) in zip(item.exprs, members):
+                    walk(sub, mt, off + moff)
+                return
+            if not (at.is_scalar or at.is_pointer):
+                raise self.error(item, "__constant__ initializers must be constants "
+                                       "in braces")
+            x = self.expr(item)
+            if x.const is None:
+                raise self.error(item, "__constant__ initializers must be constants")
+            conv = V.converter(ct.decay(x.ctype), at)
+            value = conv(x.const) if conv else x.const
+            buf[off:off + at.size] = np.asarray(value).astype(at.dtype).tobytes()
+        walk(node.init, t, 0)
+        return np.frombuffer(bytes(buf), dtype=np.uint8)
 
     def constant_memory_var(self, index, t, name):
         def address(ctx, index=index):
@@ -315,12 +341,12 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
 
     # ------------------------------------------------------------------ functions
     def compile_kernel(self, node: c_ast.FuncDef) -> KernelCode:
-        # Local memory is laid out for the whole program, not per kernel: a __device__
-        # function is compiled once, with its local arrays and addressed locals at the
-        # offsets of the kernel compiled first, and another kernel calling it must not put
-        # its own locals there.
-        self.shared, self.shared_bytes = [], 0
+        self.shared, self.shared_bytes, self.local_bytes = [], 0, 0
         self.local_vars, self.check_local = [], False
+        # __device__ functions are compiled again for each kernel: their local arrays and
+        # structs are laid out in this kernel's local memory (compiled for a kernel before,
+        # `float a[2]` in one sat over the next kernel's own local arrays)
+        self.compiled = {}
         self.kernel_name = node.decl.name
         self.compiling = {node.decl.name}
         params = self.params(node)
@@ -332,9 +358,9 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         for decl, t, dynamic in self.file_shared:
             self.shared_decl(decl, t, dynamic)
         slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope,
-                                     funcdef=node)
+                                     taken=address_taken(node.body))
         self._find_unset_reads(node)
-        body = self.with_prologue(self.stmt(node.body))
+        body = self._with_prologue(self.stmt(node.body))
         ranks = {v.name: len(v.ctype.shape) for v in self.shared
                  if not v.dynamic and v.ctype.is_array}
         # Local arrays too: one filled at threadIdx-built indices was meant to be shared.
@@ -351,59 +377,39 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         self.fn = None
         return code
 
-    def _enter_function(self, name, rtype, params, parent=None, funcdef=None) -> list:
+    def _enter_function(self, name, rtype, params, parent=None, taken=frozenset()) -> list:
         """Start compiling a function body: a fresh frame and scope (inside `parent`, by
-        default the file scope), one slot per parameter. Returns the parameters' slots.
-        A parameter whose address the body takes (`funcdef`'s `&p`) is copied into local
-        memory on entry (`self.fn.prologue`) and named there."""
+        default the file scope), one slot per parameter. `taken`: the names whose address
+        the body takes (`address_taken`). Returns the parameters' slots."""
         self.fn = _Function(name, rtype)
+        self.fn.address_taken = set(taken)
         self.scope = _Scope(parent if parent is not None else self.globals)
-        if funcdef is not None:
-            self.fn.addressed = addressed_names(funcdef.body)
-        self.fn.prologue = []
         slots = []
         for p in params:
             slot = self.fn.new_slot()
             slots.append(slot)
-            if p.name in self.fn.addressed and not p.ctype.is_array:
-                addr, _ = self.local_home(p.name, p.ctype, p.line)
-                store = self.assigner(self.memory_lvalue(addr, p.ctype, None), None)
+            if (p.ctype.is_struct and p.ctype.holds_aggregates) or p.name in taken:
+                # A struct with array or struct fields (`Params p`, `Frag f`) lives in local
+                # memory: the function starts by storing the value it was passed there.
+                address = self.local_address(p.ctype)
+                x = self.memory_lvalue(lambda ctx, a=address: a, p.ctype, None)
+                store = self.assigner(x, None)
                 self.fn.prologue.append(lambda ctx, slot=slot, store=store:
                                         store(ctx, ctx.env[slot]))
-                self.scope.names[p.name] = self.home_lvalue(addr, p.ctype, None)
+                self.scope.names[p.name] = x
                 continue
             self.scope.names[p.name] = X(self.slot_reader(slot), p.ctype, slot=slot)
         return slots
 
-    def local_home(self, name, t, line):
-        """Reserve `t`'s bytes in each thread's local memory for the local `name` (declared
-        at `line`) whose address is taken; returns (its address closure, its byte offset in
-        local memory). Local memory is the GPU's registers here: its accesses are not
-        counted."""
-        from .memory import LOCAL_REGION, LocalVar, make_address
-        align = max(t.align, 4)
-        offset = -(-self.local_bytes // align) * align
-        self.local_bytes = offset + t.size
-        self.local_vars.append(LocalVar(name, t, offset, line, name))
-        address = np.int64(make_address(LOCAL_REGION, offset))
-        return (lambda ctx, a=address: a), offset
-
-    def home_lvalue(self, addr, t, node) -> X:
-        """The lvalue of an addressed local at `addr`; each use of its name gets a load of
-        its own, at the use's line (expressions.expr_ID)."""
-        x = self.memory_lvalue(addr, t, node)
-        self.homes[id(x)] = x
-        return x
-
-    def with_prologue(self, body):
-        """`body` run after the function's prologue (addressed parameters to memory)."""
-        prologue = self.fn.prologue
+    def _with_prologue(self, body):
+        """`body` after the function's prologue (storing struct parameters in local memory)."""
+        prologue = list(self.fn.prologue)
         if not prologue:
             return body
 
         def run(ctx):
-            for p in prologue:
-                p(ctx)
+            for s in prologue:
+                s(ctx)
             body(ctx)
         return run
 
@@ -434,11 +440,11 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         saved = (self.fn, self.scope)
         params = self.params(fdef)
         rtype = self.resolve(fdef.decl.type.type)
-        slots = self._enter_function(name, rtype, params, funcdef=fdef)
+        slots = self._enter_function(name, rtype, params, taken=address_taken(fdef.body))
         self._find_unset_reads(fdef)
         if not rtype.is_void:
             self.fn.ret_slot = self.fn.new_slot()
-        body = self.with_prologue(self.stmt(fdef.body))
+        body = self._with_prologue(self.stmt(fdef.body))
         nslots, ret_slot = self.fn.nslots, self.fn.ret_slot
         self.fn, self.scope = saved
         self.compiling.discard(name)
@@ -594,24 +600,26 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         return store_member_checked
 
 
-def addressed_names(body) -> set:
-    """The names `x` of which `body` takes the address: `&x`, `&x.f`, `&x.f.g` (the
-    front end writes a reference bound to `x` as `&x`). A name shadowed in an inner block
-    counts for both: a variable that did not need it only lives in memory."""
-    found = set()
-
-    class Visitor(c_ast.NodeVisitor):
-        def visit_UnaryOp(self, node):
-            if node.op == "&":
-                e = node.expr
-                while isinstance(e, c_ast.StructRef) and e.type == ".":
-                    e = e.name
-                if isinstance(e, c_ast.ID):
-                    found.add(e.name)
-            self.generic_visit(node)
-    if body is not None:
-        Visitor().visit(body)
-    return found
+def address_taken(body) -> set:
+    """Names of the variables whose address `body` takes (`&q`, `&q.x`, `&s.v[i]`, and the
+    front end's `&x` for `x` bound to a reference): they are placed in local memory, where
+    they have one. By name, so a shadowing variable of the same name goes there too
+    (slower, never wrong)."""
+    names = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        if isinstance(n, c_ast.UnaryOp) and n.op == "&":
+            target = n.expr
+            while isinstance(target, (c_ast.StructRef, c_ast.ArrayRef)) and not (
+                    isinstance(target, c_ast.StructRef) and target.type == "->"):
+                target = target.name
+            if isinstance(target, c_ast.ID):
+                names.add(target.name)
+        stack.extend(child for _, child in n.children())
+    return names
 
 
 def compile_program(pre: Preprocessed, ast: c_ast.FileAST) -> Program:

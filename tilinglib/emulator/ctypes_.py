@@ -8,6 +8,7 @@ host: int 4, long 8, pointers 8, float 4, double 8.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -154,8 +155,66 @@ class Struct(CType):
                 return ftype, offset
         return None
 
+    @functools.cached_property
+    def holds_aggregates(self) -> bool:
+        """Whether a field is an array or a struct (``struct Frag { float v[4]; int n; }``):
+        such a struct has its bytes in memory (a local one in the thread's local memory),
+        since its fields are reached by address (``f.v[i]`` with a variable ``i``)."""
+        return any(ft.is_array or ft.is_struct for _, ft, _ in self.fields)
+
     def __str__(self) -> str:
         return self.name
+
+
+def leaves(t: CType, offset: int = 0):
+    """The scalars and pointers inside `t` (a struct or array nests them), in memory order,
+    as (byte offset, type) pairs: ``struct { float v[2]; int n; }`` gives (0, float),
+    (4, float), (8, int)."""
+    if isinstance(t, Struct):
+        for _, ft, foff in t.fields:
+            yield from leaves(ft, offset + foff)
+    elif isinstance(t, Array):
+        for i in range(t.length or 0):
+            yield from leaves(t.elem, offset + i * t.elem.size)
+    else:
+        yield offset, t
+
+
+def pieces(t: CType, offset: int = 0, top: bool = True):
+    """Like `leaves`, but a member struct without array or struct members (float4, a struct
+    of scalars) is one piece: the accesses nvcc copies a struct with (one LDS.128 for an
+    aligned float4 member, one LDS.32 per float of an array member)."""
+    if isinstance(t, Struct) and not t.holds_aggregates and not top:
+        yield offset, t
+    elif isinstance(t, Struct):
+        for _, ft, foff in t.fields:
+            yield from pieces(ft, offset + foff, False)
+    elif isinstance(t, Array):
+        for i in range(t.length or 0):
+            yield from pieces(t.elem, offset + i * t.elem.size, False)
+    else:
+        yield offset, t
+
+
+def member_path(t: CType, offset: int) -> str:
+    """The member of `t` at byte `offset` as C spells its access: ``.v[2]``, ``[1].n``,
+    ``.a.x`` (empty for a scalar; ``+3B`` where `offset` is inside padding or a scalar)."""
+    path = ""
+    while True:
+        if isinstance(t, Array) and t.elem.size:
+            i, offset = divmod(offset, t.elem.size)
+            path += f"[{i}]"
+            t = t.elem
+        elif isinstance(t, Struct):
+            for fname, ft, foff in t.fields:
+                if foff <= offset < foff + max(ft.size, 1):
+                    path += f".{fname}"
+                    t, offset = ft, offset - foff
+                    break
+            else:
+                return path + f"+{offset}B"
+        else:
+            return path + (f"+{offset}B" if offset else "")
 
 
 def _scalar(name: str, dtype, rank: int) -> Scalar:

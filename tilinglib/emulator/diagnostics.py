@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import (BlockShapeWarning, InputWriteWarning, KernelWarning,
                       OutputNotWrittenWarning, RaceError, UninitializedReadWarning)
+from . import ctypes_ as ct
 from . import memory as M
 from .races import Hazard
 from .report import LaunchReport
@@ -102,18 +103,14 @@ class Diagnostics:
             return
         if ("unset-local", var.name, line) in self.warned:
             return
-        if not var.ctype.is_array:
-            # a scalar or struct local that lives in local memory (its address is taken)
-            block, thread = warps.coords(lane)
-            self._warn(("unset-local", var.name, line),
-                       f"kernel {self.kernel.name}: '{var.name}' is read at line {line} before "
-                       f"it is given a value: on a GPU it starts with whatever its register "
-                       f"held. Give '{var.name}' a value where it is declared (line "
-                       f"{var.line}). (The first such read: thread {thread} in block {block}.)",
-                       UninitializedReadWarning, line)
-            return
-        base = var.ctype.base_elem
-        element = M.describe_element(var.name, var.ctype.shape, base.size, offset - var.offset)
+        base = var.ctype.base_elem if var.ctype.is_array else var.ctype
+        if base.is_struct:      # Frag f; f.v[1] / Frag fs[2]; fs[1].n: the member's path
+            element = var.name + ct.member_path(var.ctype, offset - var.offset)
+        elif not var.ctype.is_array:      # a scalar whose address is taken
+            element = var.name
+        else:
+            element = M.describe_element(var.name, var.ctype.shape, base.size,
+                                         offset - var.offset)
         block, thread = warps.coords(lane)
         zero = _ZERO_TEXT.get(base.kind, "0")
         comps = self.kernel.thread_indexed.get(var.name) or ()
@@ -126,6 +123,11 @@ class Diagnostics:
                    f"never get a value. If the block's threads fill it together, declare it "
                    f"'__shared__ {base} {var.text};' and put a __syncthreads() between the "
                    f"writes and the reads.")
+        elif base.is_struct:
+            fix = (f"Give every member a value first: '{base} {var.text} = {{}};' zeroes "
+                   f"them all.")
+        elif not var.ctype.is_array:
+            fix = f"Give it a value first: '{base} {var.name} = {zero};'."
         else:
             fix = (f"Give every element a value first: '{base} {var.text} = {{{zero}}};' "
                    f"zeroes them all.")

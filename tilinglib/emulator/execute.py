@@ -223,6 +223,10 @@ class Context:
         """Store a struct's components (a tuple) as one access."""
         self.memory.store_struct(addr, t, value, line, None if self.full else self.mask)
 
+    def copy_struct(self, dst, src, t, line):
+        """`*dst = *src` for a struct with array or struct members (access.py)."""
+        self.memory.copy_struct(dst, src, t, line, None if self.full else self.mask)
+
     def atomic(self, op, addr, t, vals, line):
         """Atomic read-modify-write in the active lanes; returns the old values."""
         return self.memory.atomic(op, addr, t, vals, line, None if self.full else self.mask)

@@ -72,11 +72,13 @@ class ExpressionsMixin:
         name = node.name
         x = self.scope.lookup(name)
         if x is not None:
-            if id(x) in self.homes:            # a local in memory: loaded at this line
-                return self.memory_lvalue(x.addr, x.ctype, node)
             if self.fn is not None and id(node) in self.fn.unset_reads \
                     and x.slot in self.fn.shadows:
                 return self.checked_read(x, node)
+            if x.addr is not None and x.parts is None and x.const is None:
+                # a variable in memory (a struct with array members, an address-taken
+                # local): its accesses are reported at this line, not at its declaration
+                return self.memory_lvalue(x.addr, x.ctype, node)
             return x
         if name in BUILTIN_VECTORS:
             attr = _BUILTIN_ATTRS[name]
@@ -140,6 +142,15 @@ class ExpressionsMixin:
         if found is None:
             raise self.error(node, f"{st} has no field '{fname}'")
         ftype, offset = found
+        if base.addr is None and st.holds_aggregates:
+            # A struct value with array or struct fields (`make().v[i]`, `(c ? a : b).v`):
+            # copied to a temporary in local memory, where its fields have addresses.
+            address, bfn, line = self.local_address(st), base.fn, _line(node)
+
+            def spill(ctx, a=address):
+                ctx.store_struct(a, st, bfn(ctx), line)
+                return a
+            base = X(spill, st, addr=spill)
         if base.addr is not None:
             baddr = base.addr
             return self.memory_lvalue(lambda ctx: baddr(ctx) + offset, ftype, node)
@@ -199,18 +210,27 @@ class ExpressionsMixin:
 
     def expr_UnaryOp(self, node) -> X:
         op = node.op
-        if op == "sizeof":
+        if op in ("sizeof", "_Alignof"):
             if isinstance(node.expr, c_ast.Typename):
                 t = self.resolve(node.expr.type)
             else:
                 t = self.expr(node.expr).ctype
-            return constant(t.size, ct.ULONG)
+            return constant(t.size if op == "sizeof" else t.align, ct.ULONG)
         if op in ("++", "--", "p++", "p--"):
             return self.increment(node)
         x = self.expr(node.expr)
         if op == "&":
             if x.ctype.is_array:
                 return X(x.fn, ct.Pointer(x.ctype))
+            if x.addr is None and x.ctype.is_struct and x.slot is None:
+                # the address of a temporary object (a method that gets its object by
+                # address, called on a returned struct): a copy in local memory
+                address, fn, t, line = self.local_address(x.ctype), x.fn, x.ctype, _line(node)
+
+                def temporary(ctx, a=address):
+                    ctx.store_struct(a, t, fn(ctx), line)
+                    return a
+                return X(temporary, ct.Pointer(x.ctype))
             if x.addr is None:
                 raise self.unsupported(node, "taking the address of a local variable",
                                        "use a local array of one element, or shared memory")
@@ -483,13 +503,21 @@ class ExpressionsMixin:
         return X(f, t, const=const)
 
     def expr_Assignment(self, node) -> X:
+        if isinstance(node.lvalue, c_ast.TernaryOp):
+            raise self.unsupported(node, "assigning to a '?:' (c ? x : y = v)",
+                                   "write an if: if (c) x = v; else y = v;")
         target = self.expr(node.lvalue)
+        if isinstance(node.rvalue, c_ast.InitList) and node.op == "=":
+            return self.assign_init_list(node, target)
         value = self.expr(node.rvalue)
         t = target.ctype
         if t.is_array:
             raise self.error(node, "cannot assign to a whole array; assign its elements")
         op = node.op
         if op == "=":
+            copy = self.struct_copier(target, value, node)
+            if copy is not None:
+                return copy
             fv = self.convert(value, ct.decay(t), node)
             store = self.assigner(target, node)
 
@@ -525,6 +553,19 @@ class ExpressionsMixin:
             store(ctx, v)
             return v
         return X(update_var, t)
+
+    def struct_copier(self, target: X, value: X, node) -> X | None:
+        """`a = b` of two structs with array or struct members, both in memory: a copy that
+        also carries which members have a value (`Context.copy_struct`); None otherwise."""
+        t = target.ctype
+        if not (t.is_struct and t.holds_aggregates and value.ctype == t
+                and target.addr is not None and value.addr is not None):
+            return None
+        taddr, vaddr, line = target.addr, value.addr, _line(node)
+
+        def copy(ctx):
+            ctx.copy_struct(taddr(ctx), vaddr(ctx), t, line)
+        return X(copy, ct.VOID)
 
     def binary_on(self, node, op, a: X, b: X) -> X:
         """Compile `a op b` for already-compiled operands (used by compound assignment)."""
@@ -576,6 +617,62 @@ class ExpressionsMixin:
                 return X(prelude_call, rtype)
             return X(lambda ctx: call(ctx, [f(ctx) for f in fargs]), rtype)
         return compile_builtin_call(self, node, name, args)
+
+    def assign_init_list(self, node, target: X) -> X:
+        """`target = { ... }`: a struct or array member given a brace list (a constructor's
+        `: v{}` or `: e{x, y, z}`); what the list leaves out is zero."""
+        t = target.ctype
+        if t.is_array or target.addr is not None:
+            base = target.fn if t.is_array else target.addr
+            stores = self.aggregate_init(node.rvalue, t, 0, node)
+            line = _line(node)
+
+            def assign_list(ctx):
+                a = base(ctx)
+                for off, lt, fv in stores:
+                    if lt.is_struct:
+                        ctx.store_struct(a + off, lt, fv(ctx), line)
+                    else:
+                        ctx.store(a + off, lt, fv(ctx), line)
+            return X(assign_list, ct.VOID)
+        value = self.init_value(node.rvalue, t)
+        store = self.assigner(target, node)
+
+        def assign(ctx):
+            v = value(ctx)
+            store(ctx, v)
+            return v
+        return X(assign, t)
+
+    def init_value(self, init, t):
+        """A closure giving the value of type `t` (nested tuples for structs and arrays) that
+        the brace list `init` gives: `{x, y}`, `{ {1, 2}, 3 }`, `{}`."""
+        if not isinstance(init, c_ast.InitList):
+            if t.is_array:
+                raise self.error(init, "initialise an array member with { ... }")
+            return self.convert(self.rvalue(self.expr(init)), t, init)
+        if t.is_struct:
+            types = [f[1] for f in t.fields]
+        elif t.is_array:
+            types = [t.elem] * (t.length or 0)
+        else:
+            types = [t]
+        if len(init.exprs) > len(types):
+            raise self.error(init, f"too many initializers for {t} "
+                                   f"({len(init.exprs)} > {len(types)})")
+        parts = [self.init_value(e, mt) for e, mt in zip(init.exprs, types)]
+        parts += [lambda ctx, z=V.zero_of(mt): z for mt in types[len(parts):]]
+        if not (t.is_struct or t.is_array):
+            return parts[0]
+        return lambda ctx: tuple(p(ctx) for p in parts)
+
+    def expr_CompoundLiteral(self, node) -> X:
+        """`(T){ ... }`: the front end's `return {lo, hi};`, `T{x, y}`, `f({1, 2})`."""
+        t = self.resolve(node.type)
+        if t.is_array:
+            raise self.unsupported(node, "an array-valued brace list here",
+                                   "declare a local array with it, then use the array")
+        return X(self.init_value(node.init, t), t)
 
     def expr_InitList(self, node):
         raise self.error(node, "a brace initializer can only initialise a declared variable")

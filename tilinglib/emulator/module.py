@@ -16,6 +16,7 @@ from ..errors import (CompileError, KernelArgumentError, KernelNotFoundError, Ke
                       LaunchError, TilingLibError)
 from .compiler import compile_program
 from .execute import Launch, LaunchOptions, warn_hazards, warn_if_large
+from . import values as V
 from ..frontend.preprocess import check_options
 
 _DEFAULT = object()     # "not given": keep LaunchOptions' default
@@ -300,6 +301,8 @@ class Function:
                 values.append(np.int64(addr))
                 if getattr(a, "copy_out", True):
                     copies.append((array, launch.gmem.allocations[-1]))
+            elif p.ctype.is_struct:
+                values.append(V.struct_argument(self.name, p.name, p.ctype, a))
             else:
                 values.append(p.ctype.dtype.type(a))
         return values, copies

@@ -84,10 +84,9 @@ class StatementsMixin:
         if "register" in storage:
             raise self.unsupported(node, "__constant__ variables inside a function",
                                    "declare them at file scope")
-        if t.is_array:
+        if t.is_array or (t.is_struct and t.holds_aggregates) or \
+                node.name in self.fn.address_taken:
             return self.local_array_decl(node, t)
-        if node.name in self.fn.addressed:
-            return self.addressed_decl(node, t)
         slot = self.fn.new_slot()
         x = X(self.slot_reader(slot), t, slot=slot)
         if "const" in (node.quals or []) and node.init is not None and t.is_scalar:
@@ -149,7 +148,7 @@ class StatementsMixin:
         if existing:
             var = existing[0]
         else:
-            align = max(t.align, 1)
+            align = max(t.align, 1, self.alignas(node))
             offset = -(-self.static_shared_size() // align) * align
             var = SharedVar(node.name, t, offset, False, _line(node))
             self.shared.append(var)
@@ -160,42 +159,26 @@ class StatementsMixin:
             self.scope.names[node.name] = self.memory_lvalue(lambda ctx, a=address: a, t, node)
         return lambda ctx: None
 
-    def addressed_decl(self, node, t):
-        """A scalar or struct local whose address is taken (`&x`, or a reference bound to
-        it): it lives in the thread's local memory, so a pointer to it reads and writes the
-        variable itself (C++'s aliasing, exactly). Local memory is not counted (registers
-        on a GPU). Declared without a value, its reads before a write warn, as a local
-        array's do."""
-        addr, offset = self.local_home(node.name, t, _line(node))
-        x = self.home_lvalue(addr, t, node)
-        self.scope.names[node.name] = x
-        if node.init is None:
-            self.check_local = True
-            words = (offset // 4, -(-(offset + t.size) // 4))
-
-            def declare(ctx, words=words):
-                if ctx.local_set is not None:
-                    ctx.forget_local(*words)
-            return declare
-        store = self.assigner(x, node)
-        if isinstance(node.init, c_ast.InitList):
-            if not t.is_struct:
-                raise self.error(node, "a brace initializer needs an array or struct")
-            parts = [self.convert(self.expr(e), f[1], e)
-                     for e, f in zip(node.init.exprs, t.fields)]
-            parts += [lambda ctx, z=f[1].dtype.type(0): z for f in t.fields[len(parts):]]
-            return lambda ctx: store(ctx, tuple(p(ctx) for p in parts))
-        fv = self.convert(self.rvalue(self.expr(node.init)), t, node)
-        return lambda ctx: store(ctx, fv(ctx))
-
-    def local_array_decl(self, node, t):
-        if t.length is None:
-            raise self.error(node, f"the local array '{node.name}' needs a size")
-        align = max(t.align, 4)
+    def local_address(self, t, align=1) -> np.int64:
+        """Room for a value of type `t` in each thread's local memory (a local array, a
+        struct with array or struct fields, a temporary copy of one), aligned to `align`
+        at least (alignas); its address."""
+        align = max(t.align, 4, align)
         offset = -(-self.local_bytes // align) * align
         self.local_bytes = offset + t.size
-        address = np.int64(make_address(LOCAL_REGION, offset))
-        x = X(lambda ctx, a=address: a, t)
+        return np.int64(make_address(LOCAL_REGION, offset))
+
+    def local_array_decl(self, node, t):
+        """A local array, a struct with array or struct fields (`Frag f;`), or a variable
+        whose address is taken (`float3 q; q += p;` with `operator+=(float3&, float3)`): its
+        bytes in the thread's local memory, each element checked for reads before writes
+        when it is declared without a value."""
+        if t.is_array and t.length is None:
+            raise self.error(node, f"the local array '{node.name}' needs a size")
+        address = self.local_address(t, self.alignas(node))
+        offset = int(address - make_address(LOCAL_REGION, 0))
+        x = X(lambda ctx, a=address: a, t) if t.is_array else \
+            self.memory_lvalue(lambda ctx, a=address: a, t, node)
         self.scope.names[node.name] = x
         self.local_vars.append(LocalVar(node.name, t, offset, _line(node),
                                         self.declared_text(node.name, _line(node), t)))
@@ -209,10 +192,33 @@ class StatementsMixin:
                 if ctx.local_set is not None:
                     ctx.forget_local(*words)
             return declare_array
+        line = _line(node)
         if not isinstance(node.init, c_ast.InitList):
-            raise self.error(node, "initialise an array with { ... }")
-        stores = []
-        base = t.base_elem
+            if t.is_array:
+                raise self.error(node, "initialise an array with { ... }")
+            value = self.rvalue(self.expr(node.init))                          # Frag g = f;
+            copy = self.struct_copier(x, value, node)
+            if copy is not None:
+                return copy.fn
+            fv = self.convert(value, t, node)
+            store = self.assigner(x, node)
+            return lambda ctx: store(ctx, fv(ctx))
+        if t.is_array and (t.base_elem.is_scalar or t.base_elem.is_pointer):
+            stores = self.flat_array_init(node, t, address)
+        else:
+            stores = self.aggregate_init(node.init, t, int(address), node)
+
+        def init_array(ctx):
+            for a, lt, fv in stores:
+                if lt.is_struct:
+                    ctx.store_struct(a, lt, fv(ctx), line)
+                else:
+                    ctx.store(a, lt, fv(ctx), line)
+        return init_array
+
+    def flat_array_init(self, node, t, address):
+        """(address, type, value) stores of an array of scalars' initializer, read in order
+        of its elements (nested lists one after another), zeros after the last."""
         flat = []
 
         def walk(init, at):
@@ -225,17 +231,50 @@ class StatementsMixin:
         total = int(np.prod(t.shape))
         if len(flat) > total:
             raise self.error(node, f"too many initializers for '{node.name}' ({len(flat)} > {total})")
-        line = _line(node)
+        base = t.base_elem
+        stores = []
         for i in range(total):
             fv = (self.convert(self.expr(flat[i]), base, node) if i < len(flat)
                   else (lambda ctx, z=base.dtype.type(0): z))
-            a = np.int64(address + i * base.size)
-            stores.append((a, fv))
+            stores.append((np.int64(address + i * base.size), base, fv))
+        return stores
 
-        def init_array(ctx):
-            for a, fv in stores:
-                ctx.store(a, base, fv(ctx), line)
-        return init_array
+    def aggregate_init(self, init, t, address, node) -> list:
+        """(address, type, value) stores (a scalar's, or a struct value's) of the initializer
+        `init` of a `t` (a struct or an array of structs) at `address`: `{ {1, 2, 3, 4}, 4 }`,
+        `{}`, `{f, g}` (a struct value for a struct member). clang writes the list fully
+        braced; what it leaves out is zero."""
+        stores = []
+
+        def zero(at, a):
+            for off, lt in ct.leaves(at):
+                stores.append((np.int64(a + off), lt, lambda ctx, z=V.zero_of(lt): z))
+
+        def walk(item, at, a):
+            if item is None:
+                zero(at, a)
+            elif isinstance(item, c_ast.InitList):
+                if at.is_struct:
+                    members = [(ft, foff) for _, ft, foff in at.fields]
+                elif at.is_array:
+                    members = [(at.elem, i * at.elem.size) for i in range(at.length or 0)]
+                else:
+                    members = [(at, 0)]
+                if len(item.exprs) > len(members):
+                    raise self.error(item, f"too many initializers for {at} "
+                                           f"({len(item.exprs)} > {len(members)})")
+                for k, (mt, moff) in enumerate(members):
+                    walk(item.exprs[k] if k < len(item.exprs) else None, mt, a + moff)
+            elif at.is_struct:
+                stores.append((np.int64(a), at, self.convert(self.rvalue(self.expr(item)), at,
+                                                             item)))
+            elif at.is_array:
+                raise self.error(item, "initialise an array member with { ... }")
+            else:
+                stores.append((np.int64(a), at, self.convert(self.rvalue(self.expr(item)), at,
+                                                             item)))
+        walk(init, t, address)
+        return stores
 
     def stmt_If(self, node):
         c = self.expr(node.cond)

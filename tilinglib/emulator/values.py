@@ -209,15 +209,73 @@ def arith_op(op: str, t: ct.Scalar):
 def where(mask, new, old):
     """`new` in the active lanes, `old` elsewhere (a struct value is a tuple of components)."""
     if isinstance(new, tuple):
-        return tuple(np.where(mask, n, o) for n, o in zip(new, old))
+        return tuple(where(mask, n, o) for n, o in zip(new, old))
     return np.where(mask, new, old)
 
 
 def zero_of(t: ct.CType):
-    """The value a declared-but-unassigned variable of type `t` starts with."""
+    """The value a declared-but-unassigned variable of type `t` starts with (a struct's is a
+    tuple of its fields' values, an array field's a tuple of its elements')."""
     if t.is_struct:
-        return tuple(f[1].dtype.type(0) for f in t.fields)
+        return tuple(zero_of(f[1]) for f in t.fields)
+    if t.is_array:
+        return tuple(zero_of(t.elem) for _ in range(t.length or 0))
     return t.dtype.type(0)
+
+
+def flatten(t: ct.CType, value, pieces=False) -> list:
+    """The leaf values of `value` (of type `t`: nested tuples for structs and arrays), in the
+    order of `ctypes_.leaves(t)` (with `pieces`: of `ctypes_.pieces(t)`, a struct without
+    array or struct members staying one tuple)."""
+    if t.is_struct and pieces and not t.holds_aggregates:
+        return [value]
+    if t.is_struct or t.is_array:
+        types = [f[1] for f in t.fields] if t.is_struct else [t.elem] * (t.length or 0)
+        out = []
+        for ft, v in zip(types, value):
+            out.extend(flatten(ft, v, pieces))
+        return out
+    return [value]
+
+
+def unflatten(t: ct.CType, leaves_iter, pieces=False):
+    """The inverse of `flatten`: nested tuples of type `t` from an iterator of leaf values
+    (with `pieces`: of piece values)."""
+    if t.is_struct and pieces and not t.holds_aggregates:
+        return next(leaves_iter)
+    if t.is_struct:
+        return tuple(unflatten(f[1], leaves_iter, pieces) for f in t.fields)
+    if t.is_array:
+        return tuple(unflatten(t.elem, leaves_iter, pieces) for _ in range(t.length or 0))
+    return next(leaves_iter)
+
+
+def struct_argument(kernel: str, name: str, t: ct.CType, arg):
+    """The value of a kernel's struct parameter `name` (type `t`, by value) from the host's
+    argument: a NumPy structured scalar (``np.void``, what PyCUDA passes by value) or any
+    object of exactly ``sizeof(t)`` bytes (a one-element structured array, ``bytes``).
+    Raises `KernelArgumentError` for anything else, naming the size to give."""
+    from ..errors import KernelArgumentError
+    try:
+        data = memoryview(arg).cast("B").tobytes()
+    except TypeError:
+        data = None
+    if data is None or len(data) != t.size:
+        got = f"{len(data)} bytes" if data is not None else type(arg).__name__
+        raise KernelArgumentError(
+            f"{kernel}: parameter '{name}' is a {t} passed by value ({t.size} bytes, as nvcc "
+            f"lays it out); got {got}. Pass a NumPy structured scalar of that layout, e.g. "
+            f"np.zeros(1, dtype=np.dtype({{'names': [...], 'formats': [...], 'offsets': "
+            f"[...], 'itemsize': {t.size}}}))[0]")
+    return struct_from_bytes(t, data)
+
+
+def struct_from_bytes(t: ct.CType, data: bytes):
+    """A struct argument's value (uniform over the threads) from its bytes as the host lays
+    it out (a NumPy structured scalar's or array's bytes, PyCUDA's way to pass a struct)."""
+    leaves = [np.frombuffer(data, dtype=lt.dtype, count=1, offset=off)[0]
+              for off, lt in ct.leaves(t)]
+    return unflatten(t, iter(leaves))
 
 
 # Per-thread "has this local been given a value" of the locals checked for reads before

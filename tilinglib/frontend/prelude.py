@@ -422,6 +422,7 @@ KEYWORDS = {
     "__noinline__": "",
     "__inline__": "inline",
     "__launch_bounds__(...)": "__attribute__((launch_bounds(__VA_ARGS__)))",
+    "__align__(n)": "__attribute__((aligned(n)))",
     "__restrict__": "__restrict",
     "register": "",                    # a hint to C compilers; C++17 refuses it
 }

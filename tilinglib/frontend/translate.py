@@ -12,10 +12,12 @@ C++ is lowered here, each construct in one place (the table is in docs/frontend.
 - namespaces are flattened; a function keeps its qualified name (``ns::f``);
 - each template instantiation clang made becomes a function of its own, named by its text
   (``k<128, float>``): templates are never instantiated here, only read;
-- a class or struct (templates too) becomes a struct of its fields; each method a function
-  taking the object as a first parameter ``this``, by value (so a method may read its object
-  but not assign to its fields: refused); a constructor a function returning the object;
-  conversion operators and operator overloads are methods like the others;
+- a class or struct (templates too) becomes a struct of its fields (a base class a first
+  member ``__base<i>``); each method a function taking the object as a first parameter
+  ``this``: by value, or by address when the method changes its object
+  (`_find_pointer_methods`); a constructor a function returning the object; conversion
+  operators and operator overloads are methods like the others; a lambda a function taking
+  its captures first (`lambda_function`);
 - a reference parameter or variable becomes a pointer with implicit dereference (a ``const``
   reference parameter: a value); ``constexpr`` becomes ``const``; ``static_assert`` goes
   (clang evaluated it); default arguments are written out at each call (CXXDefaultArgExpr);
@@ -62,8 +64,13 @@ def normalize_kernel_name(name: str) -> str:
 
 
 def _split_function_type(text: str):
-    """'float (float, int) const' -> ('float', ['float', 'int'])."""
-    text = re.sub(r"\)\s*(const|volatile|noexcept|&|&&|\s)*$", ")", text.strip())
+    """'float (float, int) const' -> ('float', ['float', 'int']); a trailing return type
+    ('auto (float) -> float') is the return type."""
+    text = text.strip()
+    trailing = re.match(r"^auto\s*(\(.*\))[^()]*->\s*(.+)$", text)
+    if trailing:
+        text = trailing.group(2) + " " + trailing.group(1)
+    text = re.sub(r"\)\s*(const|volatile|noexcept|&|&&|\s)*$", ")", text)
     depth = 0
     for i in range(len(text) - 1, -1, -1):
         c = text[i]
@@ -75,6 +82,18 @@ def _split_function_type(text: str):
                 ret, args = text[:i].strip(), text[i + 1:-1]
                 return ret, _split_commas(args)
     return text, []
+
+
+def _mentions_this(node) -> bool:
+    """Whether clang's JSON `node` uses `this` (a member of the method's object)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            if n.get("kind") == "CXXThisExpr":
+                return True
+            stack.extend(n.get("inner", []))
+    return False
 
 
 def _split_commas(text: str) -> list[str]:
@@ -126,6 +145,16 @@ class Translator:
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
+        self._range_arrays: dict = {}    # a range-for's __range1 id -> the array expression
+        self._lambdas: dict = {}         # LambdaExpr id -> (function name, captures)
+        self._lambda_methods: dict = {}  # a lambda's operator() id -> the same
+        self._lambda_vars: dict = {}     # `auto f = [..]` VarDecl id -> (name, captures,
+        #                                  hidden copies)
+        self._static_names: dict = {}    # static member VarDecl id -> 'Class::name'
+        self._by_pointer: set = set()    # methods that get their object by address
+        self._this_ptr = False           # translating such a method's body
+        self._decomp: dict = {}          # DecompositionDecl id -> its hidden variable
+        self._bindings: dict = {}        # BindingDecl id -> its expression
 
     # ------------------------------------------------------------------ errors
     def coord(self, n) -> Coord | None:
@@ -165,6 +194,7 @@ class Translator:
         bodies = []
         self._collect(self.root.get("inner", []), [], bodies, in_template=False)
         self._name_overloads()
+        self._find_pointer_methods()
         for e in self._enums:
             self.ext.append(e)
         for rid in list(self.records):
@@ -220,11 +250,20 @@ class Translator:
                     continue
                 if in_template or (n.get("name") in VECTOR_NAMES and self._in_prelude(n)):
                     continue
-                qual = "::".join(scope + [n.get("name") or "<anonymous>"])
+                loc = n.get("loc") or {}
+                anonymous = not n.get("name")
+                # an unnamed struct (a member's `struct { float a, b; } in;`, or C's
+                # `typedef struct { ... } Frag;`): named by where it is, as clang's types
+                # spell it ('(unnamed at <stdin>:20:16)'); a typedef names it below
+                qual = "::".join(scope + [n.get("name") or
+                                          f"__unnamed_{loc.get('line')}_{loc.get('col')}"])
                 if kind == "ClassTemplateSpecializationDecl":
                     qual += "<" + ", ".join(self._template_args(n)) + ">"
                 self.records[n["id"]] = (qual, n)
                 self.record_by_name[_norm(qual)] = qual
+                if anonymous:
+                    self.record_by_name[_norm(f"(unnamed at <stdin>:{loc.get('line')}:"
+                                              f"{loc.get('col')})")] = qual
                 self._ctors[n["id"]] = []
                 members = []
                 for m in n.get("inner", []):
@@ -240,7 +279,13 @@ class Translator:
                     elif mk in _RECORD_KINDS or mk in ("ClassTemplateDecl", "EnumDecl"):
                         self._collect([m], scope + [n.get("name") or ""], bodies, in_template)
                     elif mk == "VarDecl":
-                        bodies.append(("var", m, None))
+                        # a static member: by its qualified name (Ops<int>::zero and
+                        # Ops<float>::zero are two variables); one with no value (a class
+                        # template's member nobody used) is left out
+                        if any(not c.get("kind", "").endswith("Attr")
+                               for c in m.get("inner", [])):
+                            self._static_names[m["id"]] = qual + "::" + m["name"]
+                            bodies.append(("var", m, None))
                 for m in members:
                     if m.get("kind") == "CXXConstructorDecl":
                         self._ctors[n["id"]].append((_norm(m["type"]["qualType"]), m))
@@ -254,6 +299,16 @@ class Translator:
             elif kind == "EnumDecl":
                 self._enum(n)
             elif kind in ("TypedefDecl", "TypeAliasDecl"):
+                decl = next((t.get("decl", {}) for t in n.get("inner", [])
+                             if t.get("kind") == "RecordType"), {})
+                if decl.get("id") in self.records and \
+                        self.records[decl["id"]][0].split("::")[-1].startswith("__unnamed_"):
+                    # `typedef struct { ... } Frag;`: clang names the struct Frag
+                    self.record_by_name[_norm("::".join(scope + [n["name"]]))] = \
+                        self.records[decl["id"]][0]
+                    continue
+                if _norm(self.type_text(n["type"])) == _norm(n["name"]):
+                    continue            # `typedef struct Frag { ... } Frag;`: the struct
                 self.typedefs[n["name"]] = self.type_text(n["type"])
                 self.typedefs["::".join(scope + [n["name"]])] = self.type_text(n["type"])
             elif kind in ("UsingDirectiveDecl", "UsingDecl",
@@ -273,7 +328,11 @@ class Translator:
             self.fqual[fid] = qual
             ret, _ = _split_function_type(f["type"]["qualType"])
             if ret.endswith("&") and f.get("kind") != "CXXConstructorDecl":
-                self.ref_returns.add(fid)
+                if record is not None and f.get("storageClass") != "static" and \
+                        re.match(r"^const\b", ret) and "*" not in ret:
+                    pass        # `const T& get() const`: the value (the object is a copy)
+                else:
+                    self.ref_returns.add(fid)
             body = [c for c in f.get("inner", []) if c.get("kind") == "CompoundStmt"]
             if self._in_prelude(f) and record is None and not body:
                 self.builtins.add(fid)
@@ -313,8 +372,11 @@ class Translator:
                     self.fnodes[f].get("previousDecl") in self.builtins for f in fids)):
                 continue
             for fid in fids:
-                _, params = _split_function_type(self.fnodes[fid]["type"]["qualType"])
+                qt = self.fnodes[fid]["type"]["qualType"]
+                _, params = _split_function_type(qt)
                 new = f"{name}({', '.join(params)})"
+                if re.search(r"\)\s*const\b[^()]*$", qt):    # `T& at(int)` and `T at(int) const`
+                    new += " const"
                 self.functions[fid] = new
                 if name in self.kernel_names:
                     self.kernel_names[new] = self.fnodes[fid].get("mangledName", new)
@@ -413,10 +475,18 @@ class Translator:
         `by_value_refs` and a const reference, the type itself)."""
         text = text.strip()
         if "(lambda at" in text:
-            raise self.unsupported(n, "C++ lambdas", "write a __device__ function")
+            raise self.unsupported(n, "a lambda passed to a function or stored other than "
+                                      "'auto f = [...](...) {...};'",
+                                   "call it where it is declared, or write a __device__ "
+                                   "function")
         if re.search(r"\(\*\)\s*\(", text):
             raise self.unsupported(n, f"function pointers ('{text}')",
                                    "call the __device__ function by its name")
+        m = re.match(r"^(.*?)\s*(?:\(&&?\)|&&?)\s*\[\d+\]$", text)     # clang: 'float &[4]' too
+        if m:
+            # a reference to an array (`auto& arr = f.v;`, `const float (&r)[4]`): a
+            # pointer to its first element; indexing it reads the array
+            return self.type_node(m.group(1) + " *", declname, n, by_value_refs)
         if "(*)" in text or "(&)" in text:
             raise self.unsupported(n, f"the type '{text}' (a pointer or reference to an "
                                       f"array)", "index a plain pointer instead")
@@ -506,14 +576,31 @@ class Translator:
             return
         self._emitted.add(rid)
         qual, n = self.records[rid]
-        if n.get("bases"):
-            raise self.unsupported(n, f"inheritance ('{qual}' derives from a base class)",
-                                   "write the base's fields into the struct")
+        if any(m.get("virtual") for m in n.get("inner", [])) or \
+                n.get("definitionData", {}).get("isPolymorphic"):
+            raise self.unsupported(n, f"virtual functions ('{qual}')",
+                                   "call the function of the class itself, or pass what "
+                                   "differs as a parameter")
+        bases = []
+        for i, b in enumerate(n.get("bases") or []):
+            btext = self.type_text(b.get("type", {}))
+            brec = self.record_name(btext)
+            if b.get("isVirtual") or brec is None:
+                raise self.unsupported(n, f"this base class of '{qual}' ('{btext}')",
+                                       "write the base's fields into the struct")
+            bid = next(k for k, (q, _) in self.records.items() if q == brec)
+            if self._is_empty(bid) and not self.records[bid][1].get("bases"):
+                continue           # an empty base takes no room (C++'s empty base rule)
+            self._emit_record(bid)
+            # a base is the first members, as C++ lays it out: one member `__base<i>`
+            bases.append(c_ast.Decl(f"__base{i}", [], [], [], [], c_ast.TypeDecl(
+                f"__base{i}", [], None, c_ast.Struct(brec, None)), None, None,
+                coord=self.coord(n)))
         if n.get("tagUsed") == "union":
             # a C struct would give each member its own bytes: u.f = 1.0f; u.i read 0
             raise self.unsupported(n, f"unions ('{qual}')", "reinterpret bits with "
                                    "__float_as_int / __int_as_float, or use separate fields")
-        decls = []
+        decls = bases
         for f in n.get("inner", []):
             if f.get("kind") != "FieldDecl":
                 continue
@@ -522,10 +609,15 @@ class Translator:
                 raise self.unsupported(f, f"bit-fields ('{f.get('name')}' in '{qual}')",
                                        "use a whole int and mask or shift it yourself")
             ttext = self.type_text(f["type"])
+            used = self.record_name(re.sub(r"(\[\d*\]|\*|&|\b(const|volatile)\b)", " ",
+                                           ttext).strip())
             for other, (oqual, _) in self.records.items():   # fields' structs first
-                if other != rid and _norm(oqual) in _norm(ttext):
+                if other != rid and (_norm(oqual) in _norm(ttext) or oqual == used):
                     self._emit_record(other)
-            decls.append(c_ast.Decl(f.get("name"), [], [], [], [],
+            # alignas / __align__ on a member, or on the struct (given to its first member:
+            # the same layout, the struct aligned as its most aligned member)
+            align = self._alignas(f) or (self._alignas(n) if not decls else [])
+            decls.append(c_ast.Decl(f.get("name"), [], align, [], [],
                                     self.type_node(ttext, f.get("name"), f), None, None,
                                     coord=self.coord(f)))
         if not decls:     # an empty class (thread_block): one byte, as in C++
@@ -533,6 +625,17 @@ class Translator:
                 "__empty", [], None, c_ast.IdentifierType(["char"])), None, None))
         self.ext.append(c_ast.Decl(None, [], [], [], [], c_ast.Struct(qual, decls), None, None,
                                    coord=self.coord(n)))
+
+    def _alignas(self, n) -> list:
+        """`alignas(16)` / `__align__(16)` of a declaration (clang's AlignedAttr, its value
+        computed): pycparser's `Alignas` list of a `Decl`, empty without one."""
+        for a in n.get("inner", []):
+            if a.get("kind") == "AlignedAttr":
+                value = next((c.get("value") for c in a.get("inner", []) if "value" in c), None)
+                if value is None:
+                    raise self.unsupported(n, "this alignas", "write a number: alignas(16)")
+                return [c_ast.Alignas(c_ast.Constant("int", str(value)), self.coord(n))]
+        return []
 
     # ------------------------------------------------------------------ functions
     def function(self, f, record):
@@ -547,9 +650,11 @@ class Translator:
         if record is not None:
             this_type = self.records[record][0]
             if not ctor and f.get("storageClass") != "static":   # a static method has no object
-                params.append(c_ast.Decl("this", [], [], [], [], c_ast.TypeDecl(
-                    "this", [], None, c_ast.Struct(this_type, None)), None, None,
-                    coord=self.coord(f)))
+                this_decl = c_ast.TypeDecl("this", [], None, c_ast.Struct(this_type, None))
+                if fid in self._by_pointer:      # it changes its object: by address
+                    this_decl = c_ast.PtrDecl([], this_decl)
+                params.append(c_ast.Decl("this", [], [], [], [], this_decl, None, None,
+                                         coord=self.coord(f)))
         for p in f.get("inner", []):
             if p.get("kind") != "ParmVarDecl":
                 continue
@@ -562,7 +667,11 @@ class Translator:
             rtype = self.type_node(ret, name, f, by_value_refs=True)
         body_node = [c for c in f["inner"] if c.get("kind") == "CompoundStmt"][-1]
         self._returns_ref = fid in self.ref_returns
-        body = self.compound(body_node)
+        saved_this, self._this_ptr = self._this_ptr, fid in self._by_pointer
+        try:
+            body = self.compound(body_node)
+        finally:
+            self._this_ptr = saved_this
         if ctor:
             init = [c_ast.Decl("this", [], [], [], [], c_ast.TypeDecl(
                 "this", [], None, c_ast.Struct(this_type, None)), None, None,
@@ -571,6 +680,16 @@ class Translator:
                 if ci.get("kind") != "CXXCtorInitializer":
                     continue
                 field = ci.get("anyInit", {}).get("name")
+                if field is None and "baseInit" in ci:
+                    # `D(float y) : Base(y * 2)`: the base member from the base's constructor
+                    rec_node = self.records[record][1]
+                    bases = [self.record_name(self.type_text(b.get("type", {})))
+                             for b in rec_node.get("bases") or []]
+                    want = self.record_name(self.type_text(ci["baseInit"]))
+                    if want not in bases:
+                        raise self.unsupported(f, "a constructor that initializes a virtual "
+                                                  "or indirect base class")
+                    field = f"__base{bases.index(want)}"
                 if field is None:
                     raise self.unsupported(f, "a constructor that initializes a base class")
                 value = self.expr(ci["inner"][0]) if ci.get("inner") else None
@@ -579,37 +698,106 @@ class Translator:
                         c_ast.ID("this"), ".", c_ast.ID(field)), value, self.coord(f)))
             body.block_items = init + (body.block_items or []) + [
                 c_ast.Return(c_ast.ID("this"), self.coord(f))]
-        elif record is not None:
-            self._check_const_method(f, body_node)
+
         fdecl = c_ast.FuncDecl(c_ast.ParamList(params) if params else None, rtype)
         decl = c_ast.Decl(name, [], [], [], spec, fdecl, None, None, coord=self.coord(f))
         return c_ast.FuncDef(decl, None, body, coord=self.coord(f))
 
-    def _check_const_method(self, f, body):
-        """Methods get their object by value: refuse one that assigns to a field of it."""
+    def _find_pointer_methods(self):
+        """The methods that get their object by address (`this` a pointer): those that
+        change it (assign or increment a member, take a member's address, bind one to a
+        non-const reference, use `*this`), return a reference into it, or call such a
+        method on it. The others get it by value, so they also run on a temporary
+        (`SharedMemory<T>()`, `cg::this_thread_block().sync()`)."""
+        methods = {fid for fid in self.functions if fid in self._method_of
+                   and self.fnodes[fid].get("kind") != "CXXConstructorDecl"
+                   and self.fnodes[fid].get("storageClass") != "static"}
+        calls = {}
+        for fid in methods:
+            f = self.fnodes[fid]
+            body = [c for c in f.get("inner", []) if c.get("kind") == "CompoundStmt"][-1]
+            direct, callees = self._changes_this(body)
+            if direct or (fid in self.ref_returns and _mentions_this(body)):
+                self._by_pointer.add(fid)
+            calls[fid] = callees
+        changed = True
+        while changed:
+            changed = False
+            for fid in methods - self._by_pointer:
+                if calls[fid] & self._by_pointer:
+                    self._by_pointer.add(fid)
+                    changed = True
+
+    def _changes_this(self, body):
+        """(whether `body` changes its object directly, the methods it calls on it)."""
+        def is_this(t):
+            while isinstance(t, dict) and t.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
+                t = t["inner"][0]
+            return isinstance(t, dict) and t.get("kind") == "CXXThisExpr"
+
+        def on_this(t):
+            while isinstance(t, dict) and t.get("kind") in (
+                    "ImplicitCastExpr", "ParenExpr", "ArraySubscriptExpr", "MemberExpr"):
+                if t.get("kind") == "MemberExpr" and is_this(t["inner"][0]):
+                    return True
+                if t.get("kind") == "MemberExpr" and t.get("isArrow"):
+                    return False
+                t = t["inner"][0]
+            return False
+        direct, callees = False, set()
         stack = [body]
         while stack:
             n = stack.pop()
             if not isinstance(n, dict):
                 continue
-            k = n.get("kind")
-            if k in ("BinaryOperator", "CompoundAssignOperator", "UnaryOperator"):
-                op = n.get("opcode", "")
-                if k != "UnaryOperator" and op not in ("=",) and k == "BinaryOperator":
-                    pass
-                elif k == "UnaryOperator" and op not in ("++", "--"):
-                    pass
-                else:
-                    target = n["inner"][0]
-                    while target.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
-                        target = target["inner"][0]
-                    if target.get("kind") == "MemberExpr" and target["inner"][0].get(
-                            "kind") == "CXXThisExpr":
-                        raise self.unsupported(
-                            n, f"a method that changes its object's fields "
-                               f"('{target.get('name')}' in '{f.get('name')}')",
-                            "return the new value, or keep the field in a local variable")
-            stack.extend(n.get("inner", []))
+            k, op = n.get("kind"), n.get("opcode", "")
+            inner = n.get("inner", [])
+            if (k == "BinaryOperator" and op == "=") or k == "CompoundAssignOperator" or \
+                    (k == "UnaryOperator" and op in ("++", "--", "&")):
+                direct = direct or on_this(inner[0])
+            if k == "UnaryOperator" and op == "*" and inner and \
+                    inner[0].get("kind") == "CXXThisExpr":
+                direct = True
+            if k == "VarDecl" and inner:          # int& r = n;
+                vt = n.get("type", {}).get("qualType", "")
+                if vt.endswith("&") and not vt.startswith("const") and on_this(inner[-1]):
+                    direct = True
+            if k == "CXXMemberCallExpr" and inner and inner[0].get("kind") == "MemberExpr":
+                base = inner[0]["inner"][0]
+                if is_this(base) or on_this(base):
+                    callees.add(inner[0].get("referencedMemberDecl"))
+            if k == "CXXOperatorCallExpr" and len(inner) > 1:
+                _, ref = self.callee_decl(inner[0])
+                if ref is not None and on_this(inner[1]):
+                    callees.add(ref.get("id"))
+            if k in ("CallExpr", "CXXOperatorCallExpr", "CXXMemberCallExpr") and inner:
+                _, ref = self.callee_decl(inner[0])
+                fnode = self.fnodes.get((ref or {}).get("id"))
+                params = [p for p in (fnode or {}).get("inner", [])
+                          if p.get("kind") == "ParmVarDecl"]
+                args = inner[1:] if k != "CXXOperatorCallExpr" or \
+                    (ref or {}).get("id") not in self._method_of else inner[2:]
+                for p, a in zip(params, args):
+                    pt = p.get("type", {}).get("qualType", "")
+                    if pt.endswith("&") and not pt.startswith("const") and on_this(a):
+                        direct = True
+            stack.extend(inner)
+        return direct, callees
+
+    def _object_arg(self, mid, base, is_arrow, coord):
+        """The object argument of a call of method `mid` on `base` (clang's JSON): its
+        address for a method that gets it by address, else its value."""
+        by_pointer = mid in self._by_pointer
+        if base.get("kind") == "CXXThisExpr":
+            this = c_ast.ID("this", coord)
+            if self._this_ptr == by_pointer:
+                return this
+            return c_ast.UnaryOp("*", this, coord) if self._this_ptr else \
+                c_ast.UnaryOp("&", this, coord)
+        obj = self.expr(base)
+        if is_arrow:
+            return obj if by_pointer else c_ast.UnaryOp("*", obj, coord)
+        return c_ast.UnaryOp("&", obj, coord) if by_pointer else obj
 
     def param(self, p):
         ttext = self.type_text(p["type"])
@@ -634,7 +822,11 @@ class Translator:
 
     def stmt_list(self, s) -> list:
         if s.get("kind") == "DeclStmt":
-            return [d for d in (self.decl_in_block(x) for x in s.get("inner", [])) if d]
+            out = []
+            for x in s.get("inner", []):
+                d = self.decl_in_block(x)
+                out.extend(d if isinstance(d, list) else [d] if d else [])
+            return out
         r = self.stmt(s)
         return [] if r is None else [r]
 
@@ -642,6 +834,15 @@ class Translator:
         k = d.get("kind")
         if k == "VarDecl":
             return self.var_decl(d)
+        if k == "DecompositionDecl":
+            # `auto [lo, hi] = f();`: a hidden variable of the whole; each name is its
+            # member (clang wrote each BindingDecl's expression over the hidden variable)
+            hidden = f"__bindings_{len(self._decomp)}"
+            self._decomp[d["id"]] = hidden
+            for b in d.get("inner", []):
+                if b.get("kind") == "BindingDecl" and b.get("inner"):
+                    self._bindings[b["id"]] = b["inner"][0]
+            return self.var_decl(dict(d, name=hidden))
         if k in ("StaticAssertDecl", "NamespaceAliasDecl", "TypedefDecl", "TypeAliasDecl",
                  "UsingDecl", "UsingDirectiveDecl", "UsingShadowDecl", "EmptyDecl"):
             if k == "NamespaceAliasDecl":
@@ -670,16 +871,35 @@ class Translator:
             items = self.stmt_list(s)
             return c_ast.Compound(items, coord) if len(items) != 1 else items[0]
         if k == "IfStmt":
-            if s.get("hasInit") or s.get("hasVar"):
-                raise self.unsupported(s, "a declaration inside an if's condition",
-                                       "declare the variable before the if")
-            inner = s["inner"]
-            return c_ast.If(self.expr(inner[0]), self.stmt(inner[1]),
+            inner = list(s["inner"])
+            before = []
+            # `if (int t = f(); t < n)` and `if (int r = f())`: the declarations first, in
+            # a block of their own (their scope is the if's)
+            if s.get("hasInit"):
+                before += self.stmt_list(inner.pop(0))
+            if s.get("hasVar"):
+                before += self.stmt_list(inner.pop(0))
+            if s.get("isConstexpr") or s.get("isConsteval"):
+                pass                              # `if constexpr`: clang chose; C's if agrees
+            node = c_ast.If(self.expr(inner[0]), self.stmt(inner[1]),
                             self.stmt(inner[2]) if len(inner) > 2 else None, coord)
+            return c_ast.Compound(before + [node], coord) if before else node
         if k == "ForStmt":
             init, var, cond, nxt, body = (s["inner"] + [{}] * 5)[:5]
             if var:
-                raise self.unsupported(s, "a declaration inside a for's condition")
+                # `for (...; int j = f(i); ...)`: declared and tested at each iteration
+                test = c_ast.If(c_ast.UnaryOp("!", self.expr(cond), coord),
+                                c_ast.Break(coord), None, coord)
+                body_c = c_ast.Compound(self.stmt_list(var) + [test] + (
+                    [self.stmt(body)] if body else []), coord)
+                init_node = None
+                if init and init.get("kind") == "DeclStmt":
+                    init_node = c_ast.DeclList([self.decl_in_block(x) for x in init["inner"]],
+                                               self.coord(init))
+                elif init:
+                    init_node = self.expr(init)
+                return c_ast.For(init_node, None, self.expr(nxt) if nxt else None, body_c,
+                                 coord)
             if init and init.get("kind") == "DeclStmt":
                 init_node = c_ast.DeclList([self.decl_in_block(x) for x in init["inner"]],
                                            self.coord(init))
@@ -690,14 +910,19 @@ class Translator:
                              c_ast.EmptyStatement(coord), coord)
         if k == "WhileStmt":
             if s.get("hasVar"):
-                raise self.unsupported(s, "a declaration inside a while's condition")
+                # `while (int j = f())`: declared and tested at each iteration
+                var, cond, body = s["inner"][0], s["inner"][1], s["inner"][2]
+                test = c_ast.If(c_ast.UnaryOp("!", self.expr(cond), coord),
+                                c_ast.Break(coord), None, coord)
+                return c_ast.While(c_ast.Constant("int", "1", coord), c_ast.Compound(
+                    self.stmt_list(var) + [test, self.stmt(body)], coord), coord)
             return c_ast.While(self.expr(s["inner"][0]), self.stmt(s["inner"][1]), coord)
         if k == "DoStmt":
             return c_ast.DoWhile(self.expr(s["inner"][1]), self.stmt(s["inner"][0]), coord)
         if k == "ReturnStmt":
             e = self.expr(s["inner"][0]) if s.get("inner") else None
             if e is not None and getattr(self, "_returns_ref", False):
-                e = self.address_of(s["inner"][0], e, coord)
+                e = c_ast.UnaryOp("&", e, coord)
             return c_ast.Return(e, coord)
         if k == "BreakStmt":
             return c_ast.Break(coord)
@@ -718,8 +943,28 @@ class Translator:
         if k in ("CXXTryStmt", "CXXThrowExpr"):
             raise self.unsupported(s, "C++ exceptions (try/throw)")
         if k == "CXXForRangeStmt":
-            raise self.unsupported(s, "a range-based for loop", "write for (int i = 0; ...)")
+            return self.range_for(s)
         return self.expr(s)
+
+    def range_for(self, s):
+        """`for (float x : arr)` over an array (a local, shared, or member array): clang's
+        own lowering, a pointer from the array's start to its end; the array expression
+        stands for its hidden reference `__range1` (an array has no side effects to run
+        twice). Over anything else (a class with begin() and end()), refused."""
+        coord = self.coord(s)
+        if len(s["inner"]) != 8 or s["inner"][0]:
+            raise self.unsupported(s, "a range-based for with an initializer",
+                                   "declare the variable before the loop")
+        _, rng, begin, end, cond, inc, var, body = s["inner"]
+        rdecl = rng["inner"][0]
+        if not re.search(r"\(&&?\)\s*\[\d+\]$", rdecl["type"]["qualType"]):
+            raise self.unsupported(s, "a range-based for loop over anything but an array "
+                                      f"(here '{self.type_text(rdecl['type'])}')",
+                                   "write for (int i = 0; i < n; ++i)")
+        self._range_arrays[rdecl["id"]] = rdecl["inner"][0]
+        loop = c_ast.For(None, self.expr(cond), self.expr(inc), c_ast.Compound(
+            self.stmt_list(var) + ([self.stmt(body)] if body else []), coord), coord)
+        return c_ast.Compound(self.stmt_list(begin) + self.stmt_list(end) + [loop], coord)
 
     def switch_body(self, body):
         items = []
@@ -741,7 +986,10 @@ class Translator:
         return c_ast.Compound(items, self.coord(body))
 
     def var_decl(self, d, file_scope=False):
-        name = d["name"]
+        lam = self._lambda_of(d)
+        if lam is not None:
+            return self.lambda_decl(d, lam)
+        name = self._static_names.get(d.get("id"), d["name"])
         attrs = {a.get("kind") for a in d.get("inner", []) if isinstance(a, dict)}
         storage = []
         sc = d.get("storageClass")
@@ -787,12 +1035,167 @@ class Translator:
             if init is None and init_node.get("kind") == "CXXConstructExpr":
                 rid = next((i for i, (q, _) in self.records.items()
                             if q == self.record_name(ttext)), None)
-                if rid is not None and self._is_empty(rid):
-                    init = self.default_value(rid, init_node)   # thread_block b;
+                if rid is not None and (self._is_empty(rid) or self._in_class_inits(rid)):
+                    # thread_block b; S s; of a struct with default member initializers
+                    init = self.default_value(rid, init_node)
             if is_ref and d["id"] in self.ref_vars and init is not None:
-                init = self.address_of(init_node, init, self.coord(d))
-        return c_ast.Decl(name, quals, [], storage, [], tnode, init, None,
+                init = c_ast.UnaryOp("&", init, self.coord(d))
+        return c_ast.Decl(name, quals, self._alignas(d), storage, [], tnode, init, None,
                           coord=self.coord(d))
+
+    # ------------------------------------------------------------------ lambdas
+    def _lambda_of(self, d):
+        """The LambdaExpr that VarDecl `d` is initialised with (`auto f = [&](...) {...};`)."""
+        if "(lambda at" not in d.get("type", {}).get("qualType", ""):
+            return None
+        init = next((c for c in d.get("inner", []) if not c.get("kind", "").endswith("Attr")),
+                    None)
+        while init is not None and init.get("kind") in _TRANSPARENT + (
+                "ImplicitCastExpr", "CXXConstructExpr"):
+            init = (init.get("inner") or [None])[0]
+        return init if init is not None and init.get("kind") == "LambdaExpr" else None
+
+    def lambda_function(self, lam):
+        """Lower a lambda to a __device__ function of its own, taking each capture as a
+        first parameter (a by-reference capture as a pointer, a copy by value) and then the
+        lambda's parameters. Returns (function name, [(variable id, by reference, clang's
+        capture expression)])."""
+        if lam["id"] in self._lambdas:
+            return self._lambdas[lam["id"]]
+        inner = lam.get("inner", [])
+        rec = inner[0]
+        c = self.coord(lam)
+        name = f"<lambda at line {c.line if c else '?'}:{c.column if c else '?'}>"
+        used = {v[0] for v in self._lambdas.values()}
+        if name in used:          # the same lambda in another template instantiation
+            name = next(f"{name}#{i}" for i in range(2, 10 ** 6) if f"{name}#{i}" not in used)
+        fields = [f for f in rec.get("inner", []) if f.get("kind") == "FieldDecl"]
+        inits = inner[1:1 + len(fields)]
+        captures = []
+        for f, ci in zip(fields, inits):
+            ref = ci
+            while ref.get("kind") in _TRANSPARENT + ("ImplicitCastExpr", "CXXConstructExpr"):
+                ref = ref["inner"][0]
+            if ref.get("kind") == "CXXThisExpr":
+                raise self.unsupported(lam, "a lambda capturing 'this'",
+                                       "pass the members it uses as parameters")
+            if ref.get("kind") != "DeclRefExpr":
+                raise self.unsupported(lam, "a lambda capture with an initializer ([x = ...])",
+                                       "declare the variable before the lambda")
+            var = ref["referencedDecl"]
+            if var.get("id") in self._lambda_vars:      # a lambda calling another
+                if self._lambda_vars[var["id"]][1]:
+                    raise self.unsupported(lam, "a lambda calling another lambda that "
+                                                "captures variables",
+                                           "write the inner one as a __device__ function")
+                continue
+            by_ref = f["type"]["qualType"].rstrip().endswith("&")
+            captures.append((var["id"], var.get("name"), by_ref, ci,
+                             self.type_text(f["type"])))
+        methods = []
+        for m in rec.get("inner", []):
+            if m.get("kind") == "CXXMethodDecl" and m.get("name") == "operator()":
+                methods.append(m)
+            elif m.get("kind") == "FunctionTemplateDecl":       # a generic lambda
+                methods += [x for x in m.get("inner", []) if x.get("kind") == "CXXMethodDecl"
+                            and x.get("name") == "operator()" and x.get("inner")
+                            and not re.search(r"\bauto\b|type-parameter",
+                                              x["type"]["qualType"])]
+        result = (name, captures)
+        self._lambdas[lam["id"]] = result
+        for k, m in enumerate(methods):
+            body = [b for b in m.get("inner", []) if b.get("kind") == "CompoundStmt"]
+            if not body:
+                continue
+            if not re.search(r"\)\s*const\b", m["type"]["qualType"]):
+                raise self.unsupported(lam, "a 'mutable' lambda (its copies keep their "
+                                            "changes from call to call)",
+                                       "capture by reference ([&]) or write a __device__ "
+                                       "function")
+            ptypes = _split_function_type(m["type"]["qualType"])[1]
+            fname = name if len(methods) == 1 else f"{name}({', '.join(ptypes)})"
+            self.functions[m["id"]] = fname
+            self.fnodes[m["id"]] = m
+            self._lambda_methods[m["id"]] = result
+            ret, _ = _split_function_type(m["type"]["qualType"])
+            saved = (set(self.ref_vars), getattr(self, "_returns_ref", False), self._this_ptr)
+            params = []
+            for vid, vname, by_ref, _, ftext in captures:
+                if by_ref:
+                    self.ref_vars.add(vid)
+                    tnode = self.type_node(ftext, vname, lam)
+                else:
+                    self.ref_vars.discard(vid)
+                    tnode = self.type_node(ftext, vname, lam, by_value_refs=True)
+                params.append(c_ast.Decl(vname, [], [], [], [], tnode, None, None, coord=c))
+            params += [self.param(p) for p in m.get("inner", []) if p.get("kind") == "ParmVarDecl"]
+            self._returns_ref, self._this_ptr = False, False
+            try:
+                if ret.endswith("&"):
+                    raise self.unsupported(lam, "a lambda returning a reference",
+                                           "return the value")
+                rtype = self.type_node(ret, fname, m, by_value_refs=True)
+                cbody = self.compound(body[-1])
+            finally:
+                self.ref_vars, self._returns_ref, self._this_ptr = saved
+            fdecl = c_ast.FuncDecl(c_ast.ParamList(params) if params else None, rtype)
+            decl = c_ast.Decl(fname, [], [], [], ["inline"], fdecl, None, None, coord=c)
+            self._late.append(c_ast.FuncDef(decl, None, cbody, coord=c))
+        return result
+
+    def lambda_decl(self, d, lam):
+        """`auto f = [..](..) {..};`: the lambda's function is made; its copies (by-value
+        captures) are taken here, in hidden variables, as C++ copies them here."""
+        name, captures = self.lambda_function(lam)
+        copies = []
+        hidden = []
+        for vid, vname, by_ref, ci, ftext in captures:
+            if by_ref:
+                hidden.append(None)
+                continue
+            h = f"__lambda_{d['name']}_{vname}"
+            hidden.append(h)
+            tnode = self.type_node(ftext, h, lam, by_value_refs=True)
+            copies.append(c_ast.Decl(h, [], [], [], [], tnode, self.expr(ci), None,
+                                     coord=self.coord(d)))
+        self._lambda_vars[d["id"]] = (name, captures, hidden)
+        if not copies:
+            return None
+        return copies if len(copies) > 1 else copies[0]
+
+    def lambda_call(self, fid, obj, args, n):
+        """A call of a lambda `f(x)`: its function with the captures first (a
+        by-reference capture by address, a copy from its hidden variable)."""
+        coord = self.coord(n)
+        while obj.get("kind") in _TRANSPARENT + ("ImplicitCastExpr",):
+            obj = obj["inner"][0]
+        if obj.get("kind") == "LambdaExpr":            # [&] { ... }(): called where made
+            name, captures = self.lambda_function(obj)
+            hidden = [None] * len(captures)
+            values = {i: self.expr(ci) for i, (_, _, by_ref, ci, _) in enumerate(captures)
+                      if not by_ref}
+        elif obj.get("kind") == "DeclRefExpr" and \
+                obj["referencedDecl"].get("id") in self._lambda_vars:
+            name, captures, hidden = self._lambda_vars[obj["referencedDecl"]["id"]]
+            values = {i: c_ast.ID(h, coord) for i, h in enumerate(hidden) if h}
+        else:
+            raise self.unsupported(n, "a lambda called other than by the name it was "
+                                      "declared with (passed to a function, stored)",
+                                   "call it where it is declared, or write a __device__ "
+                                   "function")
+        cargs = []
+        for i, (vid, vname, by_ref, ci, _) in enumerate(captures):
+            if by_ref:
+                ref = ci
+                while ref.get("kind") in _TRANSPARENT + ("ImplicitCastExpr",):
+                    ref = ref["inner"][0]
+                cargs.append(c_ast.UnaryOp("&", self.expr(ref), coord))
+            else:
+                cargs.append(values[i])
+        fname = self.functions.get(fid, name)
+        all_args = cargs + self.call_args(self.fnodes.get(fid), args)
+        return c_ast.FuncCall(c_ast.ID(fname, coord),
+                              c_ast.ExprList(all_args, coord) if all_args else None, coord)
 
     def _scalar_type(self, n) -> bool:
         """Whether expression `n` has a scalar type (arithmetic, enum or pointer): not an
@@ -837,8 +1240,25 @@ class Translator:
         if k == "CXXConstructExpr":
             return self.construct(n)
         if k == "ImplicitValueInitExpr":
-            return c_ast.Constant("int", "0", self.coord(n))
+            return self.zero_init(self.type_text(n.get("type", {})), n)
         return self.expr(n)
+
+    def zero_init(self, ttext, n):
+        """The zero initializer of a member clang left out (`Frag f = {}`): 0 for a scalar,
+        `{}` for a struct (the compiler zeroes what a list leaves out), and for an array
+        one zero initializer per element (nested lists are read one after another)."""
+        m = re.search(r"\[(\d+)\]", ttext)
+        if m:
+            inner = ttext[:m.start()] + ttext[m.end():]
+            count = int(m.group(1))
+            if count > 65536:
+                raise self.unsupported(n, "an initializer list this much shorter than its "
+                                          "array", "write the zeros out, or set it in a loop")
+            return c_ast.InitList([self.zero_init(inner, n) for _ in range(count)],
+                                  self.coord(n))
+        if self.record_name(ttext) is not None or _norm(ttext) in VECTOR_NAMES:
+            return c_ast.InitList([], self.coord(n))
+        return c_ast.Constant("int", "0", self.coord(n))
 
     # ------------------------------------------------------------------ expressions
     def construct(self, n):
@@ -857,10 +1277,59 @@ class Translator:
         if len(args) == 1:
             return self.expr(args[0])
         if not args:
-            if rid is not None and self._is_empty(rid):
+            if rid is not None and (self._is_empty(rid) or self._in_class_inits(rid)):
                 return self.default_value(rid, n)
             return None
         raise self.unsupported(n, f"this constructor of '{ttext}'")
+
+    def derived_to_base(self, n):
+        """A derived object (or pointer) as its base (clang's DerivedToBase cast, along its
+        `path`): its member `__base<i>`, or that member's address."""
+        src = n["inner"][0]
+        coord = self.coord(n)
+        is_ptr = self.type_text(n["type"]).rstrip().endswith("*")
+        if src.get("kind") == "CXXThisExpr":
+            obj = c_ast.ID("this", coord)
+            if self._this_ptr:
+                obj = c_ast.UnaryOp("*", obj, coord)
+        else:
+            obj = self.expr(src)
+            if is_ptr:
+                obj = c_ast.UnaryOp("*", obj, coord)
+        rec = self.record_name(re.sub(r"[*&]|\b(const|volatile)\b", " ",
+                                      self.type_text(src["type"])).strip())
+        for step in n.get("path") or []:
+            node = next((r for q, r in self.records.values() if q == rec), None)
+            bases = [self.record_name(self.type_text(b.get("type", {})))
+                     for b in (node or {}).get("bases") or []]
+            want = self.record_name(step.get("name", ""))
+            if want not in bases:
+                raise self.unsupported(n, f"this conversion to a base class ('{rec}' to "
+                                          f"'{step.get('name')}')")
+            wid = next(k for k, (q, _) in self.records.items() if q == want)
+            if self._is_empty(wid) and not self.records[wid][1].get("bases"):
+                # an empty base (methods only): a fresh object of it, nothing to share
+                value = self.default_value(wid, n)
+                return c_ast.UnaryOp("&", value, coord) if is_ptr else value
+            obj = c_ast.StructRef(obj, ".", c_ast.ID(f"__base{bases.index(want)}", coord),
+                                  coord)
+            rec = want
+        return c_ast.UnaryOp("&", obj, coord) if is_ptr else obj
+
+    def _field_initializer(self, n):
+        """The in-class initializer of the field a CXXDefaultInitExpr `n` stands for."""
+        fid = (n.get("field") or {}).get("id")
+        for _, rec in self.records.values():
+            for f in rec.get("inner", []):
+                if f.get("kind") == "FieldDecl" and f.get("id") == fid and f.get("inner"):
+                    return f["inner"][0]
+        return None
+
+    def _in_class_inits(self, rid) -> list:
+        """(field name, initializer node) of record `rid`'s default member initializers."""
+        return [(f.get("name"), f["inner"][0]) for f in self.records[rid][1].get("inner", [])
+                if f.get("kind") == "FieldDecl" and f.get("hasInClassInitializer")
+                and f.get("inner")]
 
     def record_id(self, n):
         """The id of the record (struct or class) that expression `n` has as its type, or None."""
@@ -877,15 +1346,22 @@ class Translator:
         name = qual + "::<value-initialized>"
         if name not in self._defaults:
             self._defaults.add(name)
-            fields = [f.get("name") for f in rec.get("inner", []) if f.get("kind") == "FieldDecl"
-                      and not re.search(r"\[\d*\]\s*$", self.type_text(f["type"]))
-                      and self.record_name(self.type_text(f["type"])) is None]
-            fields = fields if fields or not self._is_empty(rid) else ["__empty"]
+            inits = dict(self._in_class_inits(rid))
+            fields = [(f.get("name"), self.type_text(f["type"])) for f in rec.get("inner", [])
+                      if f.get("kind") == "FieldDecl"]
+            fields = fields if fields or not self._is_empty(rid) else [("__empty", "char")]
             items = [c_ast.Decl("this", [], [], [], [], c_ast.TypeDecl(
                 "this", [], None, c_ast.Struct(qual, None)), None, None)]
-            items += [c_ast.Assignment("=", c_ast.StructRef(c_ast.ID("this"), ".",
-                                                            c_ast.ID(f)),
-                                       c_ast.Constant("int", "0")) for f in fields]
+            for f, ftext in fields:
+                if f in inits:          # `int n = 4;` in the struct
+                    value = self.init_expr(inits[f], rec)
+                elif re.search(r"\[\d*\]\s*$", ftext) or self.record_name(ftext) is not None \
+                        or _norm(ftext) in VECTOR_NAMES:
+                    value = c_ast.InitList([])      # an array or struct member: zeroes
+                else:
+                    value = c_ast.Constant("int", "0")
+                items.append(c_ast.Assignment("=", c_ast.StructRef(c_ast.ID("this"), ".",
+                                                                   c_ast.ID(f)), value))
             items.append(c_ast.Return(c_ast.ID("this")))
             decl = c_ast.Decl(name, [], [], [], ["inline"], c_ast.FuncDecl(None, c_ast.TypeDecl(
                 name, [], None, c_ast.Struct(qual, None))), None, None)
@@ -898,6 +1374,9 @@ class Translator:
         k = n.get("kind")
         coord = self.coord(n)
         inner = n.get("inner", [])
+        if k in ("ImplicitCastExpr", "CStyleCastExpr", "CXXStaticCastExpr") and \
+                n.get("castKind") in ("DerivedToBase", "UncheckedDerivedToBase"):
+            return self.derived_to_base(n)
         if k in _TRANSPARENT or (k == "ImplicitCastExpr"):
             return self.expr(inner[0])
         if k == "IntegerLiteral":
@@ -939,9 +1418,21 @@ class Translator:
                 return c_ast.ID(name, coord)
             if rk == "EnumConstantDecl":
                 return c_ast.ID(ref["name"], coord)
+            if ref.get("id") in self._range_arrays:    # a range-based for's __range1
+                return self.expr(self._range_arrays[ref["id"]])
+            if rk == "BindingDecl":
+                if ref.get("id") not in self._bindings:
+                    raise self.unsupported(n, f"this structured binding ('{ref.get('name')}')",
+                                           "declare a variable of the struct and use its "
+                                           "members")
+                return self.expr(self._bindings[ref["id"]])
+            if rk == "DecompositionDecl":
+                node = c_ast.ID(self._decomp.get(ref.get("id"), "__bindings"), coord)
+                return c_ast.UnaryOp("*", node, coord) if ref.get("id") in self.ref_vars \
+                    else node
             if rk == "NonTypeTemplateParmDecl":
                 raise self.unsupported(n, "this template parameter")
-            node = c_ast.ID(ref.get("name"), coord)
+            node = c_ast.ID(self._static_names.get(ref.get("id"), ref.get("name")), coord)
             if ref.get("id") in self.ref_vars:
                 return c_ast.UnaryOp("*", node, coord)
             return node
@@ -971,14 +1462,12 @@ class Translator:
                 op = "p" + op
             if op == "__extension__":
                 return self.expr(inner[0])
-            if op == "*" and inner[0].get("kind") == "CXXThisExpr":
+            if op == "*" and inner[0].get("kind") == "CXXThisExpr" and not self._this_ptr:
                 # was "cannot dereference a value of type C": the method's object is a value
                 raise self.unsupported(n, "'*this' (a method gets its object by value, not "
                                           "a pointer)", "name the field itself: n, not "
                                                         "(*this).n; return a new object "
                                                         "instead of assigning *this")
-            if op == "&":
-                return self.address_of(inner[0], self.expr(inner[0]), coord)
             return c_ast.UnaryOp(op, self.expr(inner[0]), coord)
         if k == "BinaryOperator":
             op = n["opcode"]
@@ -1002,7 +1491,7 @@ class Translator:
             b = self.expr(base)
             arrow = "->" if n.get("isArrow") else "."
             if base.get("kind") == "CXXThisExpr":
-                arrow = "."
+                arrow = "->" if self._this_ptr else "."
             return c_ast.StructRef(b, arrow, c_ast.ID(n["name"], coord), coord)
         if k == "CXXThisExpr":
             return c_ast.ID("this", coord)
@@ -1031,49 +1520,47 @@ class Translator:
             return r
         if k == "UnaryExprOrTypeTraitExpr":
             name = n.get("name", "sizeof")
-            if name != "sizeof":
+            if name in ("alignof", "__alignof", "_Alignof"):
+                name = "_Alignof"               # the compiler's layout answers both
+            elif name != "sizeof":
                 raise self.unsupported(n, f"'{name}'")
             if "argType" in n:
                 tn = self.type_node(self.type_text(n["argType"]), None, n)
-                return c_ast.UnaryOp("sizeof", c_ast.Typename(None, [], None, tn), coord)
-            return c_ast.UnaryOp("sizeof", self.expr(inner[0]), coord)
+                return c_ast.UnaryOp(name, c_ast.Typename(None, [], None, tn), coord)
+            return c_ast.UnaryOp(name, self.expr(inner[0]), coord)
         if k == "InitListExpr":
-            return self.init_expr(n, n)
+            init = self.init_expr(n, n)
+            ttext = self.type_text(n.get("type", {}))
+            if self.record_name(ttext) is not None or _norm(ttext) in VECTOR_NAMES:
+                # `return {lo, hi};`, `T{x, y}`, `f({1, 2})`: a value of the struct
+                tn = self.type_node(ttext, None, n)
+                return c_ast.CompoundLiteral(c_ast.Typename(None, [], None, tn), init, coord)
+            return init
+        if k == "CXXDefaultInitExpr":
+            # a default member initializer (`int n = 4;`) where a constructor or a brace
+            # list does not give the member a value
+            if inner:
+                return self.init_expr(inner[0], n)
+            field = self._field_initializer(n)
+            if field is None:
+                raise self.unsupported(n, "this default member initializer",
+                                       "give the member its value in the constructor")
+            return self.init_expr(field, n)
         if k == "CXXDefaultArgExpr":
             raise self.unsupported(n, "this default argument")
         if k == "ImplicitValueInitExpr":
             return c_ast.Constant("int", "0", coord)
         if k == "LambdaExpr":
-            raise self.unsupported(n, "C++ lambdas", "write a __device__ function")
+            raise self.unsupported(n, "a lambda used other than 'auto f = [...](...) "
+                                      "{...};' and called by that name",
+                                   "call it where it is declared, or write a __device__ "
+                                   "function")
         if k in ("CXXNewExpr", "CXXDeleteExpr"):
             raise self.unsupported(n, "C++ new and delete",
                                    "allocate memory on the host and pass a pointer")
         if k == "RecoveryExpr":
             raise self.unsupported(n, "this expression")
         raise self.unsupported(n, f"the C++ construct '{k}'")
-
-    def address_of(self, n, lowered, coord):
-        """`&lowered` for the C++ expression `n` (a reference bound to it, or `&n`). A field
-        of a method's object is refused: the method has a copy of its object, so a write
-        through the address would be lost."""
-        e = n
-        while e.get("kind") in ("ImplicitCastExpr", "ParenExpr", "MaterializeTemporaryExpr"):
-            e = e["inner"][0]
-        field = None
-        while e.get("kind") == "MemberExpr":
-            field = field or e.get("name")
-            base = e["inner"][0]
-            while base.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
-                base = base["inner"][0]
-            if base.get("kind") == "CXXThisExpr":
-                raise self.unsupported(
-                    n, f"taking the address of a local variable ('{field}' is a field of the "
-                       f"method's copy of its object)", "a method gets its object by value: "
-                       "return the new value, or keep the field in a local variable")
-            if e.get("isArrow"):
-                break
-            e = base
-        return c_ast.UnaryOp("&", lowered, coord)
 
     def callee_decl(self, callee):
         while callee.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
@@ -1100,7 +1587,7 @@ class Translator:
             else:
                 e = self.expr(a)
             if p is not None and p["id"] in self.ref_vars:
-                e = self.address_of(a, e, self.coord(a))
+                e = c_ast.UnaryOp("&", e, self.coord(a))
             out.append(e)
         return out
 
@@ -1135,9 +1622,8 @@ class Translator:
         if member.get("kind") != "MemberExpr":
             raise self.unsupported(n, "a call through a pointer to a member function")
         mid = member.get("referencedMemberDecl")
-        obj = self.expr(member["inner"][0])
-        if member.get("isArrow") and member["inner"][0].get("kind") != "CXXThisExpr":
-            obj = c_ast.UnaryOp("*", obj, self.coord(member))
+        obj = self._object_arg(mid, member["inner"][0], member.get("isArrow"),
+                               self.coord(member))
         return self._method_call(mid, obj, inner[1:], n)
 
     def _method_call(self, mid, obj, args, n):
@@ -1175,8 +1661,18 @@ class Translator:
             # the implicit copy or move assignment of a struct: C's struct assignment
             return c_ast.Assignment("=", self.expr(inner[1]), self.expr(inner[2]),
                                     self.coord(n))
+        if fid in self._lambda_methods or (ref.get("name") == "operator()" and
+                                            "(lambda at" in str(inner[1].get("type"))):
+            if fid not in self._lambda_methods:
+                obj = inner[1]
+                while obj.get("kind") in _TRANSPARENT + ("ImplicitCastExpr",):
+                    obj = obj["inner"][0]
+                if obj.get("kind") == "LambdaExpr":
+                    self.lambda_function(obj)
+            return self.lambda_call(fid, inner[1], inner[2:], n)
         if fid in self._method_of:
-            return self._method_call(fid, self.expr(inner[1]), inner[2:], n)
+            return self._method_call(fid, self._object_arg(fid, inner[1], False,
+                                                           self.coord(n)), inner[2:], n)
         coord = self.coord(n)
         name = self.functions.get(fid)
         if name is None:
