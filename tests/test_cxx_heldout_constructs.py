@@ -461,3 +461,32 @@ def test_memcpy_out_of_a_global_array_is_reported_at_its_line():
     with pytest.raises(MemoryAccessError, match=r"Invalid __global__ read .*'in'(.*\n)*.*in\[64\]"
                                         r"(.*\n)*.*kernel.cu:5"):
         run1(src, "k", emulator.In(x), emulator.Out(out), np.int32(9), block=(8, 1, 1))
+
+
+def test_memcpy_into_and_out_of_a_class_templates_array_field():
+    # the Package128<T> style of LLM kernels: 16 bytes moved as one float4, viewed as T[n]
+    src = r"""
+    template <class T> struct alignas(16) Pack {
+        static constexpr int size = 16 / sizeof(T);
+        T data[size];
+        __device__ explicit Pack(float4 bits) { memcpy(&data, &bits, sizeof(bits)); }
+        __device__ float4 bits() const { float4 b; memcpy(&b, &data, sizeof(b)); return b; }
+    };
+    __global__ void weighted(const float4 *in, float *out)
+    {
+        Pack<float> p(in[threadIdx.x]);
+        float s = 0.0f;
+        for (int i = 0; i < Pack<float>::size; ++i) s += p.data[i] * (i + 1);
+        out[threadIdx.x] = s + p.bits().w;
+    }
+    """
+    x = np.random.default_rng(11).standard_normal(32).astype(np.float32)
+    out = np.zeros(8, np.float32)
+    run1(src, "weighted", emulator.In(x), emulator.Out(out), block=(8, 1, 1))
+    xr = x.reshape(8, 4)
+    s = np.zeros(8, np.float32)
+    for i in range(4):
+        # the kernel's order of additions, each `s += a * b` one fused multiply-add as nvcc
+        # contracts it (the product of a float and a small integer is exact in double)
+        s = (s.astype(np.float64) + xr[:, i].astype(np.float64) * (i + 1)).astype(np.float32)
+    np.testing.assert_array_equal(out, s + xr[:, 3])
