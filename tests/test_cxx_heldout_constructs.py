@@ -490,3 +490,25 @@ def test_memcpy_into_and_out_of_a_class_templates_array_field():
         # contracts it (the product of a float and a small integer is exact in double)
         s = (s.astype(np.float64) + xr[:, i].astype(np.float64) * (i + 1)).astype(np.float32)
     np.testing.assert_array_equal(out, s + xr[:, 3])
+
+
+def test_a_students_overload_of_min_beside_the_built_in_ones():
+    # without the renaming, every call of min() went to the student's float2 version
+    src = r"""
+    __device__ float2 min(float2 a, float2 b) { return make_float2(fminf(a.x, b.x), fminf(a.y, b.y)); }
+    __global__ void mins(const int *a, const float2 *p, int *m, float2 *q)
+    {
+        int i = threadIdx.x;
+        m[i] = min(a[i], 3);                 // CUDA's int min
+        q[i] = min(p[i], make_float2(0.5f, -0.5f));
+    }
+    """
+    a = np.arange(-4, 4, dtype=np.int32) * 2
+    p = np.random.default_rng(2).standard_normal(16).astype(np.float32)
+    m = np.zeros(8, np.int32)
+    q = np.zeros(16, np.float32)
+    run1(src, "mins", emulator.In(a), emulator.In(p), emulator.Out(m), emulator.Out(q),
+         block=(8, 1, 1))
+    np.testing.assert_array_equal(m, np.minimum(a, 3))
+    np.testing.assert_array_equal(q.reshape(8, 2), np.minimum(p.reshape(8, 2),
+                                                              np.float32([0.5, -0.5])))

@@ -368,8 +368,9 @@ class Translator:
         # declaration is the student's function under the built-in's name, as before).
         builtin_names = {self.fqual.get(fid) for fid in self.builtins}
         for name, fids in by_name.items():
-            if len(fids) < 2 and not (name in builtin_names and not any(
-                    self.fnodes[f].get("previousDecl") in self.builtins for f in fids)):
+            if len(fids) < 2 and not (name in builtin_names and name not in self.kernel_names
+                                      and not any(self.fnodes[f].get("previousDecl")
+                                                  in self.builtins for f in fids)):
                 continue
             for fid in fids:
                 qt = self.fnodes[fid]["type"]["qualType"]
