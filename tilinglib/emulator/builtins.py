@@ -9,6 +9,7 @@ two per fused multiply-add (fmaf); special functions (sqrtf, expf, ...) count no
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 
@@ -755,8 +756,131 @@ def _tile_shfl_xor(comp, node, name, args):
     return X(tile_shfl, v.ctype)
 
 
+def _pointer_alignment(comp, node, name, arg, what):
+    """The closure of a memcpy/memset pointer argument, the C type it has, and the
+    alignment its type promises (1 for void*, at most 16)."""
+    x = comp.rvalue(comp.expr(arg))
+    if not x.ctype.is_pointer:
+        raise comp.error(node, f"{name}: the {what} must be a pointer, not {x.ctype}")
+    target = x.ctype.target
+    align = 1 if isinstance(target, ct.Void) else max(1, min(16, target.align))
+    return x.fn, x.ctype, align
+
+
+def _byte_copy(ctx, dst, src, size, chunk, line, name, fill=None):
+    """Each active thread copies `size` bytes (an int, or one per thread) from `src` to
+    `dst` (or, with `fill`, stores that byte value there): one load and one store per
+    `chunk` bytes, the widest of 16, 8, 4, 2, 1 that the size allows (counted, bounds-
+    and race-checked as any access at the call's line)."""
+    from .async_copy import _CHUNK_TYPES, MAX_CHUNKS
+    mem = ctx.memory
+    lanes = np.arange(ctx.T) if ctx.full else np.flatnonzero(ctx.mask)
+    if isinstance(size, np.ndarray):
+        sizes = size[lanes].astype(np.uint64)
+        top = int(sizes.max()) if sizes.shape[0] else 0
+    else:
+        sizes, top = None, int(size)
+    while chunk > 1 and (top % chunk or (sizes is not None and np.any(sizes % chunk))):
+        chunk //= 2
+    n = top // chunk
+    if n > MAX_CHUNKS:
+        block, thread = ctx.coords(int(lanes[0]))
+        raise KernelRuntimeError(
+            f"{name} at kernel.cu:{line} copies {top:,} bytes per thread, over the "
+            f"emulator's {MAX_CHUNKS * chunk:,}: copy in smaller pieces\n  in "
+            f"{ctx.kernel_name}, by thread {thread} in block {block}",
+            kernel=ctx.kernel_name, line=line, block=block, thread=thread)
+    t = _CHUNK_TYPES[chunk]
+    if fill is not None:
+        byte = np.uint64(int(fill) & 0xFF)
+        word = np.uint64(0)
+        for _ in range(min(chunk, 8)):
+            word = (word << np.uint64(8)) | byte
+        value = tuple(f[1].dtype.type(word) for f in t.fields) if t.is_struct \
+            else t.dtype.type(word)
+    base = None if ctx.full else ctx.mask
+    for i in range(n):
+        m = base
+        if sizes is not None:
+            m = np.zeros(ctx.T, dtype=bool)
+            m[lanes] = sizes > i * chunk
+        off = np.int64(i * chunk)
+        if fill is None:
+            value = mem.load_struct(src + off, t, line, m) if t.is_struct \
+                else mem.load(src + off, t, line, m)
+        if t.is_struct:
+            mem.store_struct(dst + off, t, value, line, m)
+        else:
+            mem.store(dst + off, t, value, line, m)
+
+
+def _memcpy(comp, node, name, args):
+    """memcpy(dst, src, count) and memset(dst, value, count) in device code (CUDA's):
+    byte copies between any memory spaces, as loads and stores of the widest chunk the
+    pointers' types and the size allow (docs/frontend.md, "memcpy and memset")."""
+    _want(comp, node, name, args, 3)
+    fdst, dtype, adst = _pointer_alignment(comp, node, name, args[0], "destination")
+    if name == "memcpy":
+        fsrc, _, asrc = _pointer_alignment(comp, node, name, args[1], "source")
+        fval = None
+    else:
+        fsrc, asrc = None, 16
+        fval = comp.convert(comp.rvalue(comp.expr(args[1])), ct.INT, node)
+    fsize = comp.convert(comp.rvalue(comp.expr(args[2])), ct.ULONG, node)
+    chunk = math.gcd(adst, asrc)
+    line = _line(node)
+
+    def copy(ctx):
+        dst = fdst(ctx)
+        if not ctx.any:
+            return dst
+        at = line or _call_line(ctx)
+        fill = None
+        if fval is not None:
+            v = fval(ctx)
+            if isinstance(v, np.ndarray):
+                lanes = np.flatnonzero(ctx.mask)
+                if np.any(v[lanes] != v[lanes[0]]):
+                    block, thread = ctx.coords(int(lanes[0]))
+                    raise KernelRuntimeError(
+                        f"memset at kernel.cu:{at}: the threads pass different byte values; "
+                        f"the emulator sets one value per call: write a loop instead\n  in "
+                        f"{ctx.kernel_name}, by thread {thread} in block {block}",
+                        kernel=ctx.kernel_name, line=at, block=block, thread=thread)
+                v = v[lanes[0]]
+            fill = int(v)
+        _byte_copy(ctx, dst, None if fsrc is None else fsrc(ctx), fsize(ctx), chunk, at,
+                   name, fill)
+        return dst
+    return X(copy, dtype)
+
+
+def _bad_tile_size(comp, node, name, args):
+    """cooperative_groups::tiled_partition(parent, n) with an n CUDA does not take (the
+    prelude calls this only then): stop the launch at the student's call."""
+    _want(comp, node, name, args, 1)
+    fv = comp.convert(comp.rvalue(comp.expr(args[0])), ct.UINT, node)
+
+    def bad(ctx):
+        if not ctx.any:
+            return
+        v = fv(ctx)
+        first = int(np.argmax(ctx.mask))
+        value = int(v[first]) if isinstance(v, np.ndarray) else int(v)
+        line = _line(node) or _call_line(ctx)
+        block, thread = ctx.coords(first)
+        raise KernelRuntimeError(
+            f"cooperative_groups::tiled_partition(parent, {value}) at kernel.cu:{line} in "
+            f"{ctx.kernel_name}, by thread {thread} in block {block}: the tile size must be a "
+            f"power of two from 1 to 32 (for a tile of 64 to 1024 threads write "
+            f"tiled_partition<N>(block) with N a constant)",
+            kernel=ctx.kernel_name, line=line, block=block, thread=thread)
+    return X(bad, ct.VOID)
+
+
 _HANDLERS = {
-    "__activemask": _activemask,
+    "__activemask": _activemask, "__cg_bad_tile_size": _bad_tile_size,
+    "memcpy": _memcpy, "memset": _memcpy,
     "__cg_tile_sync": _tile_sync, "__cg_tile_shfl_xor": _tile_shfl_xor,
     "__cg_tile_whole": _tile_whole_builtin,
     "__syncthreads": _syncthreads, "__syncwarp": _syncwarp, "assert": _assert,

@@ -105,16 +105,35 @@ def _vector_decls() -> list[str]:
     return out
 
 
-_ATOMIC_TYPES = ["int", "unsigned int", "unsigned long long", "float", "double", "long long"]
+# The atomic functions CUDA 13 declares for sm_90 (the CUDA C++ Programming Guide's
+# "Atomic Functions"; sm_20/sm_32/sm_60_atomic_functions.h), for the types the emulator has:
+# only these, so that a source defining its own overload (the atomicCAS idiom for a float
+# atomicMax) compiles as with nvcc, and one calling an overload CUDA lacks (atomicMax on a
+# float, atomicAnd on a long long) is refused as nvcc refuses it. Not here: the __half,
+# __nv_bfloat16 and float2/float4 atomicAdd and atomicCAS on unsigned short (types the
+# emulator does not have in device memory).
+_INT, _UINT, _ULL, _LL = "int", "unsigned int", "unsigned long long", "long long"
+ATOMIC_OVERLOADS = {
+    "Add": (_INT, _UINT, _ULL, "float", "double"),
+    "Sub": (_INT, _UINT),
+    "Exch": (_INT, _UINT, _ULL, "float"),
+    "Min": (_INT, _UINT, _ULL, _LL),
+    "Max": (_INT, _UINT, _ULL, _LL),
+    "Inc": (_UINT,),
+    "Dec": (_UINT,),
+    "And": (_INT, _UINT, _ULL),
+    "Or": (_INT, _UINT, _ULL),
+    "Xor": (_INT, _UINT, _ULL),
+    "CAS": (_INT, _UINT, _ULL),
+}
 
 
 def _atomic_decls() -> list[str]:
     out = []
-    for op in ("Add", "Sub", "Exch", "Min", "Max", "And", "Or", "Xor", "Inc", "Dec"):
-        for t in _ATOMIC_TYPES:
-            out.append(f"__device__ {t} atomic{op}({t} *address, {t} val);")
-    for t in _ATOMIC_TYPES:
-        out.append(f"__device__ {t} atomicCAS({t} *address, {t} compare, {t} val);")
+    for op, types in ATOMIC_OVERLOADS.items():
+        for t in types:
+            extra = f"{t} compare, " if op == "CAS" else ""
+            out.append(f"__device__ {t} atomic{op}({t} *address, {extra}{t} val);")
     return out
 
 
@@ -143,6 +162,8 @@ __device__ void __threadfence();
 __device__ void __threadfence_block();
 __device__ void __threadfence_system();
 extern "C" __device__ int printf(const char *format, ...);
+extern "C" __device__ void *memcpy(void *dst, const void *src, unsigned long count);
+extern "C" __device__ void *memset(void *dst, int value, unsigned long count);
 __device__ void assert(bool condition);
 __device__ int min(int, int); __device__ unsigned int min(unsigned int, unsigned int);
 __device__ long long min(long long, long long);
@@ -166,6 +187,7 @@ __device__ int __all_sync(unsigned int mask, int predicate);
 __device__ unsigned int __activemask();
 __device__ void __cg_tile_sync(unsigned int threads);
 __device__ void __cg_tile_whole(unsigned int threads);
+__device__ void __cg_bad_tile_size(unsigned int tilesz);
 template <class T> __device__ T __cg_tile_shfl_xor(T var, unsigned int laneMask, unsigned int threads);
 """
 
@@ -244,6 +266,10 @@ __device__ unsigned int lane_id() {
 __device__ unsigned int lane_of_rank(unsigned int mask, unsigned int rank) {
   for (unsigned int i = 0; i < rank && mask != 0u; ++i) mask &= mask - 1u;
   return mask != 0u ? (unsigned int)(__ffs((int)mask) - 1) : 32u; }
+// The lanes of the calling thread's tile of `threads` threads (all 32 for a bigger tile).
+__device__ unsigned int tile_lanes(unsigned int threads) {
+  return threads >= 32u ? 0xffffffffu
+                        : ((1u << threads) - 1u) << (lane_id() & ~(threads - 1u)); }
 }  // namespace details
 // The threads of the warp that execute the call together (after divergence): lanes of
 // __activemask(), ranked in lane order.
@@ -283,6 +309,56 @@ template <unsigned int N> __device__ thread_block_tile<N> tiled_partition(const 
   thread_block_tile<N> t; return t; }
 __device__ void sync(const thread_block &g) { __syncthreads(); }
 template <unsigned int N> __device__ void sync(const thread_block_tile<N> &g) { g.sync(); }
+// The group every group converts to (CUDA's base class thread_group, type-erased): the
+// block, a tile (tiled_partition<N>, or tiled_partition(parent, n) at run time with n a
+// power of two up to 32, as CUDA allows), or a coalesced group. Each thread holds the
+// lanes of its own group in `__mask` (a tile of at most 32 threads, a coalesced group).
+struct thread_group {
+  unsigned int __kind;   // 0: the block; 1: a tile of __size threads; 2: coalesced lanes
+  unsigned int __size;
+  unsigned int __mask;
+  __device__ thread_group(const thread_block &g) : __kind(0u), __size(0u), __mask(0u) {}
+  __device__ thread_group(const coalesced_group &g) : __kind(2u), __size(0u), __mask(g.mask) {}
+  template <unsigned int N> __device__ thread_group(const thread_block_tile<N> &g)
+      : __kind(1u), __size(N), __mask(details::tile_lanes(N)) {}
+  __device__ unsigned int thread_rank() const {
+    unsigned int r = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    if (__kind == 0u) return r;
+    if (__kind == 1u) return r % __size;
+    return __popc(__mask & ((1u << (r & 31u)) - 1u)); }
+  __device__ unsigned int size() const {
+    if (__kind == 0u) return blockDim.x * blockDim.y * blockDim.z;
+    if (__kind == 1u) return __size;
+    return __popc(__mask); }
+  __device__ unsigned int num_threads() const { return size(); }
+  __device__ void sync() const {
+    if (__kind == 0u) __syncthreads();
+    else if (__kind == 2u || __size <= 32u) __syncwarp(__mask);
+    else if (__size == 64u) __cg_tile_sync(64);
+    else if (__size == 128u) __cg_tile_sync(128);
+    else if (__size == 256u) __cg_tile_sync(256);
+    else if (__size == 512u) __cg_tile_sync(512);
+    else __cg_tile_sync(1024); }
+};
+__device__ void sync(const thread_group &g) { g.sync(); }
+// A tile of `tilesz` threads of `parent` (tilesz a power of two up to 32, within a warp):
+// of a block or a tile, the consecutive ranks (a tile of a tile is a tile of the block);
+// of a coalesced group, its members of consecutive ranks (a coalesced group again).
+__device__ thread_group tiled_partition(const thread_group &parent, unsigned int tilesz) {
+  if (tilesz == 0u || tilesz > 32u || (tilesz & (tilesz - 1u)) != 0u)
+    __cg_bad_tile_size(tilesz);
+  thread_group t = parent;
+  if (parent.__kind == 2u) {
+    unsigned int first = parent.thread_rank() / tilesz * tilesz, rank = 0u, lanes = 0u;
+    for (unsigned int lane = 0; lane < 32u; ++lane)
+      if ((parent.__mask >> lane) & 1u) {
+        if (rank >= first && rank < first + tilesz) lanes |= 1u << lane;
+        ++rank; }
+    t.__mask = lanes;
+  } else {
+    t.__kind = 1u; t.__size = tilesz; t.__mask = details::tile_lanes(tilesz);
+  }
+  return t; }
 template <class T> struct plus { __device__ T operator()(T a, T b) const { return a + b; } };
 template <class T> struct greater { __device__ T operator()(T a, T b) const { return a > b ? a : b; } };
 template <class T> struct less { __device__ T operator()(T a, T b) const { return a < b ? a : b; } };

@@ -56,8 +56,19 @@ PREDEFINED_MACROS = {
 }
 
 # Macros the C and CUDA headers define that the source may use without including them
-# (nvcc's <cuda_runtime.h> brings <stddef.h>).
-HEADER_MACROS = {"NULL": "0"}
+# (nvcc's <cuda_runtime.h> brings <stddef.h>, and <math.h> through crt/math_functions.h,
+# whose constants glibc defines as double literals: `M_PI` is a double, `(float)M_PI` or
+# `2.0f / M_PI` as in C).
+MATH_CONSTANTS = {
+    "M_E": "2.7182818284590452354", "M_LOG2E": "1.4426950408889634074",
+    "M_LOG10E": "0.43429448190325182765", "M_LN2": "0.69314718055994530942",
+    "M_LN10": "2.30258509299404568402", "M_PI": "3.14159265358979323846",
+    "M_PI_2": "1.57079632679489661923", "M_PI_4": "0.78539816339744830962",
+    "M_1_PI": "0.31830988618379067154", "M_2_PI": "0.63661977236758134308",
+    "M_2_SQRTPI": "1.12837916709551257390", "M_SQRT2": "1.41421356237309504880",
+    "M_SQRT1_2": "0.70710678118654752440",
+}
+HEADER_MACROS = {"NULL": "0", **MATH_CONSTANTS}
 
 # Headers an #include may name: they declare what the emulator provides built in, so they
 # are satisfied without reading anything. Any other #include is a CompileError.

@@ -362,8 +362,15 @@ class Translator:
         by_name: dict = {}
         for fid, name in self.functions.items():
             by_name.setdefault(name, []).append(fid)
+        # A student's overload of a built-in (`static __device__ float atomicMax(float *,
+        # float)` beside CUDA's integer atomicMax) is renamed too, so that the calls clang
+        # resolved to the built-in stay the built-in's (a redefinition of the built-in's own
+        # declaration is the student's function under the built-in's name, as before).
+        builtin_names = {self.fqual.get(fid) for fid in self.builtins}
         for name, fids in by_name.items():
-            if len(fids) < 2:
+            if len(fids) < 2 and not (name in builtin_names and name not in self.kernel_names
+                                      and not any(self.fnodes[f].get("previousDecl")
+                                                  in self.builtins for f in fids)):
                 continue
             for fid in fids:
                 qt = self.fnodes[fid]["type"]["qualType"]
@@ -1191,8 +1198,27 @@ class Translator:
         return c_ast.FuncCall(c_ast.ID(fname, coord),
                               c_ast.ExprList(all_args, coord) if all_args else None, coord)
 
+    def _scalar_type(self, n) -> bool:
+        """Whether expression `n` has a scalar type (arithmetic, enum or pointer): not an
+        array, a struct or class, or a vector type."""
+        text = _norm(self.type_text(n.get("type", {})))
+        words = [w for w in re.findall(r"[A-Za-z_]\w*", text)
+                 if w not in ("const", "volatile", "__restrict")]
+        return not text.endswith("]") and self.record_id(n) is None \
+            and not (len(words) == 1 and words[0] in VECTOR_NAMES and "*" not in text)
+
     def init_expr(self, n, d, nested=False):
         k = n.get("kind")
+        if k == "InitListExpr" and self._scalar_type(n):
+            # A scalar initialised by braces (C++11): `float v{};`, `T{}`, `float{2.0f}`,
+            # `int a = {4};`: value-initialisation (zero) or the one element, as the type.
+            items = n.get("inner", [])
+            if len(items) > 1:
+                raise self.unsupported(n, "a brace initializer of a scalar with more than "
+                                          "one value", "give it one value: float v{1.0f};")
+            tn = self.type_node(self.type_text(n["type"]), None, n)
+            value = self.expr(items[0]) if items else c_ast.Constant("int", "0", self.coord(n))
+            return c_ast.Cast(c_ast.Typename(None, [], None, tn), value, self.coord(n))
         if k == "InitListExpr" and "inner" not in n and "array_filler" in n:
             # An array initialised in part ('int l[4] = {4, 5}'): clang's JSON writes the
             # filler, then the elements, under 'array_filler' and no 'inner' (read as empty,
