@@ -1313,3 +1313,24 @@ def test_typedef_struct_x_x_is_the_struct():
            "  Frag f = {a[threadIdx.x], 2}; out[threadIdx.x] = f.v + f.n; }\n")
     out, _ = run(src)
     np.testing.assert_allclose(out, A + 2)
+
+
+def test_a_local_array_read_and_written_as_float4_after_other_locals():
+    # A 3-float local array first (12 bytes), then a float4 view of a 16-byte one: nvcc keeps
+    # both in registers, so the vector access is never misaligned; neither may the emulator's
+    # local memory make it so.
+    src = r"""
+    __global__ void k(const float* a, float* o) {
+        float three[3] = {1.f, 2.f, 3.f};
+        int *p = (int*)&three[0];
+        float r[8];
+        reinterpret_cast<float4*>(&r[4])[0] = reinterpret_cast<const float4*>(a)[threadIdx.x];
+        reinterpret_cast<float4*>(&r[0])[0] = reinterpret_cast<const float4*>(a)[threadIdx.x];
+        o[threadIdx.x] = r[0] + r[5] + r[7] + three[2] + (float)(p[0] != 0);
+    }"""
+    a = np.arange(32 * 4, dtype=np.float32)
+    o = np.zeros(32, np.float32)
+    f = SourceModule(src).get_function("k")
+    f(In(a), Out(o), block=(32, 1, 1), grid=(1, 1))
+    v = a.reshape(32, 4)
+    np.testing.assert_array_equal(o, v[:, 0] + v[:, 1] + v[:, 3] + 3 + 1)

@@ -162,8 +162,10 @@ class StatementsMixin:
     def local_address(self, t, align=1) -> np.int64:
         """Room for a value of type `t` in each thread's local memory (a local array, a
         struct with array or struct fields, a temporary copy of one), aligned to `align`
-        at least (alignas); its address."""
-        align = max(t.align, 4, align)
+        at least (alignas); its address. A value of 16 bytes or more starts at a multiple of
+        16: nvcc keeps such arrays in registers, where `reinterpret_cast<float4*>(&a[4])[0]`
+        always works, so the emulator's local memory must not make that access misaligned."""
+        align = max(t.align, 4, align, 16 if t.size >= 16 else 1)
         offset = -(-self.local_bytes // align) * align
         self.local_bytes = offset + t.size
         return np.int64(make_address(LOCAL_REGION, offset))
