@@ -115,7 +115,6 @@ def test_the_spare_clang_waits_with_its_limits_already_set():
     # After a compile one clang is kept started for the next; it must already run under
     # the address-space and CPU limits before any source reaches it.
     C.run_clang(preprocess("__global__ void k(int* a) { a[0] = 1; }\n").text)
-    C._wait_for_spare()                  # it is started in a thread
     spare = C._SPARE
     assert spare is not None and spare.proc.poll() is None
     limits = _limits_of(spare.proc.pid)
@@ -133,7 +132,6 @@ def test_a_forked_child_does_not_keep_the_parents_clang_waiting(monkeypatch):
     monkeypatch.setattr(C, "CLANG_SECONDS", 8.0)
     text = preprocess("__global__ void k(int* a) { a[0] = 2; }\n").text
     C.run_clang(text)
-    C._wait_for_spare()
     assert C._SPARE is not None
     go_r, go_w = os.pipe()
     pid = os.fork()

@@ -12,12 +12,10 @@ student's preprocessed source (its line L on line L after the prelude), with:
 - a time limit (`CLANG_SECONDS`), a cap on what it may write (`MAX_OUTPUT_BYTES`), and
   limits on its memory and CPU set before it reads any input: a submission is untrusted.
 
-clang's own start-up (about 9 ms) is kept off a compile's path: after each compile one clang
-process is started and left waiting for its input (`_Clang`, `_take`), so a recompile (a
-lesson's slider) finds one ready. A forked child never uses, nor keeps open, its parent's.
-
-Errors clang reports become one `CompileError` at the first error's line and column (the
-student's own), listing up to `MAX_ERRORS` errors, each with its line.
+clang's own start-up (about 9 ms) is kept off a compile's path: while one compile's clang
+parses, the next one is started and left waiting for its input (`_Clang`, `_take`), so a
+recompile (a lesson's slider) finds one ready. A forked child never uses, nor keeps open,
+its parent's.
 """
 
 from __future__ import annotations
@@ -190,15 +188,16 @@ class _Clang:
     def usable(self, cmd: list[str]) -> bool:
         return self.cmd == cmd and self.owner == os.getpid() and self.proc.poll() is None
 
-    def run(self, data: bytes) -> tuple[str, int, bytes, bytes]:
+    def run(self, data: bytes, while_it_works=None) -> tuple[str, int, bytes, bytes]:
         """Give clang `data` and collect what it writes, within one `CLANG_SECONDS` deadline
-        and `MAX_OUTPUT_BYTES`. Interrupted (a notebook's KeyboardInterrupt), it stops
+        and `MAX_OUTPUT_BYTES`; `while_it_works()` is called once the input is written.
+        Interrupted (a notebook's KeyboardInterrupt), it stops
         clang before it lets the exception go: a clang blocked writing to a pipe no one
         reads uses no CPU, so its CPU limit would never end it."""
         try:
             if os.name == "posix":
-                return self._run_select(data)
-            return self._run_threads(data)
+                return self._run_select(data, while_it_works)
+            return self._run_threads(data, while_it_works)
         except BaseException:
             self.close()
             raise
@@ -216,7 +215,7 @@ class _Clang:
             except BrokenPipeError:
                 pass
 
-    def _run_select(self, data: bytes) -> tuple[str, int, bytes, bytes]:
+    def _run_select(self, data: bytes, while_it_works=None) -> tuple[str, int, bytes, bytes]:
         """POSIX: both pipes read in this thread. The JSON AST is complete when it ends with
         its top-level closing brace, the only '}' clang's writer puts at the start of a line;
         if nothing came on stderr by then (clang writes every diagnostic before the AST, and
@@ -226,6 +225,8 @@ class _Clang:
 
         proc = self.proc
         self._write_input(data)
+        if while_it_works is not None:
+            while_it_works()
         out, err = bytearray(), bytearray()
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ, out)
@@ -259,7 +260,7 @@ class _Clang:
         self.close()
         return status, rc, bytes(out), bytes(err)
 
-    def _run_threads(self, data: bytes) -> tuple[str, int, bytes, bytes]:
+    def _run_threads(self, data: bytes, while_it_works=None) -> tuple[str, int, bytes, bytes]:
         """Elsewhere (Windows): a reader thread per pipe, then clang's exit."""
         proc = self.proc
         out, err = {}, {}
@@ -269,6 +270,8 @@ class _Clang:
         for r in readers:
             r.start()
         self._write_input(data)
+        if while_it_works is not None:
+            while_it_works()
         deadline = time.monotonic() + CLANG_SECONDS     # one deadline for both readers:
         for r in readers:                                # joined one after the other, 30 s
             r.join(max(0.0, deadline - time.monotonic()))  # each ran to 46 s
@@ -322,20 +325,9 @@ def _finish_in_background(clang: "_Clang") -> None:
 
 _SPARE: _Clang | None = None
 _SPARE_LOCK = threading.Lock()
-_SPARE_THREAD: threading.Thread | None = None
-
-
-def _wait_for_spare() -> None:
-    """Let a spare still being started (`_start_spare`) finish starting."""
-    t = _SPARE_THREAD
-    if t is not None and t is not threading.current_thread():
-        t.join()
-
-
 def _take(cmd: list[str]) -> _Clang:
     """The spare clang if it is this process's and runs `cmd`, else a new one."""
     global _SPARE
-    _wait_for_spare()
     with _SPARE_LOCK:
         spare, _SPARE = _SPARE, None
     if spare is not None and spare.usable(cmd):
@@ -346,35 +338,23 @@ def _take(cmd: list[str]) -> _Clang:
 
 
 def _start_spare(cmd: list[str]) -> None:
-    """Start the next compile's clang, in a thread: the compile that called it returns at
-    once (starting a process waits for it to be scheduled: up to 6 ms on a busy machine).
-    Where no thread can be started, there is no spare."""
-    global _SPARE_THREAD
-
-    def start() -> None:
-        global _SPARE
-        try:
-            spare = _Clang(cmd)
-        except OSError:
-            return
-        with _SPARE_LOCK:
-            old, _SPARE = _SPARE, spare
-        if old is not None:
-            old.close()
-
+    """Start the next compile's clang (kept in `_SPARE`); none if it cannot start."""
+    global _SPARE
     try:
-        t = threading.Thread(target=start, name="tilinglib-clang-spare", daemon=True)
-        t.start()
-    except RuntimeError:
+        spare = _Clang(cmd)
+    except OSError:
         return
-    _SPARE_THREAD = t
+    with _SPARE_LOCK:
+        old, _SPARE = _SPARE, spare
+    if old is not None:
+        old.close()
 
 
 def _forget_spare_after_fork() -> None:
     """In a forked child: close its copies of the parent's spare pipes (a copy of the write
     end left open would keep the parent's clang from ever seeing the end of its input)."""
-    global _SPARE, _SPARE_THREAD
-    spare, _SPARE, _SPARE_THREAD = _SPARE, None, None
+    global _SPARE
+    spare, _SPARE = _SPARE, None
     if spare is not None:
         for stream in (spare.proc.stdin, spare.proc.stdout, spare.proc.stderr):
             try:
@@ -386,7 +366,6 @@ def _forget_spare_after_fork() -> None:
 def stop_spare() -> None:
     """Stop the spare clang process (at exit; tests)."""
     global _SPARE
-    _wait_for_spare()
     with _SPARE_LOCK:
         spare, _SPARE = _SPARE, None
     if spare is not None:
@@ -409,9 +388,9 @@ def _clang_bytes(data: bytes) -> tuple[str, int, bytes, bytes]:
         clang = _take(cmd)
     except OSError as exc:
         return f"nostart: clang could not start ({exc}): {NO_CLANG}", -1, b"", b""
-    result = clang.run(data)
-    _start_spare(cmd)
-    return result
+    # the next compile's clang is started while this one parses (vfork: under 1 ms
+    # of this process's time, the new clang's own start-up on another core)
+    return clang.run(data, while_it_works=lambda: _start_spare(cmd))
 
 
 def read_ast(data: bytes) -> dict:
