@@ -511,14 +511,15 @@ def complete_at_exit(ctx) -> None:
         complete(ctx, lambda rec: rec.mask)
 
 
-def _copy(ctx, dst, src, size, chunk, line, what, kind, key, mask=None):
-    """Each active thread (or those of `mask`) copies `size` bytes (an int, or one per
-    thread) from `src` to `dst`, `chunk` bytes per access (one access per thread per
-    chunk), completing when `kind`/`key` says (`_Pending`)."""
-    mask = (None if ctx.full else ctx.mask) if mask is None else mask
+def copy_pieces(ctx, size, chunk, line, what, mask=None):
+    """How each active thread (or those of `mask`: None, all) copies `size` bytes (an int,
+    or one per thread) as accesses of `chunk` bytes, halved until it divides every size:
+    yields (byte offset, the C type of one piece, the lanes that copy it: a mask, or None
+    for all of `mask`). One piece per thread and chunk: the accesses a copy is counted as.
+    Raises KernelRuntimeError (`what` at `line`) past MAX_CHUNKS pieces per thread."""
     if isinstance(size, np.ndarray):
         lanes = np.arange(ctx.T) if mask is None else np.flatnonzero(mask)
-        sizes = size[lanes] if lanes.shape[0] else np.zeros(0, np.uint64)
+        sizes = size[lanes].astype(np.uint64) if lanes.shape[0] else np.zeros(0, np.uint64)
         top = int(sizes.max()) if sizes.shape[0] else 0
     else:
         sizes, top = None, int(size)
@@ -528,9 +529,9 @@ def _copy(ctx, dst, src, size, chunk, line, what, kind, key, mask=None):
     if n > MAX_CHUNKS:
         _raise(ctx, line, f"{what} at kernel.cu:{line} copies {top:,} bytes per thread, "
                           f"over the emulator's {MAX_CHUNKS * chunk:,}: copy in smaller "
-                          f"pieces")
+                          f"pieces", lane=None if mask is None or not mask.any()
+                          else int(np.argmax(mask)))
     t = _CHUNK_TYPES[chunk]
-    step = np.int64(chunk)
     for i in range(n):
         m = mask
         if sizes is not None:
@@ -538,7 +539,15 @@ def _copy(ctx, dst, src, size, chunk, line, what, kind, key, mask=None):
             m[lanes] = sizes > i * chunk
             if not m.any():
                 break
-        off = np.int64(i) * step
+        yield np.int64(i) * np.int64(chunk), t, m
+
+
+def _copy(ctx, dst, src, size, chunk, line, what, kind, key, mask=None):
+    """Each active thread (or those of `mask`) copies `size` bytes (an int, or one per
+    thread) from `src` to `dst`, `chunk` bytes per access (one access per thread per
+    chunk), completing when `kind`/`key` says (`_Pending`)."""
+    mask = (None if ctx.full else ctx.mask) if mask is None else mask
+    for off, t, m in copy_pieces(ctx, size, chunk, line, what, mask):
         _issue(ctx, dst + off, src + off, t, m, kind, key, line)
 
 

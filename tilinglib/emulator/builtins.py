@@ -710,7 +710,6 @@ def _tile_whole(ctx, threads, line, what):
 def _tile_sync(comp, node, name, args):
     _want(comp, node, name, args, 1)
     threads = _tile_threads(comp, node, args[0], name)
-    line = _line(node)
 
     def tile_sync(ctx):
         if not ctx.any:
@@ -772,39 +771,18 @@ def _byte_copy(ctx, dst, src, size, chunk, line, name, fill=None):
     `dst` (or, with `fill`, stores that byte value there): one load and one store per
     `chunk` bytes, the widest of 16, 8, 4, 2, 1 that the size allows (counted, bounds-
     and race-checked as any access at the call's line)."""
-    from .async_copy import _CHUNK_TYPES, MAX_CHUNKS
+    from .async_copy import copy_pieces
     mem = ctx.memory
-    lanes = np.arange(ctx.T) if ctx.full else np.flatnonzero(ctx.mask)
-    if isinstance(size, np.ndarray):
-        sizes = size[lanes].astype(np.uint64)
-        top = int(sizes.max()) if sizes.shape[0] else 0
-    else:
-        sizes, top = None, int(size)
-    while chunk > 1 and (top % chunk or (sizes is not None and np.any(sizes % chunk))):
-        chunk //= 2
-    n = top // chunk
-    if n > MAX_CHUNKS:
-        block, thread = ctx.coords(int(lanes[0]))
-        raise KernelRuntimeError(
-            f"{name} at kernel.cu:{line} copies {top:,} bytes per thread, over the "
-            f"emulator's {MAX_CHUNKS * chunk:,}: copy in smaller pieces\n  in "
-            f"{ctx.kernel_name}, by thread {thread} in block {block}",
-            kernel=ctx.kernel_name, line=line, block=block, thread=thread)
-    t = _CHUNK_TYPES[chunk]
-    if fill is not None:
-        byte = np.uint64(int(fill) & 0xFF)
-        word = np.uint64(0)
-        for _ in range(min(chunk, 8)):
-            word = (word << np.uint64(8)) | byte
-        value = tuple(f[1].dtype.type(word) for f in t.fields) if t.is_struct \
-            else t.dtype.type(word)
-    base = None if ctx.full else ctx.mask
-    for i in range(n):
-        m = base
-        if sizes is not None:
-            m = np.zeros(ctx.T, dtype=bool)
-            m[lanes] = sizes > i * chunk
-        off = np.int64(i * chunk)
+    mask = None if ctx.full else ctx.mask
+    value = None
+    for off, t, m in copy_pieces(ctx, size, chunk, line, name, mask):
+        if fill is not None and value is None:
+            byte = np.uint64(int(fill) & 0xFF)
+            word = np.uint64(0)
+            for _ in range(min(t.size, 8)):
+                word = (word << np.uint64(8)) | byte
+            value = tuple(f[1].dtype.type(word) for f in t.fields) if t.is_struct \
+                else t.dtype.type(word)
         if fill is None:
             value = mem.load_struct(src + off, t, line, m) if t.is_struct \
                 else mem.load(src + off, t, line, m)

@@ -308,12 +308,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             if item is None:
                 return
             if isinstance(item, c_ast.InitList):
-                if at.is_struct:
-                    members = [(ft, foff) for _, ft, foff in at.fields]
-                elif at.is_array:
-                    members = [(at.elem, i * at.elem.size) for i in range(at.length or 0)]
-                else:
-                    members = [(at, 0)]
+                members = ct.brace_members(at)
                 if len(item.exprs) > len(members):
                     raise self.error(item, f"too many initializers for {at} "
                                            f"({len(item.exprs)} > {len(members)})")

@@ -166,6 +166,17 @@ class Struct(CType):
         return self.name
 
 
+def brace_members(t: CType) -> list:
+    """What the items of a brace list for `t` initialise, in order, as (type, byte offset)
+    pairs: a struct's fields, an array's elements, or `t` itself for a scalar
+    (``int x = {4};``)."""
+    if isinstance(t, Struct):
+        return [(ft, foff) for _, ft, foff in t.fields]
+    if isinstance(t, Array):
+        return [(t.elem, i * t.elem.size) for i in range(t.length or 0)]
+    return [(t, 0)]
+
+
 def leaves(t: CType, offset: int = 0):
     """The scalars and pointers inside `t` (a struct or array nests them), in memory order,
     as (byte offset, type) pairs: ``struct { float v[2]; int n; }`` gives (0, float),
