@@ -464,3 +464,29 @@ def test_a_shuffle_on_a_tile_of_several_warps_is_a_compile_error_at_its_line():
     assert (info.value.line, info.value.column) == (5, 26)      # at 'shfl' 
     assert "shfl on a tile of more than 32 threads" in str(info.value)
     assert "thread_block_tile<64>::shfl<int>" in str(info.value)
+
+
+CAST_FORMS = r"""
+extern "C" __global__ void casts(long long *wide, float *ratio, int a, int b, int one, int two) {
+  wide[0] = static_cast<size_t>(a) * b;
+  wide[1] = size_t(a) * b;
+  wide[2] = static_cast<long long>(a) * b;
+  wide[3] = (size_t)a * b;
+  ratio[0] = static_cast<float>(one) / two;
+  ratio[1] = float(one) / two;
+  ratio[2] = one / static_cast<float>(two);
+  ratio[3] = (float)one / two;
+}
+"""
+
+
+def test_every_cast_form_converts_before_the_arithmetic():
+    """static_cast<T>(x) and T(x) convert x first, as (T)x does: 100000 * 100000 in 64 bits
+    and 1 / 2 in float (the H200 gives 10000000000 and 0.5 for every row; clang keeps the
+    conversion of the C++ forms in an ImplicitCastExpr marked part of the explicit cast)."""
+    wide = np.zeros(4, np.int64)
+    ratio = np.zeros(4, np.float32)
+    run(CAST_FORMS, "casts", Out(wide), Out(ratio), np.int32(100000), np.int32(100000),
+        np.int32(1), np.int32(2), block=(1, 1, 1))
+    assert wide.tolist() == [100000 * 100000] * 4
+    assert ratio.tolist() == [0.5] * 4

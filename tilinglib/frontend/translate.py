@@ -1450,7 +1450,11 @@ class Translator:
                 if rid is not None:
                     return self.default_value(rid, n)
             if n.get("castKind") in ("NoOp", "ConstructorConversion", "UserDefinedConversion") \
-                    and k != "CStyleCastExpr":
+                    and k != "CStyleCastExpr" and not (
+                        # static_cast<float>(i), float(i): clang keeps the conversion in an
+                        # ImplicitCastExpr marked part of this cast, which expr() would drop
+                        sub.get("kind") == "ImplicitCastExpr"
+                        and sub.get("isPartOfExplicitCast")):
                 return self.expr(sub)
             ttext = self.type_text(n["type"])
             if n.get("castKind") == "ToVoid":
