@@ -347,7 +347,7 @@ def test_multi_warp_tile_sync_by_part_of_a_tile_is_an_error_at_its_line():
            "    if (tile.thread_rank() < 40) {\n"
            "        x[threadIdx.x] = cg::reduce(tile, x[threadIdx.x], cg::plus<float>());\n"
            "    }\n}\n")
-    f = emulator.SourceModule(src).get_function("k")
+    f = emulator.SourceModule(src, no_extern_c=True).get_function("k")
     with pytest.raises(BarrierError, match=r"cg::reduce of a thread_block_tile<64> at "
                                            r"kernel.cu:6 in k was reached by 40 of the 64 "
                                            r"threads of its tile in block \(0, 0, 0\) "

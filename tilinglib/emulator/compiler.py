@@ -62,6 +62,10 @@ class Program:
     kernels: dict
     pre: Preprocessed
     constants: list = field(default_factory=list)
+    # kernels of the source that cannot run here -> the CompileError that says why (a
+    # construct the emulator lacks in them or in a function they call); raised by
+    # get_function, so that a whole file's other kernels still run
+    kernel_errors: dict = field(default_factory=dict)
 
 
 
@@ -251,11 +255,21 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
                 continue
             else:
                 raise self.unsupported(node, f"'{type(node).__name__}' at file scope")
-        kernels = {}
+        kernels, errors = {}, {}
+        failed = getattr(self.ast, "failed", {})
+        for name, exc in failed.items():
+            if name in getattr(self.ast, "kernel_names", {}):
+                errors[name] = exc
         for name, node in self.functions.items():
             if is_kernel(node):
-                kernels[name] = self.compile_kernel(node)
-        return Program(kernels, self.pre, self.constants)
+                try:
+                    kernels[name] = self.compile_kernel(node)
+                except UnsupportedFeatureError as exc:
+                    errors[name] = exc        # a construct the emulator lacks
+        if errors and not kernels:
+            # no kernel runs: the source is refused at the first such construct met
+            raise next(iter(failed.values())) if failed else next(iter(errors.values()))
+        return Program(kernels, self.pre, self.constants, errors)
 
     def file_scope_decl(self, node: c_ast.Decl) -> None:
         if isinstance(node.type, c_ast.FuncDecl):

@@ -173,6 +173,18 @@ __device__ int max(int, int); __device__ unsigned int max(unsigned int, unsigned
 __device__ long long max(long long, long long);
 __device__ unsigned long long max(unsigned long long, unsigned long long);
 __device__ float max(float, float); __device__ double max(double, double);
+__device__ unsigned int min(int, unsigned int); __device__ unsigned int min(unsigned int, int);
+__device__ long min(long, long); __device__ unsigned long min(unsigned long, unsigned long);
+__device__ unsigned long min(long, unsigned long); __device__ unsigned long min(unsigned long, long);
+__device__ unsigned long long min(long long, unsigned long long);
+__device__ unsigned long long min(unsigned long long, long long);
+__device__ double min(float, double); __device__ double min(double, float);
+__device__ unsigned int max(int, unsigned int); __device__ unsigned int max(unsigned int, int);
+__device__ long max(long, long); __device__ unsigned long max(unsigned long, unsigned long);
+__device__ unsigned long max(long, unsigned long); __device__ unsigned long max(unsigned long, long);
+__device__ unsigned long long max(long long, unsigned long long);
+__device__ unsigned long long max(unsigned long long, long long);
+__device__ double max(float, double); __device__ double max(double, float);
 __device__ unsigned int umin(unsigned int, unsigned int);
 __device__ unsigned int umax(unsigned int, unsigned int);
 __device__ int abs(int); __device__ long long llabs(long long);
@@ -459,27 +471,70 @@ def _all_items(cooperative_groups: bool):
     return _items(cooperative_groups)
 
 
-def prelude_text(cooperative_groups: bool = False, used=None) -> str:
+# Empty namespaces of the CUDA libraries whose device API the emulator lacks, declared when
+# the source includes their header: `using namespace nvcuda;` parses, and a use of one of
+# their names is clang's "no member named ... in namespace", which clang.py words as
+# "the CPU emulator does not support ...".
+LIBRARY_NAMESPACES = {
+    "cub/cub.cuh": "namespace cub {}", "mma.h": "namespace nvcuda { namespace wmma {} }",
+    "thrust/device_vector.h": "namespace thrust {}", "thrust/host_vector.h": "namespace thrust {}",
+}
+
+
+def _math_names() -> frozenset:
+    return frozenset(re.findall(r"__device__ \w[\w ]*? (\w+)\(", "\n".join(_math_decls())))
+
+
+def prelude_text(cooperative_groups: bool = False, used=None, included=()) -> str:
     """The declarations clang reads first: the CUDA keywords' macros, then each
     declaration whose name is in `used` (the identifiers of the source: clang's JSON of the
     whole prelude is a megabyte, and reading it was most of a compile), all of them when
     `used` is None. With `cooperative_groups`, `COOPERATIVE_GROUPS` too (the source
-    included <cooperative_groups.h>), and what it uses."""
+    included <cooperative_groups.h>), and what it uses. `included`: the headers the source
+    includes (headers.py), for the host declarations of host_prelude.py that only a header
+    brings, and the namespaces of `LIBRARY_NAMESPACES`."""
+    from .host_prelude import HOST_BLOCKS
+
     parts = []
-    blocks = [text for names, text, _ in HEADER_FUNCTIONS if used is None or names & set(used)]
+    blocks_all = [(names, text, needs, None) for names, text, needs in HEADER_FUNCTIONS] \
+        + list(HOST_BLOCKS)
+    written = set(used) if used is not None else None
     if used is not None:
         used = set(used) | _ALWAYS
         if cooperative_groups:
             used |= set(_IDENT.findall(COOPERATIVE_GROUPS))
-        for names, _, needs in HEADER_FUNCTIONS:
-            if names & used:
+    chosen: set = set()
+    changed = True
+    while changed:              # a block's needs may pull in another block
+        changed = False
+        for i, (names, text, needs, headers) in enumerate(blocks_all):
+            if i in chosen:
+                continue
+            if used is not None:
+                if not names & used:
+                    continue
+                if headers is not None and not set(included) & headers:
+                    continue
+                if text.lstrip().startswith("namespace std") and "std" not in written:
+                    continue        # std:: declarations only where the source says std
+            chosen.add(i)
+            if used is not None:
                 used |= needs
+            changed = True
+    blocks = [blocks_all[i][1] for i in sorted(chosen)]
     for names, text in _all_items(cooperative_groups):
         if used is None or names & used:
             parts.append(text)
+    if used is None or "std" in used:
+        # CUDA's <cmath> puts the math functions in std:: for device code too
+        declared = _math_names() if used is None else _math_names() & used
+        if declared:
+            parts.append("namespace std { " + " ".join(f"using ::{n};" for n in
+                                                         sorted(declared)) + " }")
     parts += blocks
     if cooperative_groups:
         parts.append(COOPERATIVE_GROUPS)
+    parts += sorted({LIBRARY_NAMESPACES[h] for h in included if h in LIBRARY_NAMESPACES})
     return _defines() + "\n".join(parts) + "\n"
 
 
@@ -541,7 +596,7 @@ STD_MOVE = r"""
 namespace std {
 template <class T> struct __tl_unref { typedef T type; };
 template <class T> struct __tl_unref<T &> { typedef T type; };
-template <class T> __device__ typename __tl_unref<T>::type &&move(T &&value);
+template <class T> __host__ __device__ typename __tl_unref<T>::type &&move(T &&value);
 }
 namespace cuda { namespace std { using ::std::move; } }
 """
