@@ -85,6 +85,26 @@ def _split_function_type(text: str):
     return text, []
 
 
+# a pointer or reference to an array, as clang spells it: 'float (*)[32]',
+# 'const float (*__restrict)[4][4]', 'float (**)[8]', 'float (&)[4]', 'float &[4]'
+_ARRAY_POINTER = re.compile(r"^(?P<base>.*?)\s*(?:\((?P<ptr>[*&][*&\s\w]*)\)|(?P<ptr2>&&?))"
+                            r"\s*(?P<dims>(?:\[\d+\]\s*)+)$")
+
+
+def _is_reference(text: str) -> bool:
+    """Whether clang's type `text` is a reference (`float &`, `const T &`, `float (&)[4]`)."""
+    text = text.rstrip()
+    if text.endswith("&"):
+        return True
+    m = _ARRAY_POINTER.match(text)
+    return bool(m) and ("&" in (m.group("ptr") or "") or bool(m.group("ptr2")))
+
+
+def _is_array_reference(text: str) -> bool:
+    """A reference to an array (`float (&)[4]`): never by value, unlike `const T &`."""
+    return _is_reference(text) and not text.rstrip().endswith("&")
+
+
 def _mentions_this(node) -> bool:
     """Whether clang's JSON `node` uses `this` (a member of the method's object)."""
     stack = [node]
@@ -578,14 +598,21 @@ class Translator:
         if re.search(r"\(\*\)\s*\(", text):
             raise self.unsupported(n, f"function pointers ('{text}')",
                                    "call the __device__ function by its name")
-        m = re.match(r"^(.*?)\s*(?:\(&&?\)|&&?)\s*\[\d+\]$", text)     # clang: 'float &[4]' too
+        m = _ARRAY_POINTER.match(text)
         if m:
-            # a reference to an array (`auto& arr = f.v;`, `const float (&r)[4]`): a
-            # pointer to its first element; indexing it reads the array
-            return self.type_node(m.group(1) + " *", declname, n, by_value_refs)
-        if "(*)" in text or "(&)" in text:
-            raise self.unsupported(n, f"the type '{text}' (a pointer or reference to an "
-                                      f"array)", "index a plain pointer instead")
+            # a pointer or reference to an array (`float (*As)[TILE]`, a parameter
+            # `float (*C)[N]`, `float (&a)[N]`, `auto& arr = f.v;`): a pointer to the array
+            # type, so `As[i][j]`, `As + 1` and `sizeof(*As)` step by whole rows; a
+            # reference is such a pointer that its uses dereference (_is_reference)
+            node = self.type_node(m.group("base") + m.group("dims"), declname, n)
+            for op in re.findall(r"\*|&&?|\bconst\b|\bvolatile\b|__restrict\w*",
+                                 m.group("ptr") or m.group("ptr2")):
+                if op in ("const", "volatile") or op.startswith("__restrict"):
+                    if isinstance(node, c_ast.PtrDecl):
+                        node.quals.append("restrict" if op.startswith("__restrict") else op)
+                    continue
+                node = c_ast.PtrDecl([], node)
+            return node
         dims = []
         while True:
             m = re.search(r"\[(\d*)\]\s*$", text)
@@ -898,7 +925,8 @@ class Translator:
     def param(self, p):
         ttext = self.type_text(p["type"])
         name = p.get("name") or None
-        if ttext.rstrip().endswith("&") and not re.match(r"^const\b", ttext.strip()):
+        if (ttext.rstrip().endswith("&") and not re.match(r"^const\b", ttext.strip())) \
+                or _is_array_reference(ttext):
             self.ref_vars.add(p["id"])
             tnode = self.type_node(ttext, name, p)
         elif ttext.rstrip().endswith("&") and "*" in ttext:
@@ -1101,7 +1129,7 @@ class Translator:
         init_nodes = [c for c in d.get("inner", []) if isinstance(c, dict) and
                       not c.get("kind", "").endswith("Attr")]
         init_node = init_nodes[0] if init_nodes else None
-        is_ref = ttext.rstrip().endswith("&")
+        is_ref = _is_reference(ttext)
         if is_ref:
             temp = init_node is not None and init_node.get("kind") in (
                 "MaterializeTemporaryExpr", "ExprWithCleanups")
@@ -1185,7 +1213,7 @@ class Translator:
                                                 "captures variables",
                                            "write the inner one as a __device__ function")
                 continue
-            by_ref = f["type"]["qualType"].rstrip().endswith("&")
+            by_ref = _is_reference(f["type"]["qualType"])
             captures.append((var["id"], var.get("name"), by_ref, ci,
                              self.type_text(f["type"])))
         methods = []
