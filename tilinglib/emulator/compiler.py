@@ -31,7 +31,7 @@ from ..frontend.parse import Param, is_kernel, parse, source_line
 from ..frontend.preprocess import SOURCE_NAME, Preprocessed, preprocess
 from .closures import X, _col, _line, _Scope, constant, parse_int
 from .expressions import ExpressionsMixin
-from .statements import StatementsMixin
+from .statements import StatementsMixin, barrier_functions, exit_ifs
 
 
 @dataclass
@@ -228,6 +228,8 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         super().__init__(pre)
         self.ast = ast
         self.functions: dict = {}        # name -> FuncDef
+        self.barrier_fns: frozenset = frozenset()   # functions that call a block barrier
+        self.exit_ifs: frozenset = frozenset()      # the kernel's ifs it leaves after
         self.compiled: dict = {}         # name -> (callable, return type, params)
         self.compiling: set = set()
         self.globals = _Scope()
@@ -257,6 +259,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
                 raise self.unsupported(node, f"'{type(node).__name__}' at file scope")
         kernels, errors = {}, {}
         failed = getattr(self.ast, "failed", {})
+        self.barrier_fns = barrier_functions(self.functions)
         for name, exc in failed.items():
             if name in getattr(self.ast, "kernel_names", {}):
                 errors[name] = exc
@@ -369,6 +372,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope,
                                      taken=address_taken(node.body))
         self._find_unset_reads(node)
+        self.exit_ifs = exit_ifs(node.body, self.barrier_fns)
         body = self._with_prologue(self.stmt(node.body))
         ranks = {v.name: len(v.ctype.shape) for v in self.shared
                  if not v.dynamic and v.ctype.is_array}
