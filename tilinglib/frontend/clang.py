@@ -559,9 +559,9 @@ _WORDING = [
      r"tensor cores are beyond its float32 model"),
     (re.compile(r"^use of undeclared identifier '(.*)'$"), r"'\1' is not declared"),
     (re.compile(r"^reference to __host__ variable '(.*)' in (__\w+__) function$"),
-     r'identifier "\1" is undefined in device code (nvcc\'s words): \1 is a host variable; '
-     r"declare it __device__ or __constant__ (or const, for a constant), or pass it as a "
-     r"kernel argument"),
+     r'identifier "\1" is undefined in device code' + " (nvcc's words): " +
+     r"\1 is a host variable; declare it __device__ or __constant__ (or const, for a "
+     r"constant), or pass it as a kernel argument"),
     (re.compile(r"^unknown type name '(.*)'$"), r"unknown type '\1'"),
     (re.compile(r"^expected ';' (after (expression|declaration|statement)|at end of "
                 r"declaration)$"), "syntax error (is a ';' missing at the end of line {line}?)"),
