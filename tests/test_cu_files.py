@@ -220,3 +220,30 @@ def test_a_library_device_api_is_refused_where_it_is_used(header, body, library)
     with pytest.raises(CompileError, match=f"does not support {library}") as info:
         SourceModule(src, no_extern_c=True)
     assert info.value.line == 3
+
+
+def test_the_gpu_scripts_emulator_side():
+    """bench/gpu_cu_files.py's logic, on the emulator alone (the integrator runs it on the
+    H200 beside nvcc): the verdicts it prints for the emulator."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "gpu_cu_files.py"
+    spec = importlib.util.spec_from_file_location("gpu_cu_files", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    emu = script.emulator_side(["cstdio", "vector", "cuda_runtime.h", "cublas_v2.h"])
+    assert emu["headers"]["cstdio"] == {"cxx": "ok", "extern_c": "ok"}
+    assert emu["headers"]["vector"]["cxx"] == "ok"
+    assert emu["headers"]["vector"]["extern_c"].startswith("refused: kernel.cu:1:")
+    assert emu["uses"]["std::sqrt(float)"] == "ok"
+    assert "--expt-relaxed-constexpr" in emu["uses"]["std::min (constexpr host)"]
+    assert emu["uses"]["a host function"].startswith("refused")
+    assert emu["whole_file"]["result"] == "ok"
+    assert emu["whole_file"]["default mode"].startswith("refused")
+    rows = list(emu["barriers"].values())
+    assert all(r["matches_numpy"] for r in rows)
+    assert [r["hazards_raise"] for r in rows] == ["BarrierError"] * 3 + ["completes"]
+    assert rows[0]["hazards"] == ["barrier-after-exit"]
+    assert rows[1]["hazards"] == rows[2]["hazards"] == ["barrier-in-divergent-code"]
+    assert rows[0]["warnings"] == ["DivergentBarrierWarning"] and rows[3]["warnings"] == []
