@@ -833,11 +833,12 @@ def lookup_name(entry: dict) -> str:
     return entry["kernel"] + (entry.get("tmpl") or "")
 
 
-def run_on_emulator(entry: dict, source: str, line_map: list, as_written: bool = False) -> dict:
+def run_on_emulator(entry: dict, source: str, line_map: list) -> dict:
     """Compile `source` on the emulator, launch the entry's kernel and compare its outputs.
-    A file as written is compiled as run_gpu.py compiles every source, with
-    ``no_extern_c=True`` (PyCUDA's C++ mode: a whole file's C++ headers and templates need
-    it on a GPU too); the device code alone as before (``no_extern_c`` for templates)."""
+    Every source is compiled as run_gpu.py compiles it on the GPU, with ``no_extern_c=True``
+    (PyCUDA's C++ mode: C++ headers such as <cooperative_groups.h>, and templates, need it
+    there, and the emulator now refuses a C++ header inside the default wrapping as nvcc
+    does)."""
     from tilinglib import emulator
     from tilinglib.errors import (CompileError, KernelNotFoundError, KernelRuntimeError,
                                   TilingLibError)
@@ -845,8 +846,7 @@ def run_on_emulator(entry: dict, source: str, line_map: list, as_written: bool =
     result = {"id": entry["id"]}
     t0 = time.perf_counter()
     try:
-        mod = emulator.SourceModule(source, options=entry.get("options"),
-                                    no_extern_c=as_written or bool(entry.get("tmpl")))
+        mod = emulator.SourceModule(source, options=entry.get("options"), no_extern_c=True)
     except CompileError as exc:
         first = str(exc).splitlines()[0]
         return result | {"result": "refused", "by": type(exc).__name__, "message": first,
@@ -1248,7 +1248,7 @@ def main(argv=None) -> int:
 
     rows = []
     for e in entries:
-        r = run_on_emulator(e, sources[e["id"]], maps[e["id"]], as_written)
+        r = run_on_emulator(e, sources[e["id"]], maps[e["id"]])
         r |= {"repo": e["repo"], "kernel": lookup_name(e),
               "constructs": constructs_of(sources[e["id"]])}
         if as_written:

@@ -247,3 +247,14 @@ def test_the_gpu_scripts_emulator_side():
     assert rows[0]["hazards"] == ["barrier-after-exit"]
     assert rows[1]["hazards"] == rows[2]["hazards"] == ["barrier-in-divergent-code"]
     assert rows[0]["warnings"] == ["DivergentBarrierWarning"] and rows[3]["warnings"] == []
+
+
+def test_the_docs_header_table_is_the_catalogues():
+    from pathlib import Path
+
+    from tilinglib.frontend.headers import markdown_table
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "frontend.md").read_text()
+    begin = "<!-- header table: tilinglib.frontend.headers.markdown_table() -->\n"
+    table = doc.split(begin, 1)[1].split("<!-- end of header table -->", 1)[0]
+    assert table == markdown_table()

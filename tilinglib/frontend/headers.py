@@ -218,3 +218,17 @@ def table_rows() -> list:
     library then name: the table of docs/frontend.md."""
     return sorted(((h.name, h.library, h.device, h.cxx) for h in HEADERS.values()),
                   key=lambda r: (r[1], r[0]))
+
+
+def markdown_table() -> str:
+    """The header table of docs/frontend.md ("A .cu file as written"), from `HEADERS`: one
+    row per library and what device code gets (tests/test_cu_files.py checks the doc)."""
+    groups: dict = {}
+    for name, library, device, cxx in table_rows():
+        groups.setdefault((library, device, cxx), []).append(name)
+    rows = ["| library | headers | what device code gets | inside extern \"C\" |",
+            "|---|---|---|---|"]
+    for (library, device, cxx), names in sorted(groups.items()):
+        rows.append(f"| {library} | {', '.join('`' + n + '`' for n in names)} | {device} | "
+                    f"{'refused' if cxx else 'compiles'} |")
+    return "\n".join(rows) + "\n"

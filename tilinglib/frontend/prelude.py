@@ -219,6 +219,29 @@ struct thread_block {
   __device__ dim3 dim_threads() const { return blockDim; }
 };
 __device__ thread_block this_thread_block() { thread_block b; return b; }
+// The whole grid as a group: its ranks and sizes; grid.sync() needs a cooperative launch
+// (cudaLaunchCooperativeKernel), which the emulator does not run.
+struct grid_group {
+  __device__ unsigned long long num_threads() const {
+    return (unsigned long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z; }
+  __device__ unsigned long long size() const { return num_threads(); }
+  __device__ unsigned long long block_rank() const {
+    return ((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x; }
+  __device__ unsigned long long num_blocks() const {
+    return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
+  __device__ unsigned long long thread_rank() const {
+    return block_rank() * (blockDim.x * blockDim.y * blockDim.z)
+           + (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+  __device__ dim3 group_dim() const { return gridDim; }
+  __device__ dim3 dim_blocks() const { return gridDim; }
+  __device__ dim3 block_index() const { return blockIdx; }
+  template <class T = void> struct __never { static const bool value = false; };
+  template <class T = void> __device__ void sync() const {
+    static_assert(__never<T>::value, "grid_group::sync() needs a cooperative launch "
+                  "(cudaLaunchCooperativeKernel), which the CPU emulator does not run: end the "
+                  "kernel there and launch a second one"); }
+};
+__device__ grid_group this_grid() { grid_group g; return g; }
 // The __shared__ scratch CUDA's multi-warp tiles exchange data through (CUDA 11.1+):
 // here a multi-warp tile needs no scratch (the emulator's own built-ins do the exchange),
 // so it only takes its place in shared memory, 8 bytes per warp.
@@ -314,6 +337,26 @@ struct coalesced_group {
 };
 __device__ coalesced_group coalesced_threads() {
   coalesced_group g; g.mask = __activemask(); return g; }
+// The members of `g` whose label equals the caller's (CUDA 11's labeled_partition), and
+// binary_partition by a predicate: a coalesced group of those lanes.
+__device__ coalesced_group labeled_partition(const coalesced_group &g, unsigned int label) {
+  unsigned int same = 0u;
+  for (unsigned int lane = 0; lane < 32u; ++lane)
+    if ((g.mask >> lane) & 1u)
+      if (__shfl_sync(g.mask, label, (int)lane) == label) same |= 1u << lane;
+  coalesced_group r; r.mask = same; return r; }
+__device__ coalesced_group labeled_partition(const coalesced_group &g, int label) {
+  return labeled_partition(g, (unsigned int)label); }
+template <unsigned int N>
+__device__ coalesced_group labeled_partition(const thread_block_tile<N> &t, int label) {
+  static_assert(N <= 32, "labeled_partition of a tile of more than 32 threads");
+  coalesced_group g; g.mask = details::tile_lanes(N);
+  return labeled_partition(g, (unsigned int)label); }
+__device__ coalesced_group binary_partition(const coalesced_group &g, bool pred) {
+  return labeled_partition(g, pred ? 1u : 0u); }
+template <unsigned int N>
+__device__ coalesced_group binary_partition(const thread_block_tile<N> &t, bool pred) {
+  return labeled_partition(t, pred ? 1 : 0); }
 __device__ void sync(const coalesced_group &g) { __syncwarp(g.mask); }
 template <unsigned int N> __device__ thread_block_tile<N> tiled_partition(const thread_block &g) {
   static_assert(N >= 1 && N <= 1024 && (N & (N - 1)) == 0,
@@ -385,6 +428,20 @@ __device__ T reduce(const thread_block_tile<N> &g, T value, Op op) {
   for (unsigned int d = 32; d < N; d *= 2)
     value = op(value, __cg_tile_shfl_xor(value, d, N));
   return value;
+}
+// Over a coalesced group: every member gets op over the members' values, combined in lane
+// order (CUDA's library may combine in another order: floats can differ in the last bits).
+template <class T, class Op>
+__device__ T reduce(const coalesced_group &g, T value, Op op) {
+  T r = value;
+  bool first = true;
+  for (unsigned int lane = 0; lane < 32u; ++lane)
+    if ((g.mask >> lane) & 1u) {
+      T v = __shfl_sync(g.mask, value, (int)lane);
+      r = first ? v : op(r, v);
+      first = false;
+    }
+  return r;
 }
 }  // namespace cooperative_groups
 """
