@@ -1109,6 +1109,7 @@ def write_gpu_folder(folder: Path, entries: list, sources: dict,
 
 DOC = ROOT / "docs" / "conformance.md"
 H200_RESULTS = HERE / "results" / "conformance_h200.json"
+H200_RESULTS_AS_WRITTEN = HERE / "results" / "conformance_h200_as_written.json"
 BEGIN, END = "<!-- corpus table: bench/conformance_corpus.py --doc -->", "<!-- end of table -->"
 
 
@@ -1134,12 +1135,19 @@ def _tally(ids: list, by: dict) -> str:
     return ", ".join(f"{v} {k}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
 
 
-def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
-    """The markdown table of docs/conformance.md from the list and the results files."""
+def render_table(listing: dict, emu: dict, h200: dict | None, as_written: dict | None = None,
+                 h200_as_written: dict | None = None) -> str:
+    """The markdown table of docs/conformance.md from the list and the results files: the
+    device code alone (`emu`, `h200`) and, where given, the files as written."""
     emu_by = {r["id"]: r for r in emu["results"]}
     gpu_by = {r["id"]: r for r in (h200 or {}).get("results", [])}
+    aw_by = {r["id"]: r for r in (as_written or {}).get("results", [])}
+    gaw_by = {r["id"]: r for r in (h200_as_written or {}).get("results", [])}
+    extra = as_written is not None
     rows = ["| kernel | repository | path: lines | constructs | launch | emulator "
-            "| H200 (PyCUDA) |", "|---|---|---|---|---|---|---|"]
+            "| H200 (PyCUDA) |" + (" emulator, file as written | H200, file as written |"
+                                   if extra else ""),
+            "|---|---|---|---|---|---|---|" + ("---|---|" if extra else "")]
     for e in listing["kernels"]:
         paths: dict = {}
         for path, first, last in e["parts"]:
@@ -1156,17 +1164,25 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
         rows.append(f"| `{lookup_name(e)}`{mark} | {owner}/{name[:20]} @`{commit}`"
                     f" | {where} | {', '.join(r.get('constructs', []))} | {launch} | "
                     f"{_short(r or None)} | "
-                    f"{_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |")
+                    f"{_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |"
+                    + (f" {_short(aw_by.get(e['id']))} | "
+                       f"{_short(gaw_by.get(e['id'])) if h200_as_written else 'not run yet'} |"
+                       if extra else ""))
     lines = []
     for label, held in (("the corpus", False), ("the held-out sample", True)):
         ids = [e["id"] for e in listing["kernels"] if bool(e.get("heldout")) == held]
         if not ids:
             continue
-        lines.append(f"Emulator, {label}: {_tally(ids, emu_by)} of {len(ids)}."
-                     + (f" H200: {_tally(ids, gpu_by)}." if h200 else ""))
+        if extra:
+            lines.append(f"Files as written, {label}: emulator {_tally(ids, aw_by)} of "
+                         f"{len(ids)}" + (f"; H200 {_tally(ids, gaw_by)}" if h200_as_written
+                                          else "") + ".")
+        lines.append(f"Device code alone, {label}: emulator {_tally(ids, emu_by)} of "
+                     f"{len(ids)}." + (f" H200: {_tally(ids, gpu_by)}." if h200 else ""))
     lines.append("")
-    lines.append("| repository (commit) | emulator |" + (" H200 |" if h200 else ""))
-    lines.append("|---|---|" + ("---|" if h200 else ""))
+    lines.append("| repository (commit) | emulator |" + (" H200 |" if h200 else "")
+                 + (" emulator, as written |" if extra else ""))
+    lines.append("|---|---|" + ("---|" if h200 else "") + ("---|" if extra else ""))
 
     def tally(repo, by):
         c: dict = {}
@@ -1179,17 +1195,70 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
     for repo, commit in listing["repositories"].items():
         mark = " (held out)" if repo in held_repos else ""
         lines.append(f"| {repo} (`{commit[:10]}`){mark} | {tally(repo, emu_by)} |"
-                     + (f" {tally(repo, gpu_by)} |" if h200 else ""))
+                     + (f" {tally(repo, gpu_by)} |" if h200 else "")
+                     + (f" {tally(repo, aw_by)} |" if extra else ""))
     return "\n".join(lines + [""] + rows) + "\n"
 
 
-def write_doc(listing: dict, results: Path) -> None:
-    emu = json.loads(results.read_text())
-    h200 = json.loads(H200_RESULTS.read_text()) if H200_RESULTS.exists() else None
+def render_summary(listing: dict, before: dict | None, as_written: dict | None,
+                   emu: dict | None, h200: dict | None) -> str:
+    """The summary block of docs/conformance.md: per part of the list, the files as written
+    (before issue 24's work and now), the device code alone, the H200; then each kernel
+    whose file as written does not run on the emulator, with the reason."""
+    def by(res):
+        return {r["id"]: r for r in (res or {}).get("results", [])}
+
+    sets = [by(before), by(as_written), by(emu), by(h200)]
+    lines = ["| | kernels | file as written, emulator before issue 24 | file as written, "
+             "emulator now | device code alone, emulator | device code alone, H200 |",
+             "|---|---|---|---|---|---|"]
+    parts = [("the corpus (7 repositories)", [e["id"] for e in listing["kernels"]
+                                              if not e.get("heldout")]),
+             ("the held-out sample (6 more repositories)", [e["id"] for e in listing["kernels"]
+                                                            if e.get("heldout")]),
+             ("all", [e["id"] for e in listing["kernels"]])]
+    for label, ids in parts:
+        cells = [_tally(ids, s) if s else "not run" for s in sets]
+        lines.append(f"| {label} | {len(ids)} | " + " | ".join(cells) + " |")
+    now = sets[1]
+    stops = [(e, now[e["id"]]) for e in listing["kernels"]
+             if e["id"] in now and now[e["id"]]["result"] != "ok"]
+    if stops:
+        lines += ["", "What does not run as written now (the H200 column is the device code "
+                      "alone's; the files as written have yet to run there):", ""]
+        for e, r in stops:
+            gpu = sets[3].get(e["id"], {}).get("result", "not run")
+            lines.append(f"- `{lookup_name(e)}` ({e['repo']}): {_short(r)}; H200, device "
+                         f"code alone: {gpu}")
+    return "\n".join(lines) + "\n"
+
+
+SUMMARY_BEGIN = "<!-- as-written summary: bench/conformance_corpus.py --doc -->"
+SUMMARY_END = "<!-- end of summary -->"
+RESULTS_AS_WRITTEN_BEFORE = HERE / "results" / "conformance_emulator_as_written_before.json"
+
+
+def write_doc(listing: dict) -> None:
+    """Rewrite the table of docs/conformance.md from the results files (device code alone,
+    and files as written where those results exist)."""
+    def read(path):
+        return json.loads(path.read_text()) if path.exists() else None
+
+    emu = read(RESULTS)
+    h200 = read(H200_RESULTS)
     text = DOC.read_text()
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    DOC.write_text(head + BEGIN + "\n" + render_table(listing, emu, h200) + END + tail)
+    table = render_table(listing, emu, h200, read(RESULTS_AS_WRITTEN),
+                         read(H200_RESULTS_AS_WRITTEN))
+    text = head + BEGIN + "\n" + table + END + tail
+    if SUMMARY_BEGIN in text:
+        head, rest = text.split(SUMMARY_BEGIN, 1)
+        _, tail = rest.split(SUMMARY_END, 1)
+        text = (head + SUMMARY_BEGIN + "\n" + render_summary(
+            listing, read(RESULTS_AS_WRITTEN_BEFORE), read(RESULTS_AS_WRITTEN), emu, h200)
+            + SUMMARY_END + tail)
+    DOC.write_text(text)
     print("wrote the table of", DOC)
 
 
@@ -1212,7 +1281,8 @@ def main(argv=None) -> int:
                     help="results file (default bench/results/conformance_emulator"
                          "_as_written.json, or conformance_emulator.json with --device-code)")
     ap.add_argument("--doc", action="store_true",
-                    help="only rewrite the table of docs/conformance.md from the results files")
+                    help="only rewrite the table of docs/conformance.md from the results files "
+                         "(bench/results/conformance_{emulator,h200}[_as_written].json)")
     opts = ap.parse_args(argv)
     if opts.mirrors is not None:
         global MIRRORS
@@ -1223,7 +1293,7 @@ def main(argv=None) -> int:
     if opts.results is None:
         opts.results = RESULTS_AS_WRITTEN if as_written else RESULTS
     if opts.doc:
-        write_doc(listing, RESULTS if opts.device_code else None)
+        write_doc(listing)
         return 0
     commits = listing["repositories"]
     entries = [e for e in listing["kernels"]
