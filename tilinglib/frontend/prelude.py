@@ -538,6 +538,7 @@ LIBRARY_NAMESPACES = {
 }
 
 
+@functools.lru_cache(maxsize=1)
 def _math_names() -> frozenset:
     return frozenset(re.findall(r"__device__ \w[\w ]*? (\w+)\(", "\n".join(_math_decls())))
 
