@@ -360,20 +360,22 @@ def print_tables(emu: dict, gpu: dict | None) -> list:
           "PyCUDA's default wrapping)")
     print(f"{'header':36s} {'library':34s} {'emu cxx':8s} {'nvcc cxx':9s} {'emu extC':9s} "
           f"{'nvcc extC':9s} agree")
-    for name, e in emu["headers"].items():
+    for name in sorted(set(emu["headers"]) | set((gpu or {}).get("headers", {}))):
+        e = emu["headers"].get(name, {"cxx": "-", "extern_c": "-"})
         g = (gpu or {}).get("headers", {}).get(name, {})
         cells = [_verdict(e["cxx"]), _verdict(g.get("cxx", "-")), _verdict(e["extern_c"]),
                  _verdict(g.get("extern_c", "-"))]
-        agree = "-" if not g else ("yes" if cells[0] == cells[1] and cells[2] == cells[3]
-                                   else "NO")
+        agree = "-" if not g or "-" in (cells[0], cells[2]) else (
+            "yes" if cells[0] == cells[1] and cells[2] == cells[3] else "NO")
         if agree == "NO":
             bad.append(("header", name, e, g))
         print(f"{name:36s} {HEADERS[name].library[:34]:34s} {cells[0]:8s} {cells[1]:9s} "
               f"{cells[2]:9s} {cells[3]:9s} {agree}")
     print("\n## device code using a header's names (C++ mode)")
-    for label, e in emu["uses"].items():
+    for label in list(dict.fromkeys(list(emu["uses"]) + list((gpu or {}).get("uses", {})))):
+        e = emu["uses"].get(label, "-")
         g = (gpu or {}).get("uses", {}).get(label, "-")
-        agree = "-" if g == "-" else ("yes" if _verdict(e) == _verdict(g) else "NO")
+        agree = "-" if "-" in (e, g) else ("yes" if _verdict(e) == _verdict(g) else "NO")
         if agree == "NO":
             bad.append(("use", label, e, g))
         print(f"{label:28s} emulator: {e[:110]}")
@@ -383,7 +385,9 @@ def print_tables(emu: dict, gpu: dict | None) -> list:
     if gpu:
         print(f"H200:     {gpu['whole_file']}")
     print("\n## barriers in conditional code")
-    for label, e in emu["barriers"].items():
+    for label in list(dict.fromkeys(list(emu["barriers"]) + list((gpu or {}).get("barriers",
+                                                                                 {})))):
+        e = emu["barriers"].get(label, {})
         g = (gpu or {}).get("barriers", {}).get(label, {})
         same = "-"
         if g and "output" in g and "output" in e:
