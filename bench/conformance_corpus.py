@@ -51,7 +51,8 @@ LIST = HERE / "conformance_corpus.json"
 # team's fetch tool makes); --mirrors or TILINGLIB_CORPUS_MIRRORS points elsewhere.
 MIRRORS = Path(os.environ.get("TILINGLIB_CORPUS_MIRRORS", "/work/.mirror"))
 CORPUS_DIR = ROOT / ".corpus"
-RESULTS = HERE / "results" / "conformance_emulator.json"
+RESULTS = HERE / "results" / "conformance_emulator.json"          # --device-code
+RESULTS_AS_WRITTEN = HERE / "results" / "conformance_emulator_as_written.json"
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "u32": np.uint32,
           "i64": np.int64, "u64": np.uint64, "u8": np.uint8, "i8": np.int8,
@@ -146,10 +147,15 @@ def _balanced(text: str, start: int, open_ch: str, close_ch: str) -> int:
     raise ValueError(f"unbalanced {open_ch}{close_ch} from offset {start}")
 
 
+_TYPE_WORDS = {"int", "unsigned", "signed", "char", "short", "long", "float", "double",
+               "bool", "void", "size_t", "const", "volatile"}
+
+
 def explicit_instantiation(source: str, kernel: str, tmpl: str, namespace: str = "") -> str:
-    """``template __global__ void kernel<args>(params);`` for the `__global__` template
+    """``template __global__ void kernel<args>(types);`` for the `__global__` template
     `kernel` of `source`, with the template's parameter names replaced by `tmpl`'s arguments
-    in the parameter list and default arguments dropped (C++ allows none there). A kernel
+    in the parameter types, the parameters' own names and default arguments dropped (C++
+    allows no default there; a name may be a macro of the file). A kernel
     declared inside ``namespace N { ... }`` is named ``N::kernel`` (the line comes after
     the namespace's closing brace)."""
     m = None
@@ -172,6 +178,11 @@ def explicit_instantiation(source: str, kernel: str, tmpl: str, namespace: str =
         p = p.split("=")[0].strip()
         for name, arg in zip(names, targs):
             p = re.sub(rf"\b{re.escape(name)}\b", arg, p)
+        # the parameter's type alone: its name may be a macro of the file as written
+        # ('const int M' after '#define M 1024' in the file's host code)
+        words = re.match(r"^(.*?)([A-Za-z_]\w*)\s*$", p)
+        if words and words.group(1).strip() and words.group(2) not in _TYPE_WORDS:
+            p = words.group(1)
         out.append(" ".join(p.split()))
     qual = f"{namespace}::{kernel}" if namespace else kernel
     return f"template __global__ void {qual}{tmpl}({', '.join(out)});"
@@ -196,6 +207,92 @@ def materialise(entry: dict, commits: dict) -> tuple[str, list]:
         text += explicit_instantiation(text, entry["kernel"], entry["tmpl"],
                                        entry.get("namespace", "")) + "\n"
     return text, line_map
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]')
+
+
+def _resolve_include(listing: dict, repo: str, commit: str, including: str, quoted: bool,
+                     name: str, files: set) -> str | None:
+    """The repository path an ``#include`` of `name` in file `including` reads, as the
+    repository's own build finds it (nvcc -I): for ``"name"`` the including file's folder
+    first, then the repository's include folders (listing["include_dirs"][repo], where
+    ``{dir}`` is the including file's folder); for ``<name>`` those folders only. None
+    when the repository has no such file (a toolkit, system or other library header)."""
+    folder = str(Path(including).parent)
+    candidates = [str(Path(folder) / name)] if quoted else []
+    for d in listing.get("include_dirs", {}).get(repo, []):
+        candidates.append(str(Path(d.replace("{dir}", folder)) / name))
+    for c in candidates:
+        norm = os.path.normpath(c)
+        if norm in files:
+            return norm
+    return None
+
+
+def repo_files(repo: str, commit: str) -> set:
+    """The paths of every file of `repo` at `commit` (git ls-tree)."""
+    done = subprocess.run(["git", f"--git-dir={mirror_git_dir(repo)}", "ls-tree", "-r",
+                           "--name-only", commit], capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"git ls-tree {commit} in {mirror_git_dir(repo)} failed: "
+                 f"{done.stderr.strip()}")
+    return set(done.stdout.splitlines())
+
+
+def materialise_as_written(entry: dict, listing: dict) -> tuple[str, list, list]:
+    """(source text, line map, inlined files): the files the entry's parts come from, each
+    whole, in the order the parts name them, with every ``#include`` of a file of the same
+    repository replaced by that file (at most once per source, as its include guard or
+    ``#pragma once`` would have it), the way nvcc reads them with the repository's include
+    folders; every other line (``#include <cuda_runtime.h>``, ``<iostream>``, host code,
+    ``main``) stays as written. A template kernel that the files do not instantiate
+    explicitly gets our instantiation line at the end, as in `materialise`. The line map
+    has (path, first original line, first line here, count) per run of lines."""
+    repo = entry["repo"]
+    commit = listing["repositories"][repo]
+    files = repo_files(repo, commit)
+    lines: list = []
+    line_map: list = []
+    done: set = set()
+    inlined: list = []
+
+    def add(path: str, depth: int = 0) -> None:
+        done.add(path)
+        text = read_repo_file(repo, commit, path).split("\n")
+        if text and text[-1] == "":
+            text.pop()
+        start = 0
+        for i, raw in enumerate(text):
+            m = _INCLUDE.match(raw)
+            if not m:
+                continue
+            found = _resolve_include(listing, repo, commit, path, m.group(1) == '"',
+                                     m.group(2).strip(), files)
+            if found is None:
+                continue
+            if i > start:
+                line_map.append((path, start + 1, len(lines) + 1, i - start))
+                lines.extend(text[start:i])
+            # the #include line itself becomes a blank line (the file comes after it)
+            line_map.append((path, i + 1, len(lines) + 1, 1))
+            lines.append("")
+            if found not in done and depth < 20:
+                inlined.append(found)
+                add(found, depth + 1)
+            start = i + 1
+        if start < len(text):
+            line_map.append((path, start + 1, len(lines) + 1, len(text) - start))
+            lines.extend(text[start:])
+
+    for path, _, _ in entry["parts"]:
+        if path not in done:
+            add(path)
+    text = "\n".join(lines) + "\n"
+    if entry.get("tmpl") and not entry.get("instantiated_by_source"):
+        text += explicit_instantiation(text, entry["kernel"], entry["tmpl"],
+                                       entry.get("namespace", "")) + "\n"
+    return text, line_map, inlined
 
 
 def original_line(line_map: list, line: int | None) -> str | None:
@@ -737,6 +834,11 @@ def lookup_name(entry: dict) -> str:
 
 
 def run_on_emulator(entry: dict, source: str, line_map: list) -> dict:
+    """Compile `source` on the emulator, launch the entry's kernel and compare its outputs.
+    Every source is compiled as run_gpu.py compiles it on the GPU, with ``no_extern_c=True``
+    (PyCUDA's C++ mode: C++ headers such as <cooperative_groups.h>, and templates, need it
+    there, and the emulator now refuses a C++ header inside the default wrapping as nvcc
+    does)."""
     from tilinglib import emulator
     from tilinglib.errors import (CompileError, KernelNotFoundError, KernelRuntimeError,
                                   TilingLibError)
@@ -744,8 +846,7 @@ def run_on_emulator(entry: dict, source: str, line_map: list) -> dict:
     result = {"id": entry["id"]}
     t0 = time.perf_counter()
     try:
-        mod = emulator.SourceModule(source, options=entry.get("options"),
-                                    no_extern_c=bool(entry.get("tmpl")))
+        mod = emulator.SourceModule(source, options=entry.get("options"), no_extern_c=True)
     except CompileError as exc:
         first = str(exc).splitlines()[0]
         return result | {"result": "refused", "by": type(exc).__name__, "message": first,
@@ -758,6 +859,10 @@ def run_on_emulator(entry: dict, source: str, line_map: list) -> dict:
     except KernelNotFoundError as exc:
         return result | {"result": "refused", "by": "KernelNotFoundError",
                          "message": str(exc).splitlines()[0]}
+    except CompileError as exc:     # this kernel uses what the emulator lacks; others run
+        return result | {"result": "refused", "by": type(exc).__name__,
+                         "message": str(exc).splitlines()[0],
+                         "at": original_line(line_map, exc.line)}
     launch = build_launch(entry)
     wrap = {"in": emulator.In, "out": emulator.Out, "inout": emulator.InOut}
     call_args = [v if k == "scalar" else wrap[k](v) for k, _, v in launch["args"]]
@@ -953,7 +1058,9 @@ for r in results:
 agree = [r["clang_mangled_agrees"] for r in results if "clang_mangled_agrees" in r]
 print("totals:", counts, "| clang's mangled name = nvcc's .entry for %d of %d kernels"
       % (sum(agree), len(agree)))
-dest = Path(os.environ.get("OUT") or ".") / "conformance_h200.json"
+mode = HERE / "mode"
+dest = Path(os.environ.get("OUT") or ".") / (mode.read_text().split()[0] if mode.exists()
+                                             else "conformance_h200.json")
 dest.write_text(json.dumps({"device": dev.name(), "arch": arch, "counts": counts,
                             "clang_mangled_agrees": [sum(agree), len(agree)],
                             "results": results, "own_kernels": own}, indent=1))
@@ -977,9 +1084,16 @@ def clang_mangled_name(entry: dict, source: str) -> str | None:
         return None
 
 
-def write_gpu_folder(folder: Path, entries: list, sources: dict) -> None:
+def write_gpu_folder(folder: Path, entries: list, sources: dict,
+                     as_written: bool = False) -> None:
+    """The standalone GPU folder: sources/, corpus.json, corpus_lib.py, own/, run_gpu.py,
+    and ``mode`` (its first line names the results file run_gpu.py writes:
+    conformance_h200_as_written.json for files as written, conformance_h200.json for the
+    device code alone)."""
     entries = [e | {"clang_mangled": clang_mangled_name(e, sources[e["id"]])} for e in entries]
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / "mode").write_text(("conformance_h200_as_written.json" if as_written
+                                  else "conformance_h200.json") + "\n")
     (folder / "sources").mkdir(exist_ok=True)
     for e in entries:
         (folder / "sources" / f"{e['id']}.cu").write_text(sources[e["id"]])
@@ -995,6 +1109,7 @@ def write_gpu_folder(folder: Path, entries: list, sources: dict) -> None:
 
 DOC = ROOT / "docs" / "conformance.md"
 H200_RESULTS = HERE / "results" / "conformance_h200.json"
+H200_RESULTS_AS_WRITTEN = HERE / "results" / "conformance_h200_as_written.json"
 BEGIN, END = "<!-- corpus table: bench/conformance_corpus.py --doc -->", "<!-- end of table -->"
 
 
@@ -1020,12 +1135,19 @@ def _tally(ids: list, by: dict) -> str:
     return ", ".join(f"{v} {k}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
 
 
-def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
-    """The markdown table of docs/conformance.md from the list and the results files."""
+def render_table(listing: dict, emu: dict, h200: dict | None, as_written: dict | None = None,
+                 h200_as_written: dict | None = None) -> str:
+    """The markdown table of docs/conformance.md from the list and the results files: the
+    device code alone (`emu`, `h200`) and, where given, the files as written."""
     emu_by = {r["id"]: r for r in emu["results"]}
     gpu_by = {r["id"]: r for r in (h200 or {}).get("results", [])}
+    aw_by = {r["id"]: r for r in (as_written or {}).get("results", [])}
+    gaw_by = {r["id"]: r for r in (h200_as_written or {}).get("results", [])}
+    extra = as_written is not None
     rows = ["| kernel | repository | path: lines | constructs | launch | emulator "
-            "| H200 (PyCUDA) |", "|---|---|---|---|---|---|---|"]
+            "| H200 (PyCUDA) |" + (" emulator, file as written | H200, file as written |"
+                                   if extra else ""),
+            "|---|---|---|---|---|---|---|" + ("---|---|" if extra else "")]
     for e in listing["kernels"]:
         paths: dict = {}
         for path, first, last in e["parts"]:
@@ -1042,17 +1164,25 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
         rows.append(f"| `{lookup_name(e)}`{mark} | {owner}/{name[:20]} @`{commit}`"
                     f" | {where} | {', '.join(r.get('constructs', []))} | {launch} | "
                     f"{_short(r or None)} | "
-                    f"{_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |")
+                    f"{_short(gpu_by.get(e['id'])) if h200 else 'not run yet'} |"
+                    + (f" {_short(aw_by.get(e['id']))} | "
+                       f"{_short(gaw_by.get(e['id'])) if h200_as_written else 'not run yet'} |"
+                       if extra else ""))
     lines = []
     for label, held in (("the corpus", False), ("the held-out sample", True)):
         ids = [e["id"] for e in listing["kernels"] if bool(e.get("heldout")) == held]
         if not ids:
             continue
-        lines.append(f"Emulator, {label}: {_tally(ids, emu_by)} of {len(ids)}."
-                     + (f" H200: {_tally(ids, gpu_by)}." if h200 else ""))
+        if extra:
+            lines.append(f"Files as written, {label}: emulator {_tally(ids, aw_by)} of "
+                         f"{len(ids)}" + (f"; H200 {_tally(ids, gaw_by)}" if h200_as_written
+                                          else "") + ".")
+        lines.append(f"Device code alone, {label}: emulator {_tally(ids, emu_by)} of "
+                     f"{len(ids)}." + (f" H200: {_tally(ids, gpu_by)}." if h200 else ""))
     lines.append("")
-    lines.append("| repository (commit) | emulator |" + (" H200 |" if h200 else ""))
-    lines.append("|---|---|" + ("---|" if h200 else ""))
+    lines.append("| repository (commit) | emulator |" + (" H200 |" if h200 else "")
+                 + (" emulator, as written |" if extra else ""))
+    lines.append("|---|---|" + ("---|" if h200 else "") + ("---|" if extra else ""))
 
     def tally(repo, by):
         c: dict = {}
@@ -1065,17 +1195,70 @@ def render_table(listing: dict, emu: dict, h200: dict | None) -> str:
     for repo, commit in listing["repositories"].items():
         mark = " (held out)" if repo in held_repos else ""
         lines.append(f"| {repo} (`{commit[:10]}`){mark} | {tally(repo, emu_by)} |"
-                     + (f" {tally(repo, gpu_by)} |" if h200 else ""))
+                     + (f" {tally(repo, gpu_by)} |" if h200 else "")
+                     + (f" {tally(repo, aw_by)} |" if extra else ""))
     return "\n".join(lines + [""] + rows) + "\n"
 
 
-def write_doc(listing: dict, results: Path) -> None:
-    emu = json.loads(results.read_text())
-    h200 = json.loads(H200_RESULTS.read_text()) if H200_RESULTS.exists() else None
+def render_summary(listing: dict, before: dict | None, as_written: dict | None,
+                   emu: dict | None, h200: dict | None) -> str:
+    """The summary block of docs/conformance.md: per part of the list, the files as written
+    (before issue 24's work and now), the device code alone, the H200; then each kernel
+    whose file as written does not run on the emulator, with the reason."""
+    def by(res):
+        return {r["id"]: r for r in (res or {}).get("results", [])}
+
+    sets = [by(before), by(as_written), by(emu), by(h200)]
+    lines = ["| | kernels | file as written, emulator before issue 24 | file as written, "
+             "emulator now | device code alone, emulator | device code alone, H200 |",
+             "|---|---|---|---|---|---|"]
+    parts = [("the corpus (7 repositories)", [e["id"] for e in listing["kernels"]
+                                              if not e.get("heldout")]),
+             ("the held-out sample (6 more repositories)", [e["id"] for e in listing["kernels"]
+                                                            if e.get("heldout")]),
+             ("all", [e["id"] for e in listing["kernels"]])]
+    for label, ids in parts:
+        cells = [_tally(ids, s) if s else "not run" for s in sets]
+        lines.append(f"| {label} | {len(ids)} | " + " | ".join(cells) + " |")
+    now = sets[1]
+    stops = [(e, now[e["id"]]) for e in listing["kernels"]
+             if e["id"] in now and now[e["id"]]["result"] != "ok"]
+    if stops:
+        lines += ["", "What does not run as written now (the H200 column is the device code "
+                      "alone's; the files as written have yet to run there):", ""]
+        for e, r in stops:
+            gpu = sets[3].get(e["id"], {}).get("result", "not run")
+            lines.append(f"- `{lookup_name(e)}` ({e['repo']}): {_short(r)}; H200, device "
+                         f"code alone: {gpu}")
+    return "\n".join(lines) + "\n"
+
+
+SUMMARY_BEGIN = "<!-- as-written summary: bench/conformance_corpus.py --doc -->"
+SUMMARY_END = "<!-- end of summary -->"
+RESULTS_AS_WRITTEN_BEFORE = HERE / "results" / "conformance_emulator_as_written_before.json"
+
+
+def write_doc(listing: dict) -> None:
+    """Rewrite the table of docs/conformance.md from the results files (device code alone,
+    and files as written where those results exist)."""
+    def read(path):
+        return json.loads(path.read_text()) if path.exists() else None
+
+    emu = read(RESULTS)
+    h200 = read(H200_RESULTS)
     text = DOC.read_text()
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    DOC.write_text(head + BEGIN + "\n" + render_table(listing, emu, h200) + END + tail)
+    table = render_table(listing, emu, h200, read(RESULTS_AS_WRITTEN),
+                         read(H200_RESULTS_AS_WRITTEN))
+    text = head + BEGIN + "\n" + table + END + tail
+    if SUMMARY_BEGIN in text:
+        head, rest = text.split(SUMMARY_BEGIN, 1)
+        _, tail = rest.split(SUMMARY_END, 1)
+        text = (head + SUMMARY_BEGIN + "\n" + render_summary(
+            listing, read(RESULTS_AS_WRITTEN_BEFORE), read(RESULTS_AS_WRITTEN), emu, h200)
+            + SUMMARY_END + tail)
+    DOC.write_text(text)
     print("wrote the table of", DOC)
 
 
@@ -1091,28 +1274,44 @@ def main(argv=None) -> int:
     ap.add_argument("--mirrors", type=Path, default=None, metavar="DIR",
                     help="folder of bare clones named <owner>+<name>/repo (default: "
                          "$TILINGLIB_CORPUS_MIRRORS or /work/.mirror)")
-    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--device-code", action="store_true",
+                    help="take only the entries' line ranges (their device code, as issue 11 "
+                         "measured it) instead of their files as written")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="results file (default bench/results/conformance_emulator"
+                         "_as_written.json, or conformance_emulator.json with --device-code)")
     ap.add_argument("--doc", action="store_true",
-                    help="only rewrite the table of docs/conformance.md from the results files")
+                    help="only rewrite the table of docs/conformance.md from the results files "
+                         "(bench/results/conformance_{emulator,h200}[_as_written].json)")
     opts = ap.parse_args(argv)
     if opts.mirrors is not None:
         global MIRRORS
         MIRRORS = opts.mirrors
 
     listing = json.loads(LIST.read_text())
+    as_written = not opts.device_code
+    if opts.results is None:
+        opts.results = RESULTS_AS_WRITTEN if as_written else RESULTS
     if opts.doc:
-        write_doc(listing, opts.results)
+        write_doc(listing)
         return 0
     commits = listing["repositories"]
     entries = [e for e in listing["kernels"]
                if not opts.only or any(o in e["id"] for o in opts.only)]
-    CORPUS_DIR.mkdir(exist_ok=True)
-    sources, maps = {}, {}
+    if as_written:      # the launch of the file as written, where it differs
+        entries = [e | e.get("as_written", {}) for e in entries]
+    folder = CORPUS_DIR / ("as_written" if as_written else "device_code")
+    folder.mkdir(parents=True, exist_ok=True)
+    sources, maps, inlined = {}, {}, {}
     for e in entries:
-        sources[e["id"]], maps[e["id"]] = materialise(e, commits)
-        (CORPUS_DIR / f"{e['id']}.cu").write_text(sources[e["id"]])
+        if as_written:
+            sources[e["id"]], maps[e["id"]], inlined[e["id"]] = \
+                materialise_as_written(e, listing)
+        else:
+            sources[e["id"]], maps[e["id"]] = materialise(e, commits)
+        (folder / f"{e['id']}.cu").write_text(sources[e["id"]])
     if opts.pycuda_script:
-        write_gpu_folder(opts.pycuda_script, entries, sources)
+        write_gpu_folder(opts.pycuda_script, entries, sources, as_written)
         print(f"wrote {len(entries)} kernels and run_gpu.py to {opts.pycuda_script}")
     if opts.no_emulator:
         return 0
@@ -1122,6 +1321,11 @@ def main(argv=None) -> int:
         r = run_on_emulator(e, sources[e["id"]], maps[e["id"]])
         r |= {"repo": e["repo"], "kernel": lookup_name(e),
               "constructs": constructs_of(sources[e["id"]])}
+        if as_written:
+            r |= {"lines": sources[e["id"]].count("\n"), "inlined": inlined[e["id"]],
+                  "includes": sorted(set(re.findall(r'(?m)^[ \t]*#[ \t]*include[ \t]*'
+                                                    r'(<[^>\n]+>|"[^"\n]+")',
+                                                    sources[e["id"]])))}
         rows.append(r)
         print(f"{e['id']:40s} {r['result']:14s} {r.get('message', '')[:110]}", flush=True)
     counts: dict = {}
@@ -1136,7 +1340,9 @@ def main(argv=None) -> int:
         print(f"  {repo}: {c}")
     if not opts.only:
         opts.results.parent.mkdir(parents=True, exist_ok=True)
-        opts.results.write_text(json.dumps({"counts": counts, "per_repository": per_repo,
+        opts.results.write_text(json.dumps({"mode": "as written" if as_written else
+                                            "device code", "counts": counts,
+                                            "per_repository": per_repo,
                                             "results": rows}, indent=1) + "\n")
         print("wrote", opts.results)
     return 0

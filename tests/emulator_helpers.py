@@ -7,10 +7,12 @@ import numpy as np
 from tilinglib.emulator import In, InOut, Out, SourceModule
 
 
-def launch(source, kernel, *args, block=(32, 1, 1), grid=(1, 1), options=None, **kw):
-    """Compile `source`, run `kernel` with `args` (NumPy arrays are passed InOut, anything
-    else as is) and return the Function (its `last_report` holds the counters)."""
-    f = SourceModule(source, options=options).get_function(kernel)
+def launch(source, kernel, *args, block=(32, 1, 1), grid=(1, 1), options=None,
+           no_extern_c=False, **kw):
+    """Compile `source` (with PyCUDA's `no_extern_c`), run `kernel` with `args` (NumPy
+    arrays are passed InOut, anything else as is) and return the Function (its
+    `last_report` holds the counters)."""
+    f = SourceModule(source, options=options, no_extern_c=no_extern_c).get_function(kernel)
     wrapped = [InOut(a) if isinstance(a, np.ndarray) else a for a in args]
     f(*wrapped, block=block, grid=grid, **kw)
     return f

@@ -19,6 +19,12 @@ from tilinglib.emulator.diagnostics import RaceWarning
 from tilinglib.errors import (BarrierError, CompileError, KernelRuntimeError,
                               MemoryAccessError, RaceError, UnsupportedFeatureError)
 
+
+def _cxx_module(source, **kw):
+    """The sources here include C++ headers (<cuda/barrier>, <cooperative_groups.h>): nvcc
+    compiles them only in PyCUDA's C++ mode, no_extern_c=True (frontend/headers.py)."""
+    return emulator.SourceModule(source, no_extern_c=True, **kw)
+
 HERE = Path(__file__).parent / "kernels" / "async_copy"
 
 
@@ -27,7 +33,7 @@ def source(stem: str) -> str:
 
 
 def module(stem: str, options=None):
-    return emulator.SourceModule(source(stem), options=options)
+    return _cxx_module(source(stem), options=options)
 
 
 def reversed_tile_sums(x: np.ndarray, n: int) -> np.ndarray:
@@ -99,7 +105,7 @@ def test_read_before_arrive_and_wait_sees_the_old_bytes():
     src = src.replace("  const int n = ELEMS", "  __syncthreads();\n  const int n = ELEMS")
     x = np.arange(3 * 64, dtype=np.float32) + 1
     out = np.full_like(x, -1)
-    f = emulator.SourceModule(src).get_function("copyReverse")
+    f = _cxx_module(src).get_function("copyReverse")
     with pytest.warns(RaceWarning):
         f(emulator.In(x), emulator.Out(out), block=(64, 1, 1), grid=(1, 1))
     assert np.all(out == 0)
@@ -118,7 +124,7 @@ __global__ void k(float *out) {
   out[threadIdx.x] = 1.0f;
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(BarrierError) as info:
         f(emulator.Out(np.zeros(64, np.float32)), block=(64, 1, 1), grid=(1, 1))
     assert "cuda::barrier::arrive_and_wait() at kernel.cu:7" in str(info.value)
@@ -138,7 +144,7 @@ __global__ void k(float *out) {
   out[threadIdx.x] = 1.0f;
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(BarrierError) as info:
         f(emulator.Out(np.zeros(64, np.float32)), block=(64, 1, 1), grid=(1, 1))
     assert info.value.line == 7 and info.value.thread == (60, 0, 0)
@@ -154,7 +160,7 @@ __global__ void k(float *out) {
   bar.arrive_and_wait();
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(KernelRuntimeError) as info:
         f(emulator.Out(np.zeros(64, np.float32)), block=(64, 1, 1), grid=(1, 1))
     msg = str(info.value)
@@ -173,7 +179,7 @@ __global__ void k(const float *in, float *out) {
   out[threadIdx.x] = s[threadIdx.x];
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(KernelRuntimeError) as info:
         f(emulator.In(np.ones(64, np.float32)), emulator.Out(np.zeros(64, np.float32)),
           block=(64, 1, 1), grid=(1, 1))
@@ -192,7 +198,7 @@ __global__ void k(float *out) {{
 }}
 """
     with pytest.raises(UnsupportedFeatureError) as info:
-        emulator.SourceModule(src)
+        _cxx_module(src)
     assert info.value.line == 5
     assert f"cuda::barrier<cuda::{scope}>" in str(info.value)
     assert "cuda::thread_scope_block" in str(info.value)
@@ -243,7 +249,7 @@ __global__ void k(float *out) {
   out[threadIdx.x] = 1.0f;
 }
 """.replace("BODY", body)
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     out = np.zeros(64, np.float32)
     if error is None:                  # divergent waits after a complete phase: fine
         f(emulator.Out(out), block=(64, 1, 1), grid=(1, 1), hazards="raise")
@@ -264,7 +270,7 @@ __global__ void k(float *out) {
 }
 """
     with pytest.raises(UnsupportedFeatureError) as info:
-        emulator.SourceModule(src)
+        _cxx_module(src)
     assert info.value.line == 6
     assert "arrive_and_drop()" in str(info.value) and "bar.arrive_and_wait()" in str(info.value)
 
@@ -286,7 +292,7 @@ __global__ void k(const float *in, float *out) {{
   out[threadIdx.x] = s[threadIdx.x];
 }}
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(MemoryAccessError) as info:
         f(emulator.In(np.ones(256, np.float32)), emulator.Out(np.zeros(64, np.float32)),
           block=(64, 1, 1), grid=(1, 1))
@@ -364,7 +370,7 @@ __global__ void k(const float *in, float *out) {
   out[threadIdx.x] = s[threadIdx.x];
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.warns(RaceWarning):
         f(emulator.In(np.ones(64, np.float32)), emulator.Out(np.zeros(64, np.float32)),
           block=(64, 1, 1), grid=(1, 1))
@@ -383,7 +389,7 @@ __global__ void k(const float *in, float *out) {
   out[threadIdx.x * 4 + 2] = s[threadIdx.x].z; out[threadIdx.x * 4 + 3] = s[threadIdx.x].w;
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     x = np.arange(1, 17, dtype=np.float32)          # exactly 8 threads x 8 bytes read
     out = np.full(32, -1, np.float32)
     f(emulator.In(x), emulator.Out(out), block=(8, 1, 1), grid=(1, 1), hazards="raise")
@@ -411,7 +417,7 @@ __global__ void k(const float *in, float *out, int n) {
     n = 22                                   # threads 0-4 full, 5 keeps 2 floats, 6-7 none
     x = np.arange(1, n + 1, dtype=np.float32)
     out = np.full(32, -1, np.float32)
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     f(emulator.In(x), emulator.Out(out), np.int32(n), block=(8, 1, 1), grid=(1, 1),
       hazards="raise")
     want = np.zeros(32, np.float32)
@@ -429,7 +435,7 @@ __global__ void k(const float *in) {
 }
 """
     with pytest.raises(CompileError) as info:
-        emulator.SourceModule(src)
+        _cxx_module(src)
     assert info.value.line == 4 and "4, 8 or 16 bytes" in str(info.value)
 
 
@@ -441,7 +447,7 @@ __global__ void k(const float *in, float *out) {
   __pipeline_wait_prior(0);
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(KernelRuntimeError) as info:
         f(emulator.In(np.ones(32, np.float32)), emulator.Out(np.zeros(32, np.float32)),
           block=(32, 1, 1), grid=(1, 1))
@@ -459,7 +465,7 @@ __global__ void k(const float *in, float *out) {
   out[threadIdx.x] = s[threadIdx.x];
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(MemoryAccessError) as info:
         f(emulator.In(np.ones(32, np.float32)), emulator.Out(np.zeros(32, np.float32)),
           block=(32, 1, 1), grid=(1, 1))
@@ -497,7 +503,7 @@ __global__ void k(const float *in) {
 }
 """
     with pytest.raises(UnsupportedFeatureError) as info:
-        emulator.SourceModule(src)
+        _cxx_module(src)
     assert info.value.line == 7
     assert "this_thread_block()" in str(info.value)
 
@@ -515,7 +521,7 @@ __global__ void k(const float *in, float *out) {
   out[threadIdx.x] = s[threadIdx.x];
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(BarrierError) as info:
         f(emulator.In(np.ones(64, np.float32)), emulator.Out(np.zeros(64, np.float32)),
           block=(64, 1, 1), grid=(1, 1))
@@ -525,9 +531,14 @@ __global__ void k(const float *in, float *out) {
 def test_the_headers_are_known_and_others_still_refused():
     for header in ("cuda/barrier", "cuda/std/barrier", "cuda_pipeline.h",
                    "cuda_pipeline_primitives.h", "cooperative_groups/memcpy_async.h"):
-        emulator.SourceModule(f"#include <{header}>\n__global__ void k(float *o) {{ o[0] = 1; }}\n")
-    with pytest.raises(CompileError):
-        emulator.SourceModule("#include <cuda/pipeline>\n__global__ void k(float *o) { }\n")
+        _cxx_module(f"#include <{header}>\n__global__ void k(float *o) {{ o[0] = 1; }}\n")
+    # <cuda/pipeline> is a toolkit header: included, fine; cuda::pipeline is not declared
+    _cxx_module("#include <cuda/pipeline>\n__global__ void k(float *o) { }\n")
+    with pytest.raises(CompileError, match="pipeline"):
+        _cxx_module("#include <cuda/pipeline>\n__global__ void k(float *o) {\n"
+                    "  auto p = cuda::make_pipeline();\n}\n")
+    with pytest.raises(CompileError, match="reads no files"):
+        _cxx_module("#include <cuda/no_such_header>\n__global__ void k(float *o) { }\n")
 
 
 def test_copies_never_waited_for_stop_at_a_clear_limit():
@@ -540,7 +551,7 @@ __global__ void k(const float *in, int n) {
     __pipeline_memcpy_async(&s[threadIdx.x], &in[threadIdx.x], 4);
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.raises(KernelRuntimeError) as info:
         f(emulator.In(np.ones(32, np.float32)), np.int32(10**6), block=(32, 1, 1),
           grid=(2048, 1))
@@ -565,7 +576,7 @@ __global__ void k(const float *in, float *out) {
 """
     x = np.arange(64, dtype=np.float32)
     out = np.zeros(64, np.float32)
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     f(emulator.In(x), emulator.Out(out), block=(64, 1, 1), grid=(1, 1), hazards="raise")
     np.testing.assert_array_equal(out, x[::-1] * 2)
     assert f.last_report.barriers == 2
@@ -589,7 +600,7 @@ __global__ void k(const float *in, float *out) {
 """
     x = np.arange(32, dtype=np.float32)
     out = np.zeros(32, np.float32)
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     f(emulator.In(x), emulator.Out(out), block=(32, 1, 1), grid=(1, 1), hazards="raise")
     np.testing.assert_array_equal(out, 2 * x)
 
@@ -607,7 +618,7 @@ __global__ void k(const float *in, float *out) {
 """
     x = np.arange(64, dtype=np.float32)
     out = np.zeros(32, np.float32)
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     f(emulator.In(x), emulator.Out(out), block=(32, 1, 1), grid=(1, 1), hazards="raise")
     np.testing.assert_array_equal(out, x[::-1][:32])
     assert f.last_report.global_load_requests == 2       # 64 floats, 2 rounds of 32 lanes
@@ -626,7 +637,7 @@ __global__ void k(const float *in, float4 *out) {
   __pipeline_wait_prior(0);
 }
 """
-    f = emulator.SourceModule(src).get_function("k")
+    f = _cxx_module(src).get_function("k")
     with pytest.warns(RaceWarning):
         f(emulator.In(np.ones(32, np.float32)), emulator.Out(np.zeros((32, 4), np.float32)),
           block=(32, 1, 1), grid=(1, 1))

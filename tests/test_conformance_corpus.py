@@ -45,8 +45,8 @@ def test_explicit_instantiation_substitutes_parameters_and_drops_defaults(corpus
            "__global__ void __launch_bounds__(blockSize)\n"
            "    scan(const T *__restrict__ in, T *out, int n, T *sums = NULL) { }\n")
     assert corpus.explicit_instantiation(src, "scan", "<float, 128>") == (
-        "template __global__ void scan<float, 128>(const float *__restrict__ in, float *out, "
-        "int n, float *sums);")
+        "template __global__ void scan<float, 128>(const float *__restrict__, float *, int, "
+        "float *);")
     with pytest.raises(ValueError, match="2 template parameters, 1 arguments"):
         corpus.explicit_instantiation(src, "scan", "<float>")
 
@@ -97,7 +97,7 @@ def test_explicit_instantiation_names_the_namespace(corpus):
     src = ("namespace PMPP\n{\n    template <typename T>\n"
            "    __global__ void vecAdd(T const *a, T *res, unsigned n) { }\n}\n")
     assert corpus.explicit_instantiation(src, "vecAdd", "<float>", "PMPP") == (
-        "template __global__ void PMPP::vecAdd<float>(float const *a, float *res, unsigned n);")
+        "template __global__ void PMPP::vecAdd<float>(float const *, float *, unsigned);")
 
 
 def test_init_full_and_arange(corpus):
@@ -139,7 +139,7 @@ def test_doc_table_counts_the_heldout_sample_apart(corpus):
     listing = {"repositories": {"o/r": "0" * 40}, "kernels": [entry]}
     emu = {"results": [{"id": "h", "result": "refused", "message": "m"}]}
     text = corpus.render_table(listing, emu, None)
-    assert "Emulator, the held-out sample: 1 refused of 1." in text
+    assert "Device code alone, the held-out sample: emulator 1 refused of 1." in text
     assert "the corpus:" not in text
     assert "| `k` (held out) |" in text and "| o/r (`0000000000`) (held out) |" in text
 
@@ -150,3 +150,26 @@ def test_mirror_with_a_work_tree_is_read_from_its_git_folder(corpus, tmp_path, m
     (tmp_path / "c+d" / "repo").mkdir(parents=True)
     assert corpus.mirror_git_dir("a/b") == tmp_path / "a+b" / "repo" / ".git"
     assert corpus.mirror_git_dir("c/d") == tmp_path / "c+d" / "repo"
+
+
+def test_a_file_as_written_inlines_the_repositorys_own_headers_once(corpus, monkeypatch):
+    files = {"src/k.cu": '#include <cstdio>\n#include "util.h"\n#include "../inc/common.h"\n'
+                         '#include "util.h"\n__global__ void k(float *o) { o[0] = ONE; }\n'
+                         "int main() { return 0; }\n",
+             "src/util.h": "#pragma once\n#define ONE 1.0f\n",
+             "inc/common.h": '#include "cuda_runtime.h"\n#include <helper.h>\n',
+             "lib/helper.h": "#define HELPED 1\n"}
+    monkeypatch.setattr(corpus, "read_repo_file", lambda repo, commit, path: files[path])
+    monkeypatch.setattr(corpus, "repo_files", lambda repo, commit: set(files))
+    listing = {"repositories": {"o/r": "0" * 40}, "include_dirs": {"o/r": ["lib"]}}
+    entry = {"id": "k", "repo": "o/r", "parts": [["src/k.cu", 5, 5]], "kernel": "k"}
+    text, line_map, inlined = corpus.materialise_as_written(entry, listing)
+    assert inlined == ["src/util.h", "inc/common.h", "lib/helper.h"]
+    assert text.splitlines() == [
+        "#include <cstdio>", "", "#pragma once", "#define ONE 1.0f", "",
+        '#include "cuda_runtime.h"', "", "#define HELPED 1", "",
+        "__global__ void k(float *o) { o[0] = ONE; }", "int main() { return 0; }"]
+    # every line maps back to its file and line
+    assert corpus.original_line(line_map, 4) == "src/util.h:2"
+    assert corpus.original_line(line_map, 8) == "lib/helper.h:1"
+    assert corpus.original_line(line_map, 11) == "src/k.cu:6"

@@ -347,7 +347,7 @@ def test_multi_warp_tile_sync_by_part_of_a_tile_is_an_error_at_its_line():
            "    if (tile.thread_rank() < 40) {\n"
            "        x[threadIdx.x] = cg::reduce(tile, x[threadIdx.x], cg::plus<float>());\n"
            "    }\n}\n")
-    f = emulator.SourceModule(src).get_function("k")
+    f = emulator.SourceModule(src, no_extern_c=True).get_function("k")
     with pytest.raises(BarrierError, match=r"cg::reduce of a thread_block_tile<64> at "
                                            r"kernel.cu:6 in k was reached by 40 of the 64 "
                                            r"threads of its tile in block \(0, 0, 0\) "
@@ -398,3 +398,46 @@ def test_both_backends_find_a_kernel_by_the_same_rule():
     assert find_kernel(src, None, "_ZN12_GLOBAL__N_17scaleByEPffi")[1] == \
         "_ZN12_GLOBAL__N_17scaleByEPffi"
     assert find_kernel(src, None, "nope") is None
+
+
+def test_labeled_and_binary_partition_of_a_coalesced_group():
+    n = 100
+    t = np.arange(n)
+    bucket = (t * 7 % 3).astype(np.int32)
+    value = ((t * 37) % 101).astype(np.int32)
+    counts = np.zeros(4, np.int32)
+    gmax, gsize = np.full(n, -1, np.int32), np.full(n, -1, np.int32)
+    module("cxx_cg_labeled_partition").get_function("bucketCounts")(
+        emulator.In(bucket), emulator.In(value), emulator.InOut(counts), emulator.InOut(gmax),
+        emulator.InOut(gsize), np.int32(n), block=(64, 1, 1), grid=(2, 1))
+    live = (t % 5 != 4)
+    for i in range(n):
+        if not live[i]:
+            assert gmax[i] == gsize[i] == -1
+            continue
+        warp = t[(t // 32 == i // 32) & live]
+        members = warp[bucket[warp] == bucket[i]]
+        assert gsize[i] == members.size and gmax[i] == value[members].max()
+    assert counts[:3].tolist() == [int(np.sum(live & (bucket == b))) for b in range(3)]
+    assert counts[3] == int(np.sum(live & (value % 2 == 1)))
+
+
+def test_grid_group_ranks_and_sizes_and_its_sync_refused():
+    src = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+           "__global__ void k(unsigned long long *rank, unsigned long long *size) {\n"
+           "    cg::grid_group grid = cg::this_grid();\n"
+           "    for (unsigned long long i = grid.thread_rank(); i < 200; i += grid.size()) {\n"
+           "        rank[i] = grid.thread_rank() * 1000 + grid.block_rank();\n"
+           "        size[i] = grid.size() * 100 + grid.num_blocks();\n"
+           "    }\n}\n")
+    rank, size = np.zeros(200, np.uint64), np.zeros(200, np.uint64)
+    emulator.SourceModule(src, no_extern_c=True).get_function("k")(
+        emulator.Out(rank), emulator.Out(size), block=(32, 2, 1), grid=(2, 1))
+    tid = np.arange(200) % 128
+    assert rank.tolist() == (tid * 1000 + tid // 64).tolist()
+    assert set(size.tolist()) == {128 * 100 + 2}
+    from tilinglib.errors import CompileError
+    with pytest.raises(CompileError, match="cooperative launch") as info:
+        emulator.SourceModule(src.replace("    for (", "    grid.sync();\n    for ("),
+                              no_extern_c=True)
+    assert info.value.line == 5

@@ -49,6 +49,7 @@ __global__ void k(float* a)
     if (threadIdx.x < 16) {
         __syncthreads();
     }
+    __syncthreads();
     a[threadIdx.x] = 1.0f;
 }
 """

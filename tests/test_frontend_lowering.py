@@ -180,7 +180,7 @@ def test_cooperative_groups_block_and_tile_reduction():
     x = np.arange(64, dtype=np.float32) / 4
     out = np.zeros(2, np.float32)
     ranks = np.zeros(64, np.int32)
-    run(CG, "warp_sums", In(x), Out(out), Out(ranks), block=(64, 1, 1))
+    run(CG, "warp_sums", In(x), Out(out), Out(ranks), block=(64, 1, 1), no_extern_c=True)
     np.testing.assert_allclose(out, x.reshape(2, 32).sum(axis=1))
     np.testing.assert_array_equal(ranks, np.arange(64) % 32 + np.repeat([0, 100], 32))
 
@@ -246,7 +246,7 @@ def test_cooperative_groups_reduce_on_tiles_of_16_and_sync_of_a_tile():
            "  if (tile.thread_rank() == 0) out[tile.meta_group_rank()] = v;\n}\n")
     x = np.arange(64, dtype=np.float32) ** 2
     out = np.zeros(4, np.float32)
-    run(src, "k", In(x), Out(out), block=(64, 1, 1))
+    run(src, "k", In(x), Out(out), block=(64, 1, 1), no_extern_c=True)
     np.testing.assert_array_equal(out, x.reshape(4, 16).sum(axis=1))
 
 
@@ -432,7 +432,7 @@ def test_tile_votes_are_the_tiles_own_lanes():
     p[:8] = 1                                   # a tile where all hold
     p[8:16] = 0                                 # and one where none does
     o = np.zeros(3 * 64, np.uint32)
-    run(src, "k", In(p), Out(o), block=(64, 1, 1))
+    run(src, "k", In(p), Out(o), block=(64, 1, 1), no_extern_c=True)
     tiles = p.reshape(8, 8)
     ballot = (tiles << np.arange(8)).sum(axis=1)
     want = np.stack([np.repeat(ballot, 8), np.repeat(tiles.any(axis=1), 8),
@@ -450,7 +450,7 @@ def test_a_tile_size_cuda_refuses_is_a_compile_error_at_its_line(tile, line, mes
            f"  auto t = cg::tiled_partition<{tile}>(cg::this_thread_block());\n"
            "  o[0] = t.thread_rank();\n}\n")
     with pytest.raises(CompileError) as info:
-        SourceModule(src)
+        SourceModule(src, no_extern_c=True)
     assert info.value.line == line and message in str(info.value)
 
 
@@ -460,7 +460,7 @@ def test_a_shuffle_on_a_tile_of_several_warps_is_a_compile_error_at_its_line():
            "  auto t = cg::tiled_partition<64>(cg::this_thread_block());\n"
            "  o[t.thread_rank()] = t.shfl(o[0], 3);\n}\n")
     with pytest.raises(CompileError) as info:
-        SourceModule(src)
+        SourceModule(src, no_extern_c=True)
     assert (info.value.line, info.value.column) == (5, 26)      # at 'shfl' 
     assert "shfl on a tile of more than 32 threads" in str(info.value)
     assert "thread_block_tile<64>::shfl<int>" in str(info.value)

@@ -14,8 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilinglib.emulator import In, InOut, SourceModule
+from tilinglib.emulator import In, InOut
+from tilinglib.emulator import SourceModule as _SourceModule
 from tilinglib.errors import KernelRuntimeError
+
+
+def SourceModule(source, **kw):
+    """These sources include C++ headers (<cooperative_groups.h>, <cuda/barrier>): nvcc
+    compiles them only in PyCUDA's C++ mode, no_extern_c=True (frontend/headers.py)."""
+    return _SourceModule(source, no_extern_c=True, **kw)
 
 CG = ("#include <cooperative_groups.h>\n#include <cooperative_groups/reduce.h>\n"
       "namespace cg = cooperative_groups;\n")

@@ -136,15 +136,30 @@ def test_the_grader_never_shows_a_host_file(secret_dir, form):
 @pytest.mark.parametrize("header", ["<cuda_runtime.h>", '"cuda_runtime.h"', "<cuda.h>",
                                     "<stdio.h>", "<stdint.h>", "<math.h>", "<cmath>",
                                     "<assert.h>", "<device_launch_parameters.h>",
-                                    "<cuda_fp16.h>", "<float.h>"])
+                                    "<float.h>", "<cstdio>", "<curand.h>",
+                                    "<cuda_profiler_api.h>", "<strings.h>"])
 def test_known_headers_are_satisfied_inside(header):
     out = run_body("out[threadIdx.x * 8] = 7;", prelude=f"#include {header}")
     assert out[:, 0].tolist() == [7] * 32
 
 
-def test_a_library_the_emulator_lacks_is_named():
-    with pytest.raises(CompileError, match=r"does not support warp matrix functions \(wmma\)"):
-        SourceModule("#include <mma.h>\n__global__ void k() {}")
+@pytest.mark.parametrize("header", ["<cuda_fp16.h>", "<vector>", "<iostream>", "<algorithm>",
+                                    "<cublas_v2.h>", "<mma.h>", "<cub/cub.cuh>",
+                                    "<curand_kernel.h>", "<thrust/device_vector.h>"])
+def test_cxx_headers_are_satisfied_inside_in_cxx_mode(header):
+    out = run_body("out[threadIdx.x * 8] = 7;", prelude=f"#include {header}",
+                   no_extern_c=True)
+    assert out[:, 0].tolist() == [7] * 32
+
+
+def test_a_library_the_emulator_lacks_is_named_where_it_is_used():
+    SourceModule("#include <mma.h>\nusing namespace nvcuda;\n__global__ void k() {}",
+                 no_extern_c=True)
+    with pytest.raises(CompileError, match=r"does not support the warp matrix functions of "
+                                           r"<mma.h> \('nvcuda::wmma::fragment'\)") as info:
+        SourceModule("#include <mma.h>\n__global__ void k() {\n"
+                     "  nvcuda::wmma::fragment<int> f;\n}", no_extern_c=True)
+    assert info.value.line == 3
 
 
 # --------------------------------------------------------------------------- preprocessor caps

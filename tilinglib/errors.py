@@ -375,6 +375,13 @@ class UninitializedReadWarning(KernelWarning):
     GPU it holds whatever its register held; on the emulator it reads 0."""
 
 
+class DivergentBarrierWarning(KernelWarning):
+    """A `__syncthreads()` in conditional code that the GPU completes only because of how
+    it counts arrivals (threads that exited count as arrived; every `__syncthreads()` of a
+    block is one barrier): the launch has the GPU's result, and the CUDA guide calls it
+    undefined (``hazards="raise"`` makes it a `BarrierError`)."""
+
+
 class OutputNotWrittenWarning(KernelWarning):
     """A launch left elements of an array passed as `Out(...)` unwritten (a grid that does
     not cover the output, `grid=` forgotten): on a GPU they hold whatever device memory

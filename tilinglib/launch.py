@@ -237,6 +237,8 @@ def _check_scalar(kernel: str, index: int, param, value: Any) -> None:
 def _check_pointer(kernel: str, index: int, param, value: Any) -> None:
     label = _param_label(index, param)
     target = getattr(param.ctype, "target", None)
+    if getattr(target, "is_array", False):      # float (*C)[N]: the rows' elements
+        target = target.base_elem
     want = getattr(target, "dtype", None) if getattr(target, "is_scalar", False) else None
     name = param.name or f"#{index}"
     if isinstance(value, np.ndarray):

@@ -1,8 +1,11 @@
 // Mistake: the whole tile loop, barriers included, sits inside 'if (row < M && col < N)'.
-// expect: was reached by
-// expect: move the barrier outside the condition
-// score: 10.67
-// fails: 1x1x1; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile; synchronisation
+// The threads outside C skip it and leave the kernel: a GPU of compute capability 7.0 or
+// later counts them as arrived at the barriers, so the launch completes (the emulator's
+// result is that GPU's), and the tiles miss the elements those threads never loaded.
+// expect: inside an if that thread
+// expect: counts threads that exited as arrived
+// score: 21.33
+// fails: TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile; synchronisation
 #ifndef TILE
 #define TILE 16
 #endif

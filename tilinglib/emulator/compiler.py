@@ -31,7 +31,7 @@ from ..frontend.parse import Param, is_kernel, parse, source_line
 from ..frontend.preprocess import SOURCE_NAME, Preprocessed, preprocess
 from .closures import X, _col, _line, _Scope, constant, parse_int
 from .expressions import ExpressionsMixin
-from .statements import StatementsMixin
+from .statements import StatementsMixin, barrier_functions, exit_ifs
 
 
 @dataclass
@@ -62,6 +62,10 @@ class Program:
     kernels: dict
     pre: Preprocessed
     constants: list = field(default_factory=list)
+    # kernels of the source that cannot run here -> the CompileError that says why (a
+    # construct the emulator lacks in them or in a function they call); raised by
+    # get_function, so that a whole file's other kernels still run
+    kernel_errors: dict = field(default_factory=dict)
 
 
 
@@ -224,6 +228,8 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         super().__init__(pre)
         self.ast = ast
         self.functions: dict = {}        # name -> FuncDef
+        self.barrier_fns: frozenset = frozenset()   # functions that call a block barrier
+        self.exit_ifs: frozenset = frozenset()      # the kernel's ifs it leaves after
         self.compiled: dict = {}         # name -> (callable, return type, params)
         self.compiling: set = set()
         self.globals = _Scope()
@@ -251,11 +257,22 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
                 continue
             else:
                 raise self.unsupported(node, f"'{type(node).__name__}' at file scope")
-        kernels = {}
+        kernels, errors = {}, {}
+        failed = getattr(self.ast, "failed", {})
+        self.barrier_fns = barrier_functions(self.functions)
+        for name, exc in failed.items():
+            if name in getattr(self.ast, "kernel_names", {}):
+                errors[name] = exc
         for name, node in self.functions.items():
             if is_kernel(node):
-                kernels[name] = self.compile_kernel(node)
-        return Program(kernels, self.pre, self.constants)
+                try:
+                    kernels[name] = self.compile_kernel(node)
+                except UnsupportedFeatureError as exc:
+                    errors[name] = exc        # a construct the emulator lacks
+        if errors and not kernels:
+            # no kernel runs: the source is refused at the first such construct met
+            raise next(iter(failed.values())) if failed else next(iter(errors.values()))
+        return Program(kernels, self.pre, self.constants, errors)
 
     def file_scope_decl(self, node: c_ast.Decl) -> None:
         if isinstance(node.type, c_ast.FuncDecl):
@@ -355,6 +372,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         slots = self._enter_function(node.decl.name, ct.VOID, params, parent=self.scope,
                                      taken=address_taken(node.body))
         self._find_unset_reads(node)
+        self.exit_ifs = exit_ifs(node.body, self.barrier_fns)
         body = self._with_prologue(self.stmt(node.body))
         ranks = {v.name: len(v.ctype.shape) for v in self.shared
                  if not v.dynamic and v.ctype.is_array}

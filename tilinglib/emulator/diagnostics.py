@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import (BlockShapeWarning, InputWriteWarning, KernelWarning,
+from ..errors import (BarrierError, BlockShapeWarning, DivergentBarrierWarning,
+                      InputWriteWarning, KernelWarning,
                       OutputNotWrittenWarning, RaceError, UninitializedReadWarning)
 from . import ctypes_ as ct
 from . import memory as M
-from .races import Hazard
+from .races import BARRIER_KINDS, Hazard
 from .report import LaunchReport
 
 
@@ -178,7 +179,13 @@ class Diagnostics:
         old = self.hazards.get(key)
         if old is None:
             self.hazards[key] = h
-            if self.options.hazards == "raise" and h.kind != "barrier-after-exit":
+            if self.options.hazards == "raise" and h.kind in BARRIER_KINDS:
+                raise BarrierError(f"{h.kernel}: {h}.\n{CONDITIONAL_BARRIER_RULE} "
+                                   f"(hazards=\"raise\" stops here; with hazards=\"warn\" "
+                                   f"the launch completes as on an H200.)",
+                                   kernel=h.kernel, line=h.line, block=h.block,
+                                   thread=h.thread)
+            if self.options.hazards == "raise":
                 self.warn_block_shape()
                 hint = f"\nThe block does not match the shared arrays: {self.block_hint}" \
                     if self.block_hint else ""
@@ -207,12 +214,35 @@ class Diagnostics:
         return "\nTwo threads wrote one location with no __syncthreads() in between."
 
 
+# The CUDA C++ Programming Guide's rule for __syncthreads() ("Synchronization Functions"),
+# and why the launch still completes: since Volta, bar.sync waits for every non-exited
+# thread of the block ("Independent Thread Scheduling", compute capability 7.x).
+CONDITIONAL_BARRIER_RULE = (
+    "The CUDA C++ Programming Guide: \"__syncthreads() is allowed in conditional code but "
+    "only if the conditional evaluates identically across the entire thread block, otherwise "
+    "the code execution is likely to hang or produce unintended side effects.\" The emulator "
+    "completed the barrier as an H200 does (compute capability 7.0 and later: a barrier "
+    "waits for all non-exited threads of the block, from any __syncthreads() they call), so "
+    "this result is that GPU's; another GPU or compiler may hang here or give another. "
+    "Make the condition the same for every thread of the block (compute a flag, keep every "
+    "thread to the end, and guard only the loads and stores).")
+
+
 def warn_hazards(report: LaunchReport, block_hint: str | None = None) -> None:
-    """Issue one RaceWarning for the launch, located at the kernel line of its first hazard
-    (shown as ``kernel.cu:<line>``, the student's own line, not a library file).
-    `block_hint` (Launch.block_hint) says how the block fails to match the shared arrays
-    when that explains the hazards."""
-    races = [h for h in report.hazards]
+    """Issue one RaceWarning for the launch's races, located at the kernel line of its first
+    one (shown as ``kernel.cu:<line>``, the student's own line, not a library file), and one
+    DivergentBarrierWarning for its barriers in conditional code (`BARRIER_KINDS`), with
+    the CUDA guide's rule. `block_hint` (Launch.block_hint) says how the block fails to
+    match the shared arrays when that explains the hazards."""
+    barriers = [h for h in report.hazards if h.kind in BARRIER_KINDS]
+    if barriers:
+        n = len(barriers) - 1
+        more = (f" ({n} more such barrier{'s' if n > 1 else ''} in this launch: "
+                f".last_report.hazards lists them)" if n else "")
+        warnings.warn_explicit(f"{report.kernel}: {barriers[0]}{more}.\n"
+                               f"{CONDITIONAL_BARRIER_RULE}", DivergentBarrierWarning,
+                               "kernel.cu", barriers[0].line or 0)
+    races = [h for h in report.hazards if h.kind not in BARRIER_KINDS]
     if races:
         n = len(races) - 1
         more = (f" ({n} more hazard{'s' if n > 1 else ''} in this launch: the kernel "

@@ -138,6 +138,9 @@ class Context:
         self.kernel_ret = self.ret
         self.brk = np.zeros(T, dtype=bool)
         self.cont = np.zeros(T, dtype=bool)
+        # threads that went the other way of an if whose barrier they will never reach:
+        # they leave the kernel first (compiler.exit_ifs); None when there are none
+        self.will_exit = None
         self.gmem = launch.gmem
         self.constant_addresses = launch.constant_addresses
         self.dynamic_shared_address = np.int64(M.make_address(M.SHARED_REGION,
@@ -242,7 +245,7 @@ class Context:
 
     def syncthreads(self, line) -> None:
         """`__syncthreads()` (barriers.py)."""
-        self.barriers.syncthreads(line, self.mask, self.kernel_ret)
+        self.barriers.syncthreads(line, self.mask, self.kernel_ret, will_exit=self.will_exit)
 
     def syncwarp(self, line) -> None:
         """`__syncwarp()` (barriers.py)."""

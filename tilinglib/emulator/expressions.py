@@ -600,6 +600,13 @@ class ExpressionsMixin:
             raise self.unsupported(node, "calls through function pointers")
         name = node.name.name
         args = node.args.exprs if node.args is not None else []
+        if name in getattr(self.ast, "failed", {}) and name not in self.functions:
+            exc = self.ast.failed[name]     # a function the front end could not lower
+            if exc.line is None:            # in the prelude: name the student's call
+                what = re.sub(r"^kernel\.cu:\w*: (the CPU emulator does not support )?", "",
+                              str(exc).split("\n")[0])
+                raise self.unsupported(node, f"{what} (in '{name}', called here)")
+            raise exc
         if name in self.functions:
             call, rtype, params = self.device_function(name, node)
             if len(args) != len(params):

@@ -60,9 +60,9 @@ class InOut(_ArgumentHandler):
 
 
 @functools.lru_cache(maxsize=64)
-def _compile(source: str, options: tuple):
+def _compile(source: str, options: tuple, extern_c: bool = False):
     try:
-        pre = preprocess(source, list(options))
+        pre = preprocess(source, list(options), extern_c=extern_c)
         ast = parse(pre)
         with recursion_room():
             program = compile_program(pre, ast)
@@ -101,7 +101,11 @@ class SourceModule:
     """Compile CUDA C `source` for the emulator. Same signature as PyCUDA's SourceModule;
     only `source`, `options` (``-D``/``-U`` are applied; ``-fmad``, ``-ftz``, ``-prec-div``,
     ``-prec-sqrt`` and ``--use_fast_math`` change the float arithmetic as in nvcc, see
-    docs/emulator.md; the rest are ignored) and `no_extern_c` matter here.
+    docs/emulator.md; ``--expt-relaxed-constexpr`` lets device code call constexpr host
+    functions, as with nvcc; the rest are ignored) and `no_extern_c` matter here: without
+    it the source is compiled as PyCUDA compiles it, inside ``extern "C" { }``, where an
+    ``#include`` of a C++ header (``<vector>``, ``<cooperative_groups.h>``) is refused as
+    nvcc refuses it.
 
     Raises `CompileError` (with the student's line and column) for source that does not
     compile, `UnsupportedFeatureError` for CUDA the emulator does not run.
@@ -112,7 +116,9 @@ class SourceModule:
         self.source = source
         check_options(options)
         self.options = list(options or [])
-        self._program = _compile(source, tuple(self.options))
+        # PyCUDA compiles the source inside extern "C" { } unless no_extern_c: a C++ header
+        # there is nvcc's error, and so the emulator's (frontend/headers.py)
+        self._program = _compile(source, tuple(self.options), not no_extern_c)
         self._constant_data: dict = {}
 
     def get_function(self, name: str) -> "Function":
@@ -121,6 +127,9 @@ class SourceModule:
         kernels = self._program.kernels
         if name not in kernels and isinstance(name, str):
             name = self._program.kernel_name(name) or name
+        if name in self._program.kernel_errors:
+            # the source compiled, but this kernel uses a construct the emulator lacks
+            raise self._program.kernel_errors[name]
         if name not in kernels:
             known = ", ".join(sorted(kernels)) or "none"
             hint = ""

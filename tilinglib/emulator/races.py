@@ -33,12 +33,19 @@ def _warp_of(state: np.ndarray) -> np.ndarray:
     return np.where(state >= 0, state // 32, np.where(state <= -3, -(state + 3), -1))
 
 
+# The hazards of a __syncthreads() in conditional code that a GPU completes (barriers.py):
+# reported with the CUDA guide's rule (diagnostics.py), an error with hazards="raise".
+BARRIER_KINDS = frozenset({"barrier-after-exit", "barrier-in-divergent-code"})
+
+
 @dataclass(frozen=True)
 class Hazard:
     """One kind of hazard at one pair of source lines; `count` is how many accesses had it.
 
     `kind`: "read-after-write", "write-after-read", "write-after-write" or
-    "uninitialized-read" (or "barrier-after-exit", or "async-copy-pending": an access of
+    "uninitialized-read" (or "barrier-after-exit" and "barrier-in-divergent-code", a
+    barrier that completes only as a GPU counts arrivals (barriers.py; `BARRIER_KINDS`), or
+    "async-copy-pending": an access of
     shared memory an asynchronous copy issued at `other_line` has yet to write, before its
     wait; async_copy.py). `line` is the access that found it,
     `other_line` the earlier access it conflicts with. `thread`/`block` describe the first
@@ -67,7 +74,22 @@ class Hazard:
                     f"accesses)")
         if self.kind == "barrier-after-exit":
             return (f"__syncthreads() at kernel.cu:{self.line} in block {self.block} after some "
-                    f"of its threads returned (undefined behaviour in CUDA)")
+                    f"of its threads returned (undefined behaviour in CUDA): a GPU of compute "
+                    f"capability 7.0 or later counts the threads that exited as arrived "
+                    f"({self.count} such block{'s' if self.count != 1 else ''})")
+        if self.kind == "barrier-in-divergent-code" and self.other_line is not None:
+            return (f"__syncthreads() at kernel.cu:{self.line} and at kernel.cu:{self.other_line}, "
+                    f"in the two branches of an if that the threads of block {self.block} "
+                    f"took both ways (thread {self.thread} took the second; undefined "
+                    f"behaviour in CUDA): a GPU of compute capability 7.0 or later counts "
+                    f"both as its one barrier 0 ({self.count} such block"
+                    f"{'s' if self.count != 1 else ''})")
+        if self.kind == "barrier-in-divergent-code":
+            return (f"__syncthreads() at kernel.cu:{self.line} in block {self.block} inside an "
+                    f"if that thread {self.thread} and others skipped (undefined behaviour in "
+                    f"CUDA): they leave the kernel without reaching a barrier, and a GPU of "
+                    f"compute capability 7.0 or later counts threads that exited as arrived "
+                    f"({self.count} such block{'s' if self.count != 1 else ''})")
         first, second = {
             "read-after-write": ("Write", "Read"),
             "write-after-read": ("Read", "Write"),

@@ -276,9 +276,21 @@ class StatementsMixin:
     def stmt_If(self, node):
         c = self.expr(node.cond)
         fc = self.convert(c, ct.BOOL, node)
+        bfns = getattr(self, "barrier_fns", frozenset())
+        in_then = node.iftrue is not None and calls_barrier(node.iftrue, bfns)
+        in_else = node.iffalse is not None and calls_barrier(node.iffalse, bfns)
+        # the threads that skip the barrier's branch leave the kernel without another
+        # barrier (compiler.exit_ifs): a GPU counts them as arrived (barriers.py)
+        exits = id(node) in getattr(self, "exit_ifs", ())
+        if in_then and in_else:
+            split = (barrier_segments(node.iftrue, bfns), barrier_segments(node.iffalse, bfns))
+            if None not in split:
+                return self._if_with_barriers_in_both_branches(node, fc, *split, exits)
         then = self.stmt(node.iftrue) if node.iftrue is not None else None
         other = self.stmt(node.iffalse) if node.iffalse is not None else None
         jumps = _has_jump(node)
+        mark_else = exits and in_then and not in_else
+        mark_then = exits and in_else and not in_then
 
         def if_(ctx):
             cond = fc(ctx)
@@ -293,16 +305,108 @@ class StatementsMixin:
             saved_state = ctx.state()
             ctx.set_mask(saved & cond)
             if ctx.any and then is not None:
-                then(ctx)
+                if mark_else:
+                    before = ctx.will_exit
+                    ctx.will_exit = _union(before, saved & ~cond)
+                    then(ctx)
+                    ctx.will_exit = before
+                else:
+                    then(ctx)
             if other is not None:
                 ctx.set_mask(saved & ~cond)
                 if ctx.any:
-                    other(ctx)
+                    if mark_then:
+                        before = ctx.will_exit
+                        ctx.will_exit = _union(before, saved & cond & ~ctx.jumped())
+                        other(ctx)
+                        ctx.will_exit = before
+                    else:
+                        other(ctx)
             if jumps:
                 ctx.set_mask(saved & ~ctx.jumped())
             else:
                 ctx.restore(saved, saved_state)
         return if_
+
+    def _if_with_barriers_in_both_branches(self, node, fc, then_split, else_split, exits):
+        """An if whose two branches call `__syncthreads()` as statements of their own
+        (SGEMM_CUDA's kernel 11: half the block loads while the other half computes). On a
+        GPU of compute capability 7.0 or later every `__syncthreads()` of a block is the one
+        barrier 0: the threads of the two branches wait for each other at their k-th
+        barriers. The emulator runs the branches piece by piece, barrier to barrier, and
+        completes the k-th barriers of both as one (barriers.py: a hazard, the CUDA guide's
+        rule in the warning). A branch with fewer barriers leaves its threads at the end of
+        the if: a BarrierError, unless they leave the kernel without another barrier
+        (`exits`), which the GPU counts as arriving."""
+        def compile_branch(split):
+            parts, lines = split
+            saved = self.scope
+            self.scope = _Scope(saved)
+            compiled = [[(self.stmt(item), _has_jump(item)) for item in part] for part in parts]
+            self.scope = saved
+            return compiled, lines
+
+        then_parts, then_lines = compile_branch(then_split)
+        else_parts, else_lines = compile_branch(else_split)
+        jumps = _has_jump(node)
+        n = max(len(then_lines), len(else_lines))
+
+        def run(ctx, part):
+            for s, j in part:
+                s(ctx)
+                if j and not ctx.any:
+                    return
+
+        def one_way(ctx, parts, lines):
+            for i, part in enumerate(parts):
+                if ctx.any:
+                    run(ctx, part)
+                if i < len(lines):
+                    ctx.syncthreads(lines[i])
+
+        def if_both(ctx):
+            cond = fc(ctx)
+            if not isinstance(cond, np.ndarray):
+                one_way(ctx, then_parts if cond else else_parts,
+                        then_lines if cond else else_lines)
+                return
+            saved, saved_state = ctx.mask, ctx.state()
+            m_then, m_else = saved & cond, saved & ~cond
+            if not m_then.any() or not m_else.any():
+                ctx.set_mask(m_then if m_then.any() else m_else)
+                one_way(ctx, then_parts if m_then.any() else else_parts,
+                        then_lines if m_then.any() else else_lines)
+            else:
+                none = np.zeros(ctx.T, dtype=bool)
+                for i in range(n + 1):
+                    if i < len(then_parts) and m_then.any():
+                        ctx.set_mask(m_then)
+                        run(ctx, then_parts[i])
+                        m_then = ctx.mask
+                    if i < len(else_parts) and m_else.any():
+                        ctx.set_mask(m_else)
+                        run(ctx, else_parts[i])
+                        m_else = ctx.mask
+                    if i == n:
+                        break
+                    lt = then_lines[i] if i < len(then_lines) else None
+                    le = else_lines[i] if i < len(else_lines) else None
+                    at_then = m_then if lt is not None else none
+                    at_else = m_else if le is not None else none
+                    will = ctx.will_exit
+                    if exits:   # a branch that is done: its threads leave the kernel
+                        will = _union(will, (m_then if lt is None else none)
+                                      | (m_else if le is None else none))
+                    arrived = at_then | at_else
+                    ctx.set_mask(arrived)
+                    ctx.barriers.syncthreads(lt if lt is not None else le, arrived,
+                                             ctx.kernel_ret, will_exit=will,
+                                             branches=((lt, at_then), (le, at_else)))
+            if jumps:
+                ctx.set_mask(saved & ~ctx.jumped())
+            else:
+                ctx.restore(saved, saved_state)
+        return if_both
 
     def loop(self, node, init, cond, step, body, test_first=True):
         fcond = self.convert(self.expr(cond), ct.BOOL, node) if cond is not None else None
@@ -472,6 +576,92 @@ class StatementsMixin:
 
 
 _JUMPS = (c_ast.Break, c_ast.Continue, c_ast.Return)
+
+# The calls that are a block barrier (builtins.py, async_copy.py: each waits for the block).
+BARRIER_CALLS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and",
+                           "__syncthreads_or", "cuda::barrier::arrive_and_wait",
+                           "cuda::barrier::arrive", "cooperative_groups::wait"})
+
+
+def _union(a, b):
+    """The lanes of `a` (None: none) and of `b`."""
+    return b if a is None else a | b
+
+
+def calls_barrier(node, barrier_fns=frozenset()) -> bool:
+    """Whether statement or expression `node` calls a block barrier, directly or through
+    one of the functions `barrier_fns` (`barrier_functions`)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and (
+                n.name.name in BARRIER_CALLS or n.name.name in barrier_fns):
+            return True
+        stack.extend(child for _, child in n.children())
+    return False
+
+
+def barrier_functions(functions: dict) -> frozenset:
+    """The names of the functions (name -> FuncDef) that call a block barrier, directly or
+    through each other."""
+    found: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, fdef in functions.items():
+            if name not in found and calls_barrier(fdef.body, found):
+                found.add(name)
+                changed = True
+    return frozenset(found)
+
+
+def _is_syncthreads(item) -> bool:
+    return (isinstance(item, c_ast.FuncCall) and isinstance(item.name, c_ast.ID)
+            and item.name.name == "__syncthreads" and not (item.args and item.args.exprs))
+
+
+def barrier_segments(branch, barrier_fns):
+    """A branch of an if cut at its `__syncthreads();` statements: ([statements before the
+    first, between the first and the second, ..., after the last], [the barriers' lines]);
+    None if a barrier is anywhere else in it (in a loop, another if, a function it calls)."""
+    items = (branch.block_items or []) if isinstance(branch, c_ast.Compound) else [branch]
+    parts, lines = [[]], []
+    for item in items:
+        if _is_syncthreads(item):
+            lines.append(_line(item))
+            parts.append([])
+        elif calls_barrier(item, barrier_fns):
+            return None
+        else:
+            parts[-1].append(item)
+    return parts, lines
+
+
+def exit_ifs(body, barrier_fns) -> frozenset:
+    """The ids of the `if` statements of a kernel's `body` after which the kernel ends
+    without another barrier: not inside a loop or a switch, and no statement after them
+    (in each enclosing block, up to the kernel's end) calls a barrier. A thread that skips
+    such an if's barrier leaves the kernel before reaching one, and a GPU counts a thread
+    that exited as arrived."""
+    found = set()
+
+    def walk(items, tail):
+        for i, s in enumerate(items):
+            after = tail or any(calls_barrier(t, barrier_fns) for t in items[i + 1:])
+            if isinstance(s, c_ast.If):
+                if not after:
+                    found.add(id(s))
+                for branch in (s.iftrue, s.iffalse):
+                    if branch is not None:
+                        walk((branch.block_items or []) if isinstance(branch, c_ast.Compound)
+                             else [branch], after)
+            elif isinstance(s, c_ast.Compound):
+                walk(s.block_items or [], after)
+
+    walk((body.block_items or []) if isinstance(body, c_ast.Compound) else [body], False)
+    return frozenset(found)
 
 
 def _has_jump(node) -> bool:

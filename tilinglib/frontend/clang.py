@@ -37,12 +37,14 @@ from .prelude import identifiers, prelude_text
 SOURCE_NAME = "kernel.cu"
 CLANG_SECONDS = 30.0
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
-MAX_ERRORS = 10
+MAX_ERRORS = 10                # errors listed in a CompileError
+CLANG_ERROR_LIMIT = 500        # errors clang reports before it stops: host code the prelude
+#                                declares only in part can give many, all set aside (parse.py)
 
 FLAGS = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
          "--cuda-gpu-arch=sm_90", "-nostdinc", "-nobuiltininc", "-std=c++17", "-w",
          "-fno-color-diagnostics", "-fno-caret-diagnostics", "-fno-diagnostics-show-option",
-         f"-ferror-limit={MAX_ERRORS}", "-fbracket-depth=1024", "-fno-crash-diagnostics", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-"]
+         f"-ferror-limit={CLANG_ERROR_LIMIT}", "-fbracket-depth=1024", "-fno-crash-diagnostics", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-"]
 
 NO_CLANG = ("the CUDA C++ front end needs clang, which the 'ziglang' package provides: run "
             "pip install ziglang (or set TILINGLIB_CLANG to a clang or zig binary)")
@@ -89,10 +91,12 @@ def flatten_lines(text: str) -> str:
     return "\n".join(out)
 
 
-def clang_input(text: str, cooperative_groups: bool = False) -> tuple[str, int]:
+def clang_input(text: str, cooperative_groups: bool = False,
+                included=()) -> tuple[str, int]:
     """What clang reads, and the number of prelude lines before the student's line 1: the
-    prelude, then stage 1's text with the student's line L on line L after it."""
-    prelude = prelude_text(cooperative_groups, identifiers(text))
+    prelude (for the headers `included`), then stage 1's text with the student's line L on
+    line L after it."""
+    prelude = prelude_text(cooperative_groups, identifiers(text), included)
     return prelude + flatten_lines(text), prelude.count("\n")
 
 
@@ -417,11 +421,14 @@ def read_ast(data: bytes) -> dict:
     return json.loads(data, object_hook=whole)
 
 
-def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None, str, int]:
+def run_clang(text: str, cooperative_groups: bool = False,
+              included=()) -> tuple[dict | None, str, int]:
     """Run clang on `text` (stage 1's output), through the clang server when this process
     started one (`start_server`). Returns (JSON AST or None, diagnostics, prelude lines:
-    clang's line L is the student's line L - prelude lines)."""
-    data, offset = clang_input(text, cooperative_groups)
+    clang's line L is the student's line L - prelude lines). With errors (`has_errors`)
+    the AST clang wrote after them is returned too (None if it wrote none): errors in host
+    code only are set aside (parse.py)."""
+    data, offset = clang_input(text, cooperative_groups, included)
     data = data.encode("utf-8")
     if _SERVER is not None:
         status, rc, stdout, stderr = _SERVER.request(data)
@@ -435,7 +442,13 @@ def run_clang(text: str, cooperative_groups: bool = False) -> tuple[dict | None,
                            f"simplify it (templates instantiated thousands of times?)")
     diagnostics = stderr.decode("utf-8", "replace")
     if rc != 0:
-        return None, diagnostics, offset
+        ast = None
+        if stdout.rstrip().endswith(b"}") and "too many errors emitted" not in diagnostics:
+            try:
+                ast = read_ast(stdout)
+            except ValueError:
+                ast = None
+        return ast, diagnostics, offset
     try:
         return read_ast(stdout or b"{}"), diagnostics, offset
     except ValueError:
@@ -535,7 +548,20 @@ _WORDING = [
                 r"__all)'$"),
      r"'\1' is not declared: CUDA 9 replaced it with \1_sync(mask, ...) (sm_70 and later, "
      r"the H200 among them, have only the _sync form), e.g. \1_sync(0xffffffff, ...)"),
+    (re.compile(r"^(?:use of undeclared identifier|unknown type name) '(curand\w*)'$"),
+     r"the CPU emulator does not support cuRAND's device API ('\1', <curand_kernel.h>): "
+     r"draw the random numbers on the host (NumPy) and pass them in an array"),
+    (re.compile(r"^no (?:member|template) named '(\w+)' in namespace '(cub|thrust)'$"),
+     r"the CPU emulator does not support \2 in device code ('\2::\1'): write the "
+     r"reduction or scan with __shfl_*_sync and shared memory"),
+    (re.compile(r"^no (?:member|template) named '(\w+)' in namespace '(nvcuda(?:::wmma)?|wmma)'$"),
+     r"the CPU emulator does not support the warp matrix functions of <mma.h> ('\2::\1'): "
+     r"tensor cores are beyond its float32 model"),
     (re.compile(r"^use of undeclared identifier '(.*)'$"), r"'\1' is not declared"),
+    (re.compile(r"^reference to __host__ variable '(.*)' in (__\w+__) function$"),
+     r'identifier "\1" is undefined in device code' + " (nvcc's words): " +
+     r"\1 is a host variable; declare it __device__ or __constant__ (or const, for a "
+     r"constant), or pass it as a kernel argument"),
     (re.compile(r"^unknown type name '(.*)'$"), r"unknown type '\1'"),
     (re.compile(r"^expected ';' (after (expression|declaration|statement)|at end of "
                 r"declaration)$"), "syntax error (is a ';' missing at the end of line {line}?)"),
@@ -549,6 +575,27 @@ _WORDING = [
 ]
 
 
+def error_locations(diagnostics: str, offset: int = 0) -> list:
+    """(line, column, message) of each error clang reported, lines in the student's
+    numbering (None for an error outside the student's source: the prelude)."""
+    out = []
+    for raw in diagnostics.splitlines():
+        m = _DIAG.match(raw)
+        if not m or m.group("sev") not in ("error", "fatal error"):
+            continue
+        line = int(m.group("line")) - offset
+        ours = m.group("file") in ("<stdin>", SOURCE_NAME) and line > 0
+        out.append((line if ours else None, int(m.group("col")) if ours else None,
+                    m.group("msg")))
+    return out
+
+
+def has_errors(diagnostics: str) -> bool:
+    """Whether clang's `diagnostics` hold an error (not only notes or warnings)."""
+    return any(_DIAG.match(raw) and _DIAG.match(raw).group("sev") in ("error", "fatal error")
+               for raw in diagnostics.splitlines()) or "error:" in diagnostics
+
+
 def _course_words(msg: str, line) -> str:
     for pattern, repl in _WORDING:
         if pattern.match(msg):
@@ -556,10 +603,36 @@ def _course_words(msg: str, line) -> str:
     return msg
 
 
-def compile_error(diagnostics: str, source_lines, offset: int = 0) -> CompileError:
+# Host functions of the headers (prelude.HOST_DECLARATIONS) that libstdc++ declares
+# constexpr: nvcc's message for a device call of one names the flag that allows it.
+CONSTEXPR_HOST = frozenset({"min", "max", "numeric_limits", "lowest", "epsilon", "infinity",
+                            "quiet_NaN", "denorm_min", "clamp"})
+
+
+def host_call_message(callee: str, caller: str | None, space: str) -> str:
+    """nvcc's error for a call of host function `callee` from `caller`, a function of
+    execution space `space` ("__global__", "__device__"), with what to write instead."""
+    caller_text = f'("{caller}")' if caller else ""
+    if callee in CONSTEXPR_HOST:
+        return (f'calling a constexpr __host__ function("{callee}") from a {space} '
+                f'function{caller_text} is not allowed. The experimental flag '
+                f"'--expt-relaxed-constexpr' can be used to allow this (nvcc's words; in "
+                f"device code write CUDA's own {callee}(a, b), fminf, fmaxf, or FLT_MAX, "
+                f"INT_MAX, ... for numeric_limits)")
+    return (f'calling a __host__ function("{callee}") from a {space} function{caller_text} '
+            f"is not allowed (nvcc's words): device code can only call functions marked "
+            f"__device__. Write '__device__' before its return type (or '__host__ "
+            f"__device__' to call it from both sides)")
+
+
+def compile_error(diagnostics: str, source_lines, offset: int = 0, skip=None,
+                  function_at=None) -> CompileError:
     """clang's diagnostics as one `CompileError`: at the first error in the student's source,
-    every error listed (with 'in instantiation of' notes: which template arguments)."""
+    every error listed (with 'in instantiation of' notes: which template arguments).
+    `skip(line, column)`: errors to leave out (in host code, parse.py); `function_at(line)`:
+    the name of the function around a line, for nvcc's wording of a host call."""
     errors = []          # (line, col, message)
+    skipping = False
     for raw in diagnostics.splitlines():
         m = _DIAG.match(raw)
         if not m:
@@ -569,23 +642,35 @@ def compile_error(diagnostics: str, source_lines, offset: int = 0) -> CompileErr
         ours = m.group("file") in ("<stdin>", SOURCE_NAME) and line > 0
         line, col = (line, int(m.group("col"))) if ours else (None, None)
         if sev in ("error", "fatal error"):
+            skipping = skip is not None and line is not None and skip(line, col)
+            if skipping:
+                continue
             msg = re.sub(r" when compiling for sm_\d+", "", msg)
+            ref = re.match(r"^reference to __host__ function '(.*)' in (__\w+__) function$", msg)
+            if ref:                     # clang's words for std::numeric_limits<T>::max()
+                caller = function_at(line) if function_at and line else None
+                msg = host_call_message(ref.group(1), caller, ref.group(2))
+                errors.append([line, col, msg])
+                continue
             errors.append([line, col, _course_words(msg, line)])
+        elif skipping:
+            continue
         elif sev == "note" and errors and "in instantiation of" in msg and ours:
             errors[-1][2] += f" ({msg.replace(' requested here', '')} on line {line})"
             if errors[-1][0] is None:
                 errors[-1][0], errors[-1][1] = line, col
         elif sev == "note" and errors and msg.startswith("to match this") and ours:
             errors[-1][2] += f" (to match the {msg[len('to match this '):]} on line {line})"
-        elif sev == "note" and errors and errors[-1][2].startswith("no matching function") \
+        elif sev == "note" and errors and (errors[-1][2].startswith("no matching function")
+                                           or errors[-1][2].startswith("no viable")) \
                 and "not viable" in msg and "(" not in errors[-1][2]:
             reason = msg.split("not viable: ", 1)[-1]
             name = errors[-1][2].split("'")[1] if "'" in errors[-1][2] else "it"
-            if "call to __host__ function" in reason:
-                errors[-1][2] = (f"'{name}' is a host function: a kernel can only call "
-                                 f"functions marked __device__ (nvcc: calling a __host__ "
-                                 f"function from a __global__ function is not allowed). Write "
-                                 f"'__device__' before its return type.")
+            host = re.match(r"call to __host__ function from (__\w+__(?: __\w+__)?) function",
+                            reason)
+            if host:
+                caller = function_at(errors[-1][0]) if function_at and errors[-1][0] else None
+                errors[-1][2] = host_call_message(name.split("::")[-1], caller, host.group(1))
             else:
                 errors[-1][2] += f" ({reason})"
     if not errors:

@@ -11,6 +11,7 @@ Results are cached by the preprocessed text, so compiling the same source again 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sys
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from ..errors import CompileError
-from .clang import compile_error, run_clang
+from .clang import compile_error, error_locations, has_errors, run_clang
 from .preprocess import SOURCE_NAME, Preprocessed, preprocess
 from .translate import Translator, normalize_kernel_name
 
@@ -63,12 +64,15 @@ def source_line(pre: Preprocessed, line: int | None) -> str | None:
 
 class TranslationUnit(c_ast.FileAST):
     """A `c_ast.FileAST` with what the front end knows besides: `kernel_names` (the name
-    get_function takes -> the mangled name) and `template_kernels` (kernel templates)."""
+    get_function takes -> the mangled name), `template_kernels` (kernel templates) and
+    `failed` (functions the translator could not lower -> the `UnsupportedFeatureError`:
+    only the kernels that use one are refused)."""
 
-    def __init__(self, ext, kernel_names, template_kernels, coord=None):
+    def __init__(self, ext, kernel_names, template_kernels, coord=None, failed=None):
         super().__init__(ext, coord)
         self.kernel_names = kernel_names
         self.template_kernels = template_kernels
+        self.failed = dict(failed or {})       # function -> UnsupportedFeatureError
 
     def kernel_name(self, name: str) -> str | None:
         """The kernel `name` as this unit spells it (spaces and 32U/32 ignored), or None."""
@@ -115,14 +119,121 @@ def check_expression_depth(pre: Preprocessed, limit: int = MAX_NESTING) -> None:
         line += 1
 
 
+_FUNCTIONS = ("FunctionDecl", "CXXMethodDecl", "CXXConstructorDecl", "CXXConversionDecl",
+              "CXXDestructorDecl")
+_DEVICE_ATTRS = ("CUDAGlobalAttr", "CUDADeviceAttr")
+_DEVICE_VAR_ATTRS = ("CUDADeviceAttr", "CUDAConstantAttr", "CUDASharedAttr")
+
+
+def _attrs(n: dict) -> set:
+    return {a.get("kind") for a in n.get("inner", []) if isinstance(a, dict)}
+
+
+def _span(n: dict, offset: int):
+    """(first line, first column, last line, last column) of declaration `n` in the
+    student's numbering, or None where it is in the prelude or has no range."""
+    rng = n.get("range") or {}
+    ends = []
+    for key in ("begin", "end"):
+        loc = rng.get(key) or {}
+        if "expansionLoc" in loc:
+            loc = loc["expansionLoc"]
+        if "line" not in loc or "col" not in loc:
+            return None
+        ends.append((loc["line"] - offset, loc["col"] + (loc.get("tokLen", 1) - 1
+                                                         if key == "end" else 0)))
+    (l0, c0), (l1, c1) = ends
+    return None if l0 <= 0 else (l0, c0, l1, c1)
+
+
+def host_code(root: dict, offset: int) -> tuple[list, dict]:
+    """The host code of a translation unit, as clang's JSON gives it: (the spans of
+    `_span` of every declaration that device code cannot use (a function without
+    ``__device__``/``__global__``, a variable without ``__device__``/``__constant__``/
+    ``__shared__``, a class, typedef or alias whose name no device function mentions),
+    {first line of each function: its name} for messages). nvcc --cubin parses them and
+    drops them; so does the front end: clang's errors inside them are set aside."""
+    device_text = []
+    decls = []
+
+    def walk(items):
+        for n in items:
+            if not isinstance(n, dict):
+                continue
+            kind = n.get("kind")
+            if kind in ("NamespaceDecl", "LinkageSpecDecl"):
+                walk(n.get("inner", []))
+                continue
+            if kind == "FunctionTemplateDecl":
+                fs = [f for f in n.get("inner", []) if f.get("kind") in _FUNCTIONS]
+                device = any(_attrs(f) & set(_DEVICE_ATTRS) for f in fs)
+                decls.append((n, "function", device, fs[0].get("name") if fs else None))
+                if device:
+                    device_text.append(json.dumps(n))
+                continue
+            if kind in _FUNCTIONS:
+                device = bool(_attrs(n) & set(_DEVICE_ATTRS))
+                decls.append((n, "function", device, n.get("name")))
+                if device:
+                    device_text.append(json.dumps(n))
+            elif kind == "VarDecl":
+                decls.append((n, "variable", bool(_attrs(n) & set(_DEVICE_VAR_ATTRS)),
+                              n.get("name")))
+                if _attrs(n) & set(_DEVICE_VAR_ATTRS):
+                    device_text.append(json.dumps(n))
+            elif kind in ("CXXRecordDecl", "ClassTemplateDecl", "TypedefDecl",
+                          "TypeAliasDecl", "TypeAliasTemplateDecl", "EnumDecl"):
+                methods = json.dumps(n) if kind in ("CXXRecordDecl", "ClassTemplateDecl") \
+                    else ""
+                device = any(a in methods for a in _DEVICE_ATTRS)
+                decls.append((n, "type", device, n.get("name")))
+                if device:
+                    device_text.append(methods)
+            elif kind in ("UsingDirectiveDecl", "UsingDecl", "NamespaceAliasDecl"):
+                decls.append((n, "type", False, None))
+
+    walk(root.get("inner", []))
+    mentioned = "\n".join(device_text)
+    spans, names = [], {}
+    for n, what, device, name in decls:
+        span = _span(n, offset)
+        if span is None:
+            continue
+        if what == "function" and name:
+            names[span[0]] = name
+        if what == "type" and not device and name and re.search(
+                rf"\b{re.escape(name)}\b", mentioned):
+            device = True           # a struct or typedef the device code uses
+        if not device:
+            spans.append(span)
+    return spans, names
+
+
+def _inside(spans, line, col) -> bool:
+    return any((l0, c0) <= (line, col) <= (l1, c1) for l0, c0, l1, c1 in spans)
+
+
+def _function_at(names: dict, line: int) -> str | None:
+    before = [first for first in names if first <= line]
+    return names[max(before)] if before else None
+
+
 @functools.lru_cache(maxsize=64)
-def _translate(text: str, cooperative_groups: bool, source_lines: tuple) -> TranslationUnit:
-    root, diagnostics, offset = run_clang(text, cooperative_groups)
-    if root is None:
-        raise compile_error(diagnostics, source_lines, offset)
+def _translate(text: str, cooperative_groups: bool, source_lines: tuple,
+               included: tuple = ()) -> TranslationUnit:
+    root, diagnostics, offset = run_clang(text, cooperative_groups, included)
+    if root is None or has_errors(diagnostics):
+        spans, names = host_code(root, offset) if root is not None else ([], {})
+        in_host = lambda line, col: _inside(spans, line, col)     # noqa: E731
+        found = error_locations(diagnostics, offset)
+        if root is None or not found or any(line is None or not in_host(line, col)
+                                            for line, col, _ in found):
+            raise compile_error(diagnostics, source_lines, offset, skip=in_host,
+                                function_at=lambda line: _function_at(names, line))
+        # every error is in host code, which nvcc --cubin parses and drops: so do we
     tr = Translator(root, source_lines, offset)
     ast = tr.translate()
-    return TranslationUnit(ast.ext, tr.kernel_names, tr.template_kernels)
+    return TranslationUnit(ast.ext, tr.kernel_names, tr.template_kernels, failed=tr.failed)
 
 
 def parse(pre: Preprocessed) -> TranslationUnit:
@@ -132,7 +243,8 @@ def parse(pre: Preprocessed) -> TranslationUnit:
     check_expression_depth(pre)
     try:
         with recursion_room():
-            ast = _translate(pre.text, pre.cooperative_groups, tuple(pre.source_lines))
+            ast = _translate(pre.text, pre.cooperative_groups, tuple(pre.source_lines),
+                             tuple(pre.included))
     except RecursionError:
         raise CompileError(f"{SOURCE_NAME}: the source is nested too deeply for the "
                            f"emulator's front end (parentheses, blocks or operators "

@@ -173,6 +173,18 @@ __device__ int max(int, int); __device__ unsigned int max(unsigned int, unsigned
 __device__ long long max(long long, long long);
 __device__ unsigned long long max(unsigned long long, unsigned long long);
 __device__ float max(float, float); __device__ double max(double, double);
+__device__ unsigned int min(int, unsigned int); __device__ unsigned int min(unsigned int, int);
+__device__ long min(long, long); __device__ unsigned long min(unsigned long, unsigned long);
+__device__ unsigned long min(long, unsigned long); __device__ unsigned long min(unsigned long, long);
+__device__ unsigned long long min(long long, unsigned long long);
+__device__ unsigned long long min(unsigned long long, long long);
+__device__ double min(float, double); __device__ double min(double, float);
+__device__ unsigned int max(int, unsigned int); __device__ unsigned int max(unsigned int, int);
+__device__ long max(long, long); __device__ unsigned long max(unsigned long, unsigned long);
+__device__ unsigned long max(long, unsigned long); __device__ unsigned long max(unsigned long, long);
+__device__ unsigned long long max(long long, unsigned long long);
+__device__ unsigned long long max(unsigned long long, long long);
+__device__ double max(float, double); __device__ double max(double, float);
 __device__ unsigned int umin(unsigned int, unsigned int);
 __device__ unsigned int umax(unsigned int, unsigned int);
 __device__ int abs(int); __device__ long long llabs(long long);
@@ -207,6 +219,29 @@ struct thread_block {
   __device__ dim3 dim_threads() const { return blockDim; }
 };
 __device__ thread_block this_thread_block() { thread_block b; return b; }
+// The whole grid as a group: its ranks and sizes; grid.sync() needs a cooperative launch
+// (cudaLaunchCooperativeKernel), which the emulator does not run.
+struct grid_group {
+  __device__ unsigned long long num_threads() const {
+    return (unsigned long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z; }
+  __device__ unsigned long long size() const { return num_threads(); }
+  __device__ unsigned long long block_rank() const {
+    return ((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x; }
+  __device__ unsigned long long num_blocks() const {
+    return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
+  __device__ unsigned long long thread_rank() const {
+    return block_rank() * (blockDim.x * blockDim.y * blockDim.z)
+           + (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+  __device__ dim3 group_dim() const { return gridDim; }
+  __device__ dim3 dim_blocks() const { return gridDim; }
+  __device__ dim3 block_index() const { return blockIdx; }
+  template <class T = void> struct __never { static const bool value = false; };
+  template <class T = void> __device__ void sync() const {
+    static_assert(__never<T>::value, "grid_group::sync() needs a cooperative launch "
+                  "(cudaLaunchCooperativeKernel), which the CPU emulator does not run: end the "
+                  "kernel there and launch a second one"); }
+};
+__device__ grid_group this_grid() { grid_group g; return g; }
 // The __shared__ scratch CUDA's multi-warp tiles exchange data through (CUDA 11.1+):
 // here a multi-warp tile needs no scratch (the emulator's own built-ins do the exchange),
 // so it only takes its place in shared memory, 8 bytes per warp.
@@ -302,6 +337,26 @@ struct coalesced_group {
 };
 __device__ coalesced_group coalesced_threads() {
   coalesced_group g; g.mask = __activemask(); return g; }
+// The members of `g` whose label equals the caller's (CUDA 11's labeled_partition), and
+// binary_partition by a predicate: a coalesced group of those lanes.
+__device__ coalesced_group labeled_partition(const coalesced_group &g, unsigned int label) {
+  unsigned int same = 0u;
+  for (unsigned int lane = 0; lane < 32u; ++lane)
+    if ((g.mask >> lane) & 1u)
+      if (__shfl_sync(g.mask, label, (int)lane) == label) same |= 1u << lane;
+  coalesced_group r; r.mask = same; return r; }
+__device__ coalesced_group labeled_partition(const coalesced_group &g, int label) {
+  return labeled_partition(g, (unsigned int)label); }
+template <unsigned int N>
+__device__ coalesced_group labeled_partition(const thread_block_tile<N> &t, int label) {
+  static_assert(N <= 32, "labeled_partition of a tile of more than 32 threads");
+  coalesced_group g; g.mask = details::tile_lanes(N);
+  return labeled_partition(g, (unsigned int)label); }
+__device__ coalesced_group binary_partition(const coalesced_group &g, bool pred) {
+  return labeled_partition(g, pred ? 1u : 0u); }
+template <unsigned int N>
+__device__ coalesced_group binary_partition(const thread_block_tile<N> &t, bool pred) {
+  return labeled_partition(t, pred ? 1 : 0); }
 __device__ void sync(const coalesced_group &g) { __syncwarp(g.mask); }
 template <unsigned int N> __device__ thread_block_tile<N> tiled_partition(const thread_block &g) {
   static_assert(N >= 1 && N <= 1024 && (N & (N - 1)) == 0,
@@ -373,6 +428,20 @@ __device__ T reduce(const thread_block_tile<N> &g, T value, Op op) {
   for (unsigned int d = 32; d < N; d *= 2)
     value = op(value, __cg_tile_shfl_xor(value, d, N));
   return value;
+}
+// Over a coalesced group: every member gets op over the members' values, combined in lane
+// order (CUDA's library may combine in another order: floats can differ in the last bits).
+template <class T, class Op>
+__device__ T reduce(const coalesced_group &g, T value, Op op) {
+  T r = value;
+  bool first = true;
+  for (unsigned int lane = 0; lane < 32u; ++lane)
+    if ((g.mask >> lane) & 1u) {
+      T v = __shfl_sync(g.mask, value, (int)lane);
+      r = first ? v : op(r, v);
+      first = false;
+    }
+  return r;
 }
 }  // namespace cooperative_groups
 """
@@ -459,27 +528,71 @@ def _all_items(cooperative_groups: bool):
     return _items(cooperative_groups)
 
 
-def prelude_text(cooperative_groups: bool = False, used=None) -> str:
+# Empty namespaces of the CUDA libraries whose device API the emulator lacks, declared when
+# the source includes their header: `using namespace nvcuda;` parses, and a use of one of
+# their names is clang's "no member named ... in namespace", which clang.py words as
+# "the CPU emulator does not support ...".
+LIBRARY_NAMESPACES = {
+    "cub/cub.cuh": "namespace cub {}", "mma.h": "namespace nvcuda { namespace wmma {} }",
+    "thrust/device_vector.h": "namespace thrust {}", "thrust/host_vector.h": "namespace thrust {}",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _math_names() -> frozenset:
+    return frozenset(re.findall(r"__device__ \w[\w ]*? (\w+)\(", "\n".join(_math_decls())))
+
+
+def prelude_text(cooperative_groups: bool = False, used=None, included=()) -> str:
     """The declarations clang reads first: the CUDA keywords' macros, then each
     declaration whose name is in `used` (the identifiers of the source: clang's JSON of the
     whole prelude is a megabyte, and reading it was most of a compile), all of them when
     `used` is None. With `cooperative_groups`, `COOPERATIVE_GROUPS` too (the source
-    included <cooperative_groups.h>), and what it uses."""
+    included <cooperative_groups.h>), and what it uses. `included`: the headers the source
+    includes (headers.py), for the host declarations of host_prelude.py that only a header
+    brings, and the namespaces of `LIBRARY_NAMESPACES`."""
+    from .host_prelude import HOST_BLOCKS
+
     parts = []
-    blocks = [text for names, text, _ in HEADER_FUNCTIONS if used is None or names & set(used)]
+    blocks_all = [(names, text, needs, None) for names, text, needs in HEADER_FUNCTIONS] \
+        + list(HOST_BLOCKS)
+    written = set(used) if used is not None else None
     if used is not None:
         used = set(used) | _ALWAYS
         if cooperative_groups:
             used |= set(_IDENT.findall(COOPERATIVE_GROUPS))
-        for names, _, needs in HEADER_FUNCTIONS:
-            if names & used:
+    chosen: set = set()
+    changed = True
+    while changed:              # a block's needs may pull in another block
+        changed = False
+        for i, (names, text, needs, headers) in enumerate(blocks_all):
+            if i in chosen:
+                continue
+            if used is not None:
+                if not names & used:
+                    continue
+                if headers is not None and not set(included) & headers:
+                    continue
+                if text.lstrip().startswith("namespace std") and "std" not in written:
+                    continue        # std:: declarations only where the source says std
+            chosen.add(i)
+            if used is not None:
                 used |= needs
+            changed = True
+    blocks = [blocks_all[i][1] for i in sorted(chosen)]
     for names, text in _all_items(cooperative_groups):
         if used is None or names & used:
             parts.append(text)
+    if used is None or "std" in used:
+        # CUDA's <cmath> puts the math functions in std:: for device code too
+        declared = _math_names() if used is None else _math_names() & used
+        if declared:
+            parts.append("namespace std { " + " ".join(f"using ::{n};" for n in
+                                                         sorted(declared)) + " }")
     parts += blocks
     if cooperative_groups:
         parts.append(COOPERATIVE_GROUPS)
+    parts += sorted({LIBRARY_NAMESPACES[h] for h in included if h in LIBRARY_NAMESPACES})
     return _defines() + "\n".join(parts) + "\n"
 
 
@@ -541,7 +654,7 @@ STD_MOVE = r"""
 namespace std {
 template <class T> struct __tl_unref { typedef T type; };
 template <class T> struct __tl_unref<T &> { typedef T type; };
-template <class T> __device__ typename __tl_unref<T>::type &&move(T &&value);
+template <class T> __host__ __device__ typename __tl_unref<T>::type &&move(T &&value);
 }
 namespace cuda { namespace std { using ::std::move; } }
 """

@@ -12,11 +12,13 @@ clang (stage 2) therefore never sees an ``#include``, and is run with -nostdinc
 Steps:
 1. pcpp runs the C preprocessor (macros, ``#if``/``#ifdef``, ``-D``), with nvcc's device-side
    macros predefined (`PREDEFINED_MACROS`: ``__CUDACC__``, ``__NVCC__``, ``__CUDA_ARCH__`` =
-   900, ``__CUDACC_VER_MAJOR__`` = 13, ``__CUDACC_VER_MINOR__`` = 0). ``#include`` of a CUDA
-   or C header in `KNOWN_HEADERS` (``cuda_runtime.h``, ``stdio.h``, ...) is satisfied
-   inside, as those headers only declare what the prelude (prelude.py) declares;
-   ``<cooperative_groups.h>`` turns on the prelude's cooperative groups; any other
-   ``#include`` is a `CompileError` at its line. Macro expansion has caps
+   900, ``__CUDACC_VER_MAJOR__`` = 13, ``__CUDACC_VER_MINOR__`` = 0). ``#include`` of a header
+   name of the C and C++ standard libraries or of the CUDA toolkit (headers.py:
+   ``cuda_runtime.h``, ``cstdio``, ``vector``, ``cublas_v2.h``, ...) is satisfied inside, with
+   what device code may use from it (the prelude, prelude.py); ``<cooperative_groups.h>``
+   turns on the prelude's cooperative groups; a C++ header inside PyCUDA's default
+   ``extern "C"`` wrapping is refused as nvcc refuses it; any other ``#include`` is a
+   `CompileError` at its line. Macro expansion has caps
    (`MAX_MACRO_DEPTH`, `MAX_EXPANSION_TOKENS`), and so has the source (`MAX_SOURCE_CHARS`):
    a macro bomb ends in a `CompileError` in well under a second.
    CUDA's keywords (``__global__``, ``__shared__``, ``__launch_bounds__(...)``) are left
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 import pcpp
 
 from ..errors import CompileError, UnsupportedFeatureError
+from .headers import COOPERATIVE_GROUPS_HEADERS, HEADERS
 
 SOURCE_NAME = "kernel.cu"
 
@@ -70,31 +73,9 @@ MATH_CONSTANTS = {
 }
 HEADER_MACROS = {"NULL": "0", **MATH_CONSTANTS}
 
-# Headers an #include may name: they declare what the emulator provides built in, so they
-# are satisfied without reading anything. Any other #include is a CompileError.
-KNOWN_HEADERS = frozenset({
-    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h",
-    "device_functions.h", "vector_types.h", "vector_functions.h", "math_constants.h",
-    "sm_20_atomic_functions.h", "sm_60_atomic_functions.h", "cuda_device_runtime_api.h",
-    "builtin_types.h", "driver_types.h", "host_defines.h", "crt/host_defines.h",
-    "cuda_fp16.h", "cuda_bf16.h",       # included is fine; using __half is refused below
-    "cooperative_groups.h",             # its declarations: prelude.COOPERATIVE_GROUPS
-    "cooperative_groups/reduce.h",      # cg::reduce, cg::plus, ...: there too
-    # asynchronous copies (prelude.CUDA_BARRIER, PIPELINE_PRIMITIVES, CG_MEMCPY_ASYNC)
-    "cuda/barrier", "cuda/std/barrier", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
-    "cooperative_groups/memcpy_async.h",
-    "utility", "cuda/std/utility",      # std::move (prelude.STD_MOVE)
-    "stdio.h", "stdlib.h", "stdint.h", "stddef.h", "stdbool.h", "math.h", "float.h",
-    "limits.h", "assert.h", "string.h", "inttypes.h",
-    "cstdio", "cstdlib", "cstdint", "cstddef", "cmath", "cfloat", "climits", "cassert",
-    "cstring", "cinttypes",
-})
-# Headers of CUDA libraries the emulator does not provide: refused with their name.
-UNSUPPORTED_HEADERS = {
-    "mma.h": "warp matrix functions (wmma)",
-    "cublas_v2.h": "cuBLAS", "cublas.h": "cuBLAS", "curand_kernel.h": "cuRAND",
-    "cub/cub.cuh": "CUB", "thrust/device_vector.h": "Thrust",
-}
+# The header names an #include may give (every C, C++ and CUDA toolkit header: headers.py)
+# are satisfied without reading anything; any other name is a CompileError.
+KNOWN_HEADERS = frozenset(HEADERS)
 NO_FILES = "the emulator reads no files: paste what you need into your source"
 PASSED_PRAGMAS = ("unroll", "nounroll")   # the only #pragma / _Pragma clang is given
 _PRAGMA_OPERATOR = re.compile(r'\b_Pragma\b')
@@ -120,6 +101,7 @@ class Preprocessed:
     keywords spelled as clang's attributes; the prelude is added by the clang stage).
     `source_lines`: the student's original lines (index 0 is line 1), for error messages.
     `defines`: the -D macros applied, as a dict name -> value text.
+    `included`: the header names the source includes (headers.py), in order.
     """
 
     text: str
@@ -127,6 +109,7 @@ class Preprocessed:
     defines: dict
     float_mode: "FloatMode" = None
     cooperative_groups: bool = False
+    included: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -232,6 +215,20 @@ def parse_options(options) -> tuple[dict, list]:
     return defines, undefines
 
 
+def extern_c_message(name: str) -> str:
+    """Why `name`, a C++ header, cannot be included in PyCUDA's default mode, and what to
+    write instead."""
+    return (f"#include <{name}> inside the extern \"C\" {{ }} that SourceModule wraps the "
+            f"source in by default: <{name}> declares C++ (templates, overloads), which C "
+            f"linkage forbids, and nvcc refuses it (\"this declaration may not have "
+            f"extern \"C\" linkage\"). Pass no_extern_c=True to SourceModule. The kernels "
+            f"then keep C++ names: tilinglib's get_function(\"name\") still finds one by its "
+            f"name (a template's by its text, \"k<128, float>\"), on the GPU through its "
+            f"mangled name (tilinglib.frontend.mangled_names(source)); with PyCUDA's own "
+            f"SourceModule pass that mangled name, or write extern \"C\" before a kernel "
+            f"that is not a template")
+
+
 class _Stop(Exception):
     """Raised inside pcpp to stop preprocessing at once: (line, message)."""
 
@@ -247,12 +244,14 @@ def _base_lexer():
 
 
 class _Preprocessor(pcpp.Preprocessor):
-    def __init__(self):
+    def __init__(self, extern_c: bool = False):
         super().__init__(lexer=_base_lexer().clone())
         self.line_directive = "#line"
         self.errors: list[tuple[int | None, str]] = []
         self._depth = 0
         self.cooperative_groups = False
+        self.extern_c = extern_c          # the source goes inside PyCUDA's extern "C" { }
+        self.included: list = []          # the header names included, in order
         self._made = 0
         self._deadline = time.monotonic() + MAX_PREPROCESS_SECONDS
 
@@ -272,17 +271,19 @@ class _Preprocessor(pcpp.Preprocessor):
             name = tokens[0].value[1:-1]
         if name is None:
             raise _Stop(line, f"malformed #include: {NO_FILES}")
-        if name in KNOWN_HEADERS:
-            if name in ("cooperative_groups.h", "cooperative_groups/reduce.h",
-                        "cooperative_groups/memcpy_async.h"):     # each includes the first
+        known = HEADERS.get(name)
+        if known is not None:
+            if known.cxx and self.extern_c:
+                raise _Stop(line, extern_c_message(name))
+            if name in COOPERATIVE_GROUPS_HEADERS:        # each includes the first
                 self.cooperative_groups = True
+            if name not in self.included:
+                self.included.append(name)
             return iter(())
         shown = name if len(name) <= 80 else name[:77] + "..."
-        if name in UNSUPPORTED_HEADERS:
-            raise _Stop(line, f"#include <{shown}>: the CPU emulator does not support "
-                              f"{UNSUPPORTED_HEADERS[name]}")
-        raise _Stop(line, f"#include of '{shown}': {NO_FILES} (headers it knows: "
-                          f"cuda_runtime.h, stdio.h, math.h, stdint.h, ...)")
+        raise _Stop(line, f"#include of '{shown}': {NO_FILES} (it knows the header names of "
+                          f"the C and C++ standard libraries and of the CUDA toolkit: "
+                          f"cuda_runtime.h, cstdio, vector, cublas_v2.h, ...)")
 
     def on_file_open(self, is_system_include, includepath):
         raise OSError(NO_FILES)         # never reached: include() above opens nothing
@@ -425,12 +426,17 @@ def _check_text(source: str, source_lines) -> None:
                            .decode("utf-8")) from None
 
 
-def preprocess(source: str, options=None) -> Preprocessed:
+def preprocess(source: str, options=None, extern_c: bool = False) -> Preprocessed:
     """Run stage 1 on `source` (a str of CUDA C) with nvcc-style `options`.
 
+    `extern_c`: the source is compiled inside PyCUDA's default ``extern "C" { }`` wrapping
+    (``SourceModule(..., no_extern_c=False)``), where an ``#include`` of a C++ header is
+    refused as nvcc refuses it (`extern_c_message`).
+
     Returns a `Preprocessed`. Raises `CompileError` for preprocessor errors (``#error``,
-    an unterminated ``#if``) and `UnsupportedFeatureError` for C++ the emulator cannot run,
-    both citing the student's line.
+    an unterminated ``#if``, an ``#include`` of a name that is no C, C++ or CUDA header) and
+    `UnsupportedFeatureError` for C++ the emulator cannot run, both citing the student's
+    line.
     """
     if not isinstance(source, str):
         raise CompileError(f"the kernel source must be a str, got {type(source).__name__}")
@@ -442,7 +448,7 @@ def preprocess(source: str, options=None) -> Preprocessed:
                            f"lines")
     source_lines = tuple(source.split("\n"))
     _check_text(source, source_lines)
-    pp = _Preprocessor()
+    pp = _Preprocessor(extern_c)
     out = io.StringIO()
     try:
         for name, value in {**PREDEFINED_MACROS, **HEADER_MACROS}.items():
@@ -484,4 +490,5 @@ def preprocess(source: str, options=None) -> Preprocessed:
     _check_unsupported(text, source_lines)
     return Preprocessed(text=text, source_lines=source_lines, defines=defines,
                         float_mode=float_mode(options),
-                        cooperative_groups=pp.cooperative_groups)
+                        cooperative_groups=pp.cooperative_groups,
+                        included=tuple(pp.included))

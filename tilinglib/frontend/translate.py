@@ -36,6 +36,7 @@ from pycparser import c_ast
 from pycparser.c_parser import Coord
 
 from ..errors import UnsupportedFeatureError
+from .host_prelude import HOST_RECORDS
 from .prelude import PRELUDE_TYPEDEFS, VECTOR_NAMES
 
 SOURCE_NAME = "kernel.cu"
@@ -82,6 +83,26 @@ def _split_function_type(text: str):
                 ret, args = text[:i].strip(), text[i + 1:-1]
                 return ret, _split_commas(args)
     return text, []
+
+
+# a pointer or reference to an array, as clang spells it: 'float (*)[32]',
+# 'const float (*__restrict)[4][4]', 'float (**)[8]', 'float (&)[4]', 'float &[4]'
+_ARRAY_POINTER = re.compile(r"^(?P<base>.*?)\s*(?:\((?P<ptr>[*&][*&\s\w]*)\)|(?P<ptr2>&&?))"
+                            r"\s*(?P<dims>(?:\[\d+\]\s*)+)$")
+
+
+def _is_reference(text: str) -> bool:
+    """Whether clang's type `text` is a reference (`float &`, `const T &`, `float (&)[4]`)."""
+    text = text.rstrip()
+    if text.endswith("&"):
+        return True
+    m = _ARRAY_POINTER.match(text)
+    return bool(m) and ("&" in (m.group("ptr") or "") or bool(m.group("ptr2")))
+
+
+def _is_array_reference(text: str) -> bool:
+    """A reference to an array (`float (&)[4]`): never by value, unlike `const T &`."""
+    return _is_reference(text) and not text.rstrip().endswith("&")
 
 
 def _mentions_this(node) -> bool:
@@ -154,6 +175,9 @@ class Translator:
         self._by_pointer: set = set()    # methods that get their object by address
         self._this_ptr = False           # translating such a method's body
         self._decomp: dict = {}          # DecompositionDecl id -> its hidden variable
+        self.failed: dict = {}           # function name -> the UnsupportedFeatureError it met
+        self._device_refs = None         # ids of declarations device code names
+        self._file_vars: dict = {}       # id -> file-scope VarDecl
         self._bindings: dict = {}        # BindingDecl id -> its expression
 
     # ------------------------------------------------------------------ errors
@@ -198,19 +222,104 @@ class Translator:
         for e in self._enums:
             self.ext.append(e)
         for rid in list(self.records):
-            self._emit_record(rid)
+            self._emit_host_or_record(rid)
         for kind, n, extra in bodies:
             if kind == "var":
-                d = self.var_decl(n, file_scope=True)
+                d = self._file_scope_var(n)
                 if d is not None:
                     self.ext.append(d)
         for kind, n, extra in bodies:
             if kind == "fn":
-                f = self.function(n, extra)
+                try:
+                    f = self.function(n, extra)
+                except UnsupportedFeatureError as exc:
+                    # a construct the emulator lacks, in one function of a whole file:
+                    # the kernels that use it are refused with it (compiler.py), the
+                    # others still run
+                    self.failed[self.functions[n["id"]]] = exc
+                    continue
                 if f is not None:
                     self.ext.append(f)
         self.ext.extend(self._late)
         return c_ast.FileAST(self.ext)
+
+    def _emit_host_or_record(self, rid):
+        """Emit record `rid`; one device code cannot use (no __device__ method, a member
+        of a host type: `std::vector<float> v;`) is host code, left out when it cannot be
+        lowered (clang refuses device code that uses it)."""
+        qual, rec = self.records[rid]
+        try:
+            self._emit_record(rid)
+        except UnsupportedFeatureError:
+            if any(not m.get("isImplicit") and any(
+                    a.get("kind") in ("CUDADeviceAttr", "CUDAGlobalAttr") and not a.get("implicit")
+                    for a in m.get("inner", []) if isinstance(a, dict))
+                   for m in rec.get("inner", []) if isinstance(m, dict)):
+                raise                   # a class with __device__ methods: device code
+            name = qual.split("::")[-1].split("<")[0]
+            if re.search(rf"\b{re.escape(name)}\b", self.device_types()):
+                raise                   # a type device code uses
+            self._emitted.add(rid)
+
+    def _file_scope_var(self, n):
+        """A file-scope variable: `__device__`, `__constant__` and `__shared__` ones, and
+        const ones (device code may read a constant), are lowered; a host variable
+        (`int h_n = 4;`, `std::vector<float> data;`) is host code and left out (clang
+        refuses device code that uses it: "identifier ... is undefined in device code")."""
+        # (clang gives a constexpr variable an implicit __constant__: only a written one
+        # counts here; such a constant is lowered below if device code uses it)
+        attrs = {a.get("kind") for a in n.get("inner", []) if isinstance(a, dict)
+                 and not a.get("implicit")}
+        if attrs & {"CUDADeviceAttr", "CUDAConstantAttr", "CUDASharedAttr"}:
+            return self.var_decl(n, file_scope=True)
+        qual = n.get("type", {}).get("qualType", "")
+        if not (n.get("constexpr") or re.match(r"^const\b", qual) or " const" in qual
+                or n.get("id") in self._static_names):
+            return None                       # a host variable
+        if n.get("id") not in self._static_names and n.get("id") not in self.device_refs():
+            return None                       # a constant only host code uses
+        try:
+            return self.var_decl(n, file_scope=True)
+        except UnsupportedFeatureError:
+            return None                       # a constant of a host type (std::string)
+
+    def device_types(self) -> str:
+        """Every type the device functions and device variables spell (clang's text),
+        one per line."""
+        if getattr(self, "_device_type_text", None) is None:
+            types, stack = [], [self.fnodes[f] for f in self.functions]
+            stack += [n for n in self._file_vars.values()
+                      if any(a.get("kind") in ("CUDADeviceAttr", "CUDAConstantAttr",
+                                               "CUDASharedAttr")
+                             for a in n.get("inner", []) if isinstance(a, dict))]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, dict):
+                    t = n.get("type")
+                    if isinstance(t, dict):
+                        types.append(t.get("qualType", ""))
+                        types.append(t.get("desugaredQualType", ""))
+                    stack.extend(n.get("inner", []))
+            self._device_type_text = "\n".join(types)
+        return self._device_type_text
+
+    def device_refs(self) -> set:
+        """The ids of the declarations that the device functions' bodies name (and the
+        constants those declarations' initializers name)."""
+        if self._device_refs is None:
+            refs, stack = set(), [self.fnodes[f] for f in self.functions]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, dict):
+                    if n.get("kind") == "DeclRefExpr":
+                        rid = n.get("referencedDecl", {}).get("id")
+                        if rid not in refs and rid in self._file_vars:
+                            stack.append(self._file_vars[rid])   # its initializer's names
+                        refs.add(rid)
+                    stack.extend(n.get("inner", []))
+                    stack.extend(n.get("array_filler", []))
+            self._device_refs = refs
+        return self._device_refs
 
     def _in_prelude(self, n) -> bool:
         loc = n.get("loc") or {}
@@ -250,6 +359,9 @@ class Translator:
                     continue
                 if in_template or (n.get("name") in VECTOR_NAMES and self._in_prelude(n)):
                     continue
+                if self._in_prelude(n) and (scope[:1] == ["std"] or n.get("name")
+                                            in HOST_RECORDS):
+                    continue        # the host declarations of the headers (host_prelude.py)
                 loc = n.get("loc") or {}
                 anonymous = not n.get("name")
                 # an unnamed struct (a member's `struct { float a, b; } in;`, or C's
@@ -296,7 +408,10 @@ class Translator:
             elif kind == "VarDecl":
                 if not self._in_prelude(n):
                     bodies.append(("var", n, None))
+                    self._file_vars[n["id"]] = n
             elif kind == "EnumDecl":
+                if self._in_prelude(n) and scope[:1] != ["cuda"]:
+                    continue        # the headers' host enums (cudaError, ...): host code
                 self._enum(n)
             elif kind in ("TypedefDecl", "TypeAliasDecl"):
                 decl = next((t.get("decl", {}) for t in n.get("inner", [])
@@ -483,14 +598,21 @@ class Translator:
         if re.search(r"\(\*\)\s*\(", text):
             raise self.unsupported(n, f"function pointers ('{text}')",
                                    "call the __device__ function by its name")
-        m = re.match(r"^(.*?)\s*(?:\(&&?\)|&&?)\s*\[\d+\]$", text)     # clang: 'float &[4]' too
+        m = _ARRAY_POINTER.match(text)
         if m:
-            # a reference to an array (`auto& arr = f.v;`, `const float (&r)[4]`): a
-            # pointer to its first element; indexing it reads the array
-            return self.type_node(m.group(1) + " *", declname, n, by_value_refs)
-        if "(*)" in text or "(&)" in text:
-            raise self.unsupported(n, f"the type '{text}' (a pointer or reference to an "
-                                      f"array)", "index a plain pointer instead")
+            # a pointer or reference to an array (`float (*As)[TILE]`, a parameter
+            # `float (*C)[N]`, `float (&a)[N]`, `auto& arr = f.v;`): a pointer to the array
+            # type, so `As[i][j]`, `As + 1` and `sizeof(*As)` step by whole rows; a
+            # reference is such a pointer that its uses dereference (_is_reference)
+            node = self.type_node(m.group("base") + m.group("dims"), declname, n)
+            for op in re.findall(r"\*|&&?|\bconst\b|\bvolatile\b|__restrict\w*",
+                                 m.group("ptr") or m.group("ptr2")):
+                if op in ("const", "volatile") or op.startswith("__restrict"):
+                    if isinstance(node, c_ast.PtrDecl):
+                        node.quals.append("restrict" if op.startswith("__restrict") else op)
+                    continue
+                node = c_ast.PtrDecl([], node)
+            return node
         dims = []
         while True:
             m = re.search(r"\[(\d*)\]\s*$", text)
@@ -803,7 +925,8 @@ class Translator:
     def param(self, p):
         ttext = self.type_text(p["type"])
         name = p.get("name") or None
-        if ttext.rstrip().endswith("&") and not re.match(r"^const\b", ttext.strip()):
+        if (ttext.rstrip().endswith("&") and not re.match(r"^const\b", ttext.strip())) \
+                or _is_array_reference(ttext):
             self.ref_vars.add(p["id"])
             tnode = self.type_node(ttext, name, p)
         elif ttext.rstrip().endswith("&") and "*" in ttext:
@@ -1006,7 +1129,7 @@ class Translator:
         init_nodes = [c for c in d.get("inner", []) if isinstance(c, dict) and
                       not c.get("kind", "").endswith("Attr")]
         init_node = init_nodes[0] if init_nodes else None
-        is_ref = ttext.rstrip().endswith("&")
+        is_ref = _is_reference(ttext)
         if is_ref:
             temp = init_node is not None and init_node.get("kind") in (
                 "MaterializeTemporaryExpr", "ExprWithCleanups")
@@ -1090,7 +1213,7 @@ class Translator:
                                                 "captures variables",
                                            "write the inner one as a __device__ function")
                 continue
-            by_ref = f["type"]["qualType"].rstrip().endswith("&")
+            by_ref = _is_reference(f["type"]["qualType"])
             captures.append((var["id"], var.get("name"), by_ref, ci,
                              self.type_text(f["type"])))
         methods = []
