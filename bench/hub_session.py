@@ -288,6 +288,11 @@ class ClassHub:
                         (root / name).rmdir()
                     except OSError:
                         pass
+            for root in _cgroup_roots():
+                try:
+                    root.rmdir()              # only when no other hub's users are in it
+                except OSError:
+                    pass
             if self.base is not None:
                 shutil.rmtree(self.base, ignore_errors=True)
                 if self.base.exists():

@@ -170,6 +170,8 @@ class CgroupLocalProcessSpawner(LocalProcessSpawner):
             path.mkdir(parents=True, exist_ok=True)
             if controller == "memory" and self.mem_limit:
                 (path / "memory.limit_in_bytes").write_text(str(int(self.mem_limit)))
+                if (path / "memory.memsw.limit_in_bytes").exists():     # and no swap past it
+                    (path / "memory.memsw.limit_in_bytes").write_text(str(int(self.mem_limit)))
             if controller == "cpu" and self.cpu_limit:
                 period = int((path / "cpu.cfs_period_us").read_text())
                 (path / "cpu.cfs_quota_us").write_text(str(int(self.cpu_limit * period)))
