@@ -97,7 +97,7 @@ def free_port() -> int:
 
 def processes_of(uid: int):
     import psutil
-    for proc in psutil.process_iter(["uids", "cmdline", "memory_info"]):
+    for proc in psutil.process_iter(["uids", "cmdline", "memory_info", "name"]):
         try:
             if proc.info["uids"] and proc.info["uids"].real == uid:
                 yield proc
