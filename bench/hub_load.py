@@ -152,11 +152,14 @@ def main(argv=None) -> int:
     if missing:
         print("hub_load.py cannot run: " + "; ".join(missing), file=sys.stderr)
         return 2
+    args.lesson = args.lesson.resolve()
+    if not args.lesson.is_file():
+        p.error(f"no lesson notebook {args.lesson}")
     cells = code_cells(args.lesson)
     t_begin = time.monotonic()
     deadline = t_begin + args.deadline
     result = {"students": args.students, "lesson": str(args.lesson.relative_to(ROOT))
-              if args.lesson.resolve().is_relative_to(ROOT) else str(args.lesson),
+              if args.lesson.is_relative_to(ROOT) else str(args.lesson),
               "code_cells": len(cells), "mem_limit": args.mem_limit,
               "cpu_limit": args.cpu_limit, "errors": []}
     result["machine"] = {"cpus": os.cpu_count(),

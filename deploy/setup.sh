@@ -46,6 +46,7 @@ CPU_LIMIT=1
 CULL_TIMEOUT=3600
 BACKEND=""
 LIMITS=auto
+EXTRAS=hub
 APT=1
 ENV_STEP=1
 ENV_ONLY=0
@@ -71,6 +72,8 @@ Options (defaults in brackets):
   --cull-timeout S         stop a server idle this long [$CULL_TIMEOUT]
   --backend NAME           TILINGLIB_BACKEND for every server (emulator, pycuda) [auto]
   --limits HOW             auto, systemd, cgroup or none [$LIMITS]
+  --extras LIST            the extras installed into the environment [$EXTRAS]; hub,gpu on
+                           a GPU machine (PyCUDA, which needs nvcc on PATH)
   --no-apt, --env-only, --skip-env, --no-service
 EOF
 }
@@ -99,6 +102,7 @@ while [ $# -gt 0 ]; do
         --cull-timeout) CULL_TIMEOUT=$2; shift 2 ;;
         --backend) BACKEND=$2; shift 2 ;;
         --limits) LIMITS=$2; shift 2 ;;
+        --extras) EXTRAS=$2; shift 2 ;;
         --no-apt) APT=0; shift ;;
         --env-only) ENV_ONLY=1; shift ;;
         --skip-env) ENV_STEP=0; shift ;;
@@ -148,8 +152,8 @@ if [ "$ENV_STEP" -eq 1 ]; then
     # Debian's own Python: a venv made from a Python under root's home (pyenv) cannot be run
     # by anyone else.
     [ -x "$VENV/bin/python" ] || { say "python3 -m venv $VENV"; /usr/bin/python3 -m venv "$VENV"; }
-    say "pip install $REPO[hub] into $VENV"
-    "$VENV/bin/pip" install -q --upgrade "$REPO[hub]"
+    say "pip install $REPO[$EXTRAS] into $VENV"
+    "$VENV/bin/pip" install -q --upgrade "$REPO[$EXTRAS]"
     say "npm install configurable-http-proxy into $PREFIX/node"
     npm install --silent --no-fund --no-audit --prefix "$PREFIX/node" configurable-http-proxy@5 >/dev/null
     # Students get the Assignments tab (assignment_list, validate) and no grading tools.
