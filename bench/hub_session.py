@@ -479,14 +479,17 @@ class HubUser:
 class KernelChannels:
     """A kernel's /channels websocket: execute code cell by cell, as JupyterLab does."""
 
-    def __init__(self, user: HubUser, kernel_id: str):
+    def __init__(self, user: HubUser, kernel_id: str, connect_timeout: float = 300):
+        """Opens the websocket; the server answers the upgrade once the kernel is up, which
+        for many kernels starting at once on a small machine takes long (30 kernels on 2
+        cores: more than 30 s for a third of them)."""
         import websocket
         from jupyter_client.session import Session
         self.session = Session(username=user.name)
         url = (user.hub.url.replace("http://", "ws://") +
                f"/user/{user.name}/api/kernels/{kernel_id}/channels?session_id="
                f"{self.session.session}")
-        self.ws = websocket.create_connection(url, timeout=30,
+        self.ws = websocket.create_connection(url, timeout=connect_timeout,
                                               header=[f"Authorization: token {user.token}"])
 
     def execute(self, code: str, timeout: float = 300) -> dict:

@@ -154,6 +154,8 @@ if [ "$ENV_STEP" -eq 1 ]; then
     [ -x "$VENV/bin/python" ] || { say "python3 -m venv $VENV"; /usr/bin/python3 -m venv "$VENV"; }
     say "pip install $REPO[$EXTRAS] into $VENV"
     "$VENV/bin/pip" install -q --upgrade "$REPO[$EXTRAS]"
+    # the same version number with other code: install this checkout's tilinglib in any case
+    "$VENV/bin/pip" install -q --no-deps --force-reinstall "$REPO"
     say "npm install configurable-http-proxy into $PREFIX/node"
     npm install --silent --no-fund --no-audit --prefix "$PREFIX/node" configurable-http-proxy@5 >/dev/null
     # Students get the Assignments tab (assignment_list, validate) and no grading tools.

@@ -301,3 +301,74 @@ def test_helm_template_renders_valid_manifests():
     assert len(manifests) > 10
     for manifest in manifests:
         validate(manifest)
+
+
+# -- the sizes quoted come from the benchmark ---------------------------------------------------
+
+RESULTS = ROOT / "bench" / "results"
+
+
+def _median(values):
+    values = sorted(values)
+    n = len(values)
+    return (values[n // 2] + values[(n - 1) // 2]) / 2
+
+
+def _measured(name: str) -> dict:
+    """Medians over the students of bench/results/NAME (bench/hub_load.py --out) who ran
+    the whole lesson without an error."""
+    import json
+    run = json.loads((RESULTS / name).read_text())
+    memory = [s["memory"] for s in run["per_student"].values()
+              if "memory" in s and "lesson_s" in s and not s["errors"]]
+    assert len(memory) >= min(10, run["students"]), f"{name}: too few complete students"
+    return {key: _median([m[key] for m in memory])
+            for key in ("total_mib", "server_mib", "kernel_mib", "other_mib", "server_cpu_s",
+                        "kernel_cpu_s")}
+
+
+CLASS_RUNS = sorted(p.name for p in RESULTS.glob("hub_load_[13]0*.json"))
+
+
+def test_the_class_runs_are_there():
+    assert "hub_load_10.json" in CLASS_RUNS and any(n.startswith("hub_load_30") for n in CLASS_RUNS)
+
+
+@pytest.mark.parametrize("run", CLASS_RUNS)
+def test_the_readme_quotes_the_benchmarks_memory_and_cpu(run):
+    import re
+    m = _measured(run)
+    text = " ".join((ROOT / "README.md").read_text().split())
+    quoted = re.search(r"holds about (\d+) MiB resident \(server (\d+), kernel (\d+), and the "
+                       r"(\d+) MiB clang", text)
+    assert quoted, "README: the memory per student is not where this test reads it"
+    assert [int(x) for x in quoted.groups()] == [
+        round(m["total_mib"]), round(m["server_mib"]), round(m["kernel_mib"]),
+        round(m["other_mib"])]
+    cpu = re.search(r"a server's start to cost about (\d+) CPU-seconds", text)
+    assert cpu and int(cpu.group(1)) == round(m["server_cpu_s"])
+
+
+def test_the_values_are_sized_from_the_benchmark(values):
+    import re
+    from jupyterhub.traitlets import ByteSpecification
+    runs = [_measured(name) for name in CLASS_RUNS]
+    lesson08 = _measured("hub_load_1_lesson08.json")
+    comment = " ".join(" ".join(line.lstrip("#").split())
+                       for line in (K8S / "values.yaml").read_text().splitlines()
+                       if line.lstrip().startswith("#"))
+    quoted = re.search(r"holds about (\d+) MiB resident \(server (\d+), kernel (\d+), and the "
+                       r"(\d+) MiB clang", comment)
+    assert quoted and [int(x) for x in quoted.groups()] == [
+        round(runs[0]["total_mib"]), round(runs[0]["server_mib"]),
+        round(runs[0]["kernel_mib"]), round(runs[0]["other_mib"])]
+    quoted08 = re.search(r"lesson 08 holds (\d+) MiB", comment)
+    assert quoted08 and int(quoted08.group(1)) == round(lesson08["total_mib"])
+    cpu = re.search(r"costs its kernel (\d+) \(lesson 03\) to (\d+) \(lesson 08\) CPU seconds",
+                    comment)
+    assert cpu and [int(x) for x in cpu.groups()] == [
+        round(min(r["kernel_cpu_s"] for r in runs)), round(lesson08["kernel_cpu_s"])]
+    # the guarantee covers the largest measured student with half again as much to spare
+    guarantee = ByteSpecification().validate(None, values["singleuser"]["memory"]["guarantee"])
+    largest = max([r["total_mib"] for r in runs] + [lesson08["total_mib"]]) * 2**20
+    assert guarantee >= 1.5 * largest
