@@ -174,7 +174,11 @@ class ClassHub:
             "--hub-port", str(free_port()), "--proxy-api-port", str(free_port()),
             "--mem-limit", self.mem_limit, "--cpu-limit", str(self.cpu_limit),
             "--cull-timeout", str(self.cull_timeout), "--backend", "emulator"]
-        self._made_users = [self.instructor] + self.students   # close() removes them
+        names = [self.instructor] + self.students
+        taken = [n for n in names + self.groups if _user_exists(n) or _group_exists(n)]
+        if taken:       # never remove what this hub did not make
+            raise HubError(f"users or groups of these names exist already: {taken}")
+        self._made_users = names                                # close() removes them
         result = subprocess.run(command, capture_output=True, text=True,
                                 stdin=subprocess.DEVNULL)
         if result.returncode != 0:

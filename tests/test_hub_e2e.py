@@ -7,7 +7,9 @@ What a class does, in order:
    their own; the hub is started from the course environment (the one `sudo deploy/setup.sh
    --env-only` makes in /opt/tiling-course/venv; TILING_HUB_ENV names another);
 2. everyone logs in through the hub's login form (PAM: their Unix passwords) and starts a
-   server; the instructor's has nbgrader's formgrader, the students' do not;
+   server; the instructor's has nbgrader's formgrader (its REST API, and its JupyterLab
+   plugins in the page config /lab serves), the students' do not, and keep the
+   Assignments tab;
 3. the instructor generates and releases a1_tiled_sgemm through the formgrader's REST API;
 4. each student lists and fetches it through the Assignments tab's endpoints
    (/user/NAME/assignments, as JupyterLab's nbgrader extension calls them); one puts the
@@ -156,6 +158,26 @@ def test_only_the_instructor_has_the_formgrader(users):
     assert (status, body) == (200, {"status": True})
     for student in ("alice", "bob"):
         assert users[student].server("GET", "formgrader/api/status")[0] == 404
+
+
+def _lab_disabled_extensions(person) -> set[str]:
+    """The JupyterLab plugins turned off in `person`'s page config (what /lab serves)."""
+    status, page = person.server("GET", "lab")
+    assert status == 200, page
+    found = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                      page, re.S)
+    assert found, "no page config in /lab"
+    return set(json.loads(found.group(1)).get("disabledExtensions", []))
+
+
+def test_only_the_instructors_lab_shows_the_formgrader(users):
+    tools = {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+             "@jupyter/nbgrader:course-list"}
+    assert not tools & _lab_disabled_extensions(users["instructor"])
+    for student in ("alice", "bob"):
+        disabled = _lab_disabled_extensions(users[student])
+        assert tools <= disabled
+        assert "@jupyter/nbgrader:assignment-list" not in disabled     # the Assignments tab
 
 
 def test_collect_grade_and_gradebook(hub, users, course):
