@@ -1,5 +1,6 @@
-"""The project's own files agree: pyproject.toml and environment.yml name the same packages,
-the README's test command is what .ci/run runs, and the kernels ship as package data."""
+"""The project's own files agree: pyproject.toml and the conda files (environment.yml for
+every laptop, environment-gpu.yml for a GPU machine) name the same packages, the README's test
+command is what .ci/run runs, and the kernels ship as package data."""
 
 import re
 import subprocess
@@ -9,12 +10,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# In environment.yml only: the interpreter, pip itself, and the CUDA compiler PyCUDA calls
-# (a conda package with no pip counterpart).
-CONDA_ONLY = {"python", "pip", "cuda-nvcc"}
+# In environment.yml only: the interpreter and pip itself.
+CONDA_ONLY = {"python", "pip"}
+# In environment-gpu.yml only: the CUDA compiler PyCUDA calls (a conda package with no pip
+# counterpart).
+CONDA_GPU_ONLY = {"cuda-nvcc"}
 # On PyPI only (conda-forge has no `ziglang`): environment.yml's `pip: -e .` installs it with
 # the course's package. It carries clang, the C++ front end (tilinglib/frontend/clang.py).
 PIP_ONLY = {"ziglang"}
+# What conda-forge builds for Linux and Windows only: never in the file every laptop uses
+# (on macOS, `conda env create -f environment.yml` would fail on it).
+GPU_PACKAGES = {"pycuda", "cuda-nvcc"}
 
 
 def _name(requirement: str) -> str:
@@ -22,18 +28,28 @@ def _name(requirement: str) -> str:
     return re.split(r"[<>=!~;\[ ]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
-def pyproject_packages() -> set[str]:
+def pyproject_packages(*extras_named: str) -> set[str]:
+    """The dependencies plus the named extras of pyproject.toml."""
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    return {_name(r) for r in project["dependencies"] + extras["gpu"] + extras["lab"]}
+    requirements = list(project["dependencies"])
+    for extra in extras_named:
+        requirements += extras[extra]
+    return {_name(r) for r in requirements}
 
 
-def environment_packages() -> tuple[set[str], list[str]]:
-    """(conda packages, pip entries) of environment.yml, read without a YAML library:
+def gpu_extra() -> set[str]:
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {_name(r) for r in project["optional-dependencies"]["gpu"]}
+
+
+def environment_packages(name: str = "environment.yml") -> tuple[set[str], list[str]]:
+    """(conda packages, pip entries) of a conda file, read without a YAML library:
     the file keeps to '- name' items under 'dependencies:' and '- ...' under '- pip:'."""
     conda, pip, section = set(), [], None
-    for line in (ROOT / "environment.yml").read_text().splitlines():
+    for line in (ROOT / name).read_text().splitlines():
         stripped = line.split("#", 1)[0].rstrip()
         if not stripped:
             continue
@@ -57,14 +73,39 @@ def environment_packages() -> tuple[set[str], list[str]]:
 
 def test_environment_and_pyproject_name_the_same_packages():
     conda, pip = environment_packages()
-    assert conda - CONDA_ONLY == pyproject_packages() - PIP_ONLY
+    assert conda - CONDA_ONLY == pyproject_packages("lab") - PIP_ONLY
     assert CONDA_ONLY <= conda
     assert pip == ["-e ."]
 
 
+def test_the_gpu_environment_adds_the_gpu_extra():
+    conda, pip = environment_packages("environment-gpu.yml")
+    assert conda - CONDA_GPU_ONLY == gpu_extra()
+    assert CONDA_GPU_ONLY <= conda
+    assert pip == []
+    # it is applied on top of environment.yml: nothing listed twice
+    assert not conda & environment_packages()[0]
+    # conda env update -n tiling -f environment-gpu.yml: the file names no environment
+    assert not re.search(r"^name:", (ROOT / "environment-gpu.yml").read_text(), re.M)
+
+
+def test_every_laptops_environment_has_no_gpu_package():
+    conda, _ = environment_packages()
+    assert not conda & GPU_PACKAGES
+    assert environment_packages("environment-gpu.yml")[0] == GPU_PACKAGES
+
+
 def test_pyproject_packages_are_the_documented_ones():
-    assert pyproject_packages() == {"numpy", "pycparser", "pcpp", "ziglang", "ipywidgets",
-                                    "matplotlib", "pycuda", "jupyterlab", "ipykernel"}
+    assert pyproject_packages("lab") == {"numpy", "pycparser", "pcpp", "ziglang",
+                                         "ipywidgets", "matplotlib", "jupyterlab",
+                                         "ipykernel"}
+    assert gpu_extra() == {"pycuda"}
+
+
+def test_readme_says_which_environment_file_to_use():
+    text = (ROOT / "README.md").read_text()
+    assert "conda env create -f environment.yml" in text
+    assert "conda env update -n tiling -f environment-gpu.yml" in text
 
 
 def readme_test_command() -> str:
