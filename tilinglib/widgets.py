@@ -431,6 +431,7 @@ class LadderExplorer:
             least = 0 if k in self.step.may_be_zero else 1
             self.candidates[k] = tuple(_choices(vs, least)) + (params[k],)
         self._joint_of = {k: g for g in self.step.joint for k in g.parameters}
+        self._joint_cache: dict = {}
         self.measure = measure or ladder.measure
         self.busy_after = float(busy_after)
         self._adjusting = False
@@ -480,11 +481,17 @@ class LadderExplorer:
         import itertools
 
         names = group.parameters
+        others = tuple((k, v) for k, v in params.items() if k not in names)
+        key = (group.name, others)
+        cached = self._joint_cache.get(key)
+        if cached is not None:
+            return list(cached)
         out = []
         for combo in itertools.product(*(sorted(set(self.candidates[k])) for k in names)):
             p = {**params, **dict(zip(names, combo))}
             if self._runs(p):
                 out.append((group.describe(p), combo))
+        self._joint_cache[key] = tuple(out)       # the same other controls: the same list
         return out
 
     @property
