@@ -35,6 +35,7 @@ import warnings
 from typing import Callable, Sequence
 
 from .errors import ArgumentError
+from .formatting import percent
 
 __all__ = ["RooflineExplorer", "TileExplorer", "LadderExplorer", "roofline_explorer",
            "tile_explorer", "ladder_explorer", "read_values", "WidgetArgumentError",
@@ -596,9 +597,17 @@ class LadderExplorer:
                      ("local_bytes", "spilled bytes per thread", m.local_bytes,
                       str(m.local_bytes))]
         occ = m.occupancy
-        rows.append(("occupancy", "occupancy", round(occ.percent, 1),
-                     f"{occ.percent:.0f}% ({occ.active_blocks} blocks/SM, "
-                     f"{' and '.join(occ.limited_by)})"))
+        if m.registers is not None or occ.blocks_by_registers is not None:
+            rows.append(("occupancy", "occupancy", round(occ.percent, 1),
+                         f"{percent(occ.percent)} ({occ.active_blocks} blocks/SM, "
+                         f"{' and '.join(occ.limited_by)})"))
+        else:
+            # No register count: what threads, block slots and shared memory allow is an
+            # upper bound only (registers are unknown on the emulator for this shape).
+            rows.append(("occupancy_bound", "occupancy without registers",
+                         round(occ.percent, 1),
+                         f"at most {percent(occ.percent)}: {occ.active_blocks} blocks/SM by "
+                         f"{' and '.join(occ.limited_by)}; registers unknown for this shape"))
         if m.gflops is not None:
             rows += [("median_ms", "median time (ms)", m.median_ms, f"{m.median_ms:.4g}"),
                      ("gflops", "GFLOP/s", round(m.gflops, 1), f"{m.gflops:,.0f}")]
@@ -606,7 +615,9 @@ class LadderExplorer:
                     f"bytes per FMA from the formulas.")
         else:
             regs = (f"registers: {m.registers_source}" if m.registers is not None else
-                    "no register count for this shape (occupancy without registers)")
+                    "no register count for this shape: the emulator has no registers and "
+                    "tilinglib/data/ptxas_sm90.json does not list it, so the occupancy is what "
+                    "threads and shared memory allow, an upper bound")
             note = (f"Counted by the CPU emulator at N={m.N}: exact for this source, no time; "
                     f"{regs}.")
         return rows, note
