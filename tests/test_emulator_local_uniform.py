@@ -63,3 +63,47 @@ def test_a_uniform_read_of_an_element_set_in_some_lanes_only_warns_for_the_other
     assert bool(unset) == bool(readers), [str(w.message) for w in caught]
     if readers:
         assert "a[1]" in str(unset[0].message)
+
+
+SHARED_PATTERNS = r"""
+__global__ void k(float* out)
+{
+    __shared__ float s[4096];
+    int t = threadIdx.x;
+    for (int i = t; i < 4096; i += blockDim.x) s[i] = i;
+    __syncthreads();
+    float acc = 0.0f;
+    for (int k = 0; k < 8; ++k) {
+        float4 a = *(const float4*)&s[(t * 4 + 16 * k) % 4096];       // shifted: reused
+        float4 b = *(const float4*)&s[(t * (4 * k + 4)) % 4096];      // stride changes
+        float2 c = *(const float2*)&s[(2 * (t / (k + 1))) % 4096];    // broadcasts change
+        float d = s[(t * (k + 1)) % 4096];
+        acc += a.x + b.y + c.x + d;
+    }
+    __syncthreads();
+    *(float2*)&s[(t * 2 + 64 * (t & 1)) % 4096] = make_float2(acc, acc);
+    out[t] = acc;
+}
+"""
+
+
+def test_reused_shared_wavefronts_equal_counting_every_access(monkeypatch):
+    """A full warp's shared access reuses its line's previous wavefronts only for a uniform
+    shift: the counters equal those of counting every access afresh."""
+    from tilinglib.emulator import access
+
+    def counts():
+        f = SourceModule(SHARED_PATTERNS).get_function("k")
+        out = np.zeros(128, dtype=np.float32)
+        f(Out(out), block=(128, 1, 1), grid=(2, 1))
+        r = f.last_report
+        return (r.shared_load_requests, r.shared_load_wavefronts, r.shared_load_bank_conflicts,
+                r.shared_store_wavefronts, r.shared_store_bank_conflicts), out
+
+    reused, out1 = counts()
+    monkeypatch.setattr(access.MemoryAccess, "shared_counts", property(lambda self: {},
+                                                                       lambda self, v: None),
+                        raising=False)
+    fresh, out2 = counts()
+    assert reused == fresh and np.array_equal(out1, out2)
+    assert fresh[2] > 0                       # the pattern has conflicts to count

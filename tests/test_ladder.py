@@ -338,3 +338,31 @@ def test_blocks_that_move_by_half_sectors_really_differ():
     f = ladder._function("emulator-always", s.kernel, s.function, tuple(s.defines(p)))
     ladder._call(f, s, p, A, B, np.zeros((8, 32), np.float32), In, InOut, grid=(1, 1))
     assert f.last_report.global_load_sectors * 2 != full.global_load_sectors
+
+
+@pytest.mark.parametrize("name, params", [
+    ("coarse", {"BM": 32, "BN": 32, "BK": 8, "TM": 4}),
+    ("coarse", {"BM": 32, "BN": 32, "BK": 4, "TM": 4}),
+    ("regtile2d", {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4}),
+    ("vec4", {"BM": 32, "BN": 32, "BK": 4, "TM": 4, "TN": 4}),
+    ("warptile", {"BM": 32, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "WMITER": 1, "WNITER": 2,
+                  "TM": 4, "TN": 4, "APAD": 0}),
+    ("warptile_db", {"BM": 32, "BN": 64, "BK": 12, "WM": 32, "WN": 32, "WMITER": 1,
+                     "WNITER": 2, "TM": 4, "TN": 4, "APAD": 4}),
+])
+def test_whole_periods_of_the_tile_loop_give_the_bytes_per_fma_of_all_of_it(name, params):
+    """measure counts the emulator's N x N product over tile_loop_k steps: the bytes per
+    FMA (and the sectors per request) are those of K = N."""
+    s = ladder.get(name)
+    N = 96 if s.resolve(params)["BK"] == 12 else 64
+    k = ladder.tile_loop_k(s, N, params)
+    assert k < N and N % k == 0
+    short, whole = ladder.count(s, N, N, k, params), ladder.count(s, N, N, N, params)
+    width = s.shared_load_width
+    assert ladder.measured_bytes_per_fma(short, shared_bytes_per_load=width) == \
+        ladder.measured_bytes_per_fma(whole, shared_bytes_per_load=width)
+    assert short.global_load_sectors * whole.global_load_requests == \
+        whole.global_load_sectors * short.global_load_requests
+    assert short.shared_load_wavefronts * whole.shared_load_requests == \
+        whole.shared_load_wavefronts * short.shared_load_requests
+    assert ladder.tile_loop_k("tiled", 64) == 64

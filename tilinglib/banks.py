@@ -176,7 +176,8 @@ def plot_banks(access, ax=None, *, title: str | None = None):
     kinds = {"own": ("C0", "one lane, its own word"),
              "broadcast": ("C2", "one word broadcast to several lanes"),
              "conflict": ("C3", "bank conflict: several words in one bank, one wavefront each")}
-    if ax is None:
+    own = ax is None
+    if own:
         _, ax = plt.subplots(figsize=(10, 1.9 + 0.22 * max(rows, 1)))
     used = []
     for (bank, row), lanes in layout.items():
@@ -204,4 +205,8 @@ def plot_banks(access, ax=None, *, title: str | None = None):
               bbox_transform=ax.transAxes + ScaledTranslation(0, -0.42, ax.figure.dpi_scale_trans))
     ax.set_aspect("auto")
     ax.bank_cells = layout
+    if own:
+        from .plots import finished
+
+        finished(ax.figure)
     return ax

@@ -40,7 +40,7 @@ import numpy as np
 from .errors import ArgumentError
 
 __all__ = ["Step", "Joint", "STEPS", "names", "get", "launch", "run", "count", "measure",
-           "one_block_represents",
+           "one_block_represents", "tile_loop_k",
            "StepMeasurement",
            "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
            "compiled_registers", "ptxas_registers",
@@ -559,6 +559,31 @@ def one_block_represents(step: Step | str, M: int, N: int, K: int,
         and (bm * N) % sector_floats == 0
 
 
+def tile_loop_k(step: Step | str, N: int, params: Params | None = None) -> int:
+    """The K at which the emulator counts the N x N product for `measure`: whole periods of
+    the tile loop, at least two steps, instead of all N / BK steps; N for ``tiled`` (it
+    takes square matrices only) and where the period does not divide N.
+
+    Why the bytes per FMA are those of K = N: every step of a ladder kernel's tile loop
+    loads a BM x BK tile of A and a BK x BN tile of B and does BM·BN·BK FMAs; step s reads
+    the same addresses as step 0 moved by s·BK floats in A's rows and s·BK rows of B. B's
+    rows are N floats (whole sectors when N % 8 == 0); A's move of s·BK floats is whole
+    sectors when s·BK is a multiple of 8, so the sector pattern repeats every
+    8 / gcd(BK, 8) steps: the period. Over whole periods the requests, sectors, bytes,
+    wavefronts and FMAs per step are the same, and so are their ratios (the
+    double-buffered kernels load the same K / BK tiles, in the prologue and the loop)."""
+    import math
+
+    s = get(step)
+    p = s.resolve(params)
+    if s.square_only or "BK" not in p or N % 8:
+        return int(N)
+    period = 8 // math.gcd(p["BK"], 8)
+    k = p["BK"] * period * (2 if period == 1 else 1)
+    # (K % 4 as N's: the float4 kernels choose their loads of A by it)
+    return k if k <= N and N % k == 0 and k % 4 == N % 4 else int(N)
+
+
 def _scaled(report, blocks: int, grid):
     """The report of one block's launch as the launch of `blocks` alike on `grid`."""
     import dataclasses
@@ -666,7 +691,8 @@ class StepMeasurement:
 
     `formula_*_bytes_per_fma`: the step's formulas; `counted_*_bytes_per_fma`: the
     emulator's counters (emulator only; equal to the formulas when N is a multiple of the
-    block tile). `registers` and `local_bytes` (spills) are ptxas's: read through PyCUDA on a
+    block tile); `counted_shape`: the (M, N, K) the emulator ran (None on a GPU).
+    `registers` and `local_bytes` (spills) are ptxas's: read through PyCUDA on a
     GPU, else from the sm_90 table of `ptxas_registers` when it has the shape (None
     otherwise); `registers_source` says which. `occupancy` uses them when known. `gflops`
     and `median_ms`: GPU only."""
@@ -688,6 +714,7 @@ class StepMeasurement:
     occupancy: object
     median_ms: float | None
     gflops: float | None
+    counted_shape: tuple | None = None
 
 
 def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int = 0,
@@ -699,8 +726,9 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
     thread and spill bytes from PyCUDA (``num_regs``, ``local_size_bytes``). On the emulator:
     its counters, as bytes per FMA. Both: the formulas and `tilinglib.occupancy` (with the
     registers when known). On the emulator the launch is `count`'s (one block where
-    `one_block_represents`, cached per shape), and `relative_error` is of what it computed.
-    Raises ArgumentError as `launch` does."""
+    `one_block_represents`, cached per shape) over `tile_loop_k` of the tile loop's steps
+    (every step alike: the bytes per FMA are those of K = N), and `relative_error` is of
+    what it computed. Raises ArgumentError as `launch` does."""
     from .backend import get_backend
     from .occupancy import occupancy
     from .sgemm import random_matrices, relative_error
@@ -711,8 +739,10 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
     if backend.name == "emulator":
         # Counted, as `count` does (one block where all blocks are alike), and cached:
         # the emulator has no time to give, and the same shape counts the same.
-        report, error = _counted(s, p, N, N, N, seed, "warn")
+        K = tile_loop_k(s, N, p)
+        report, error = _counted(s, p, N, N, K, seed, "warn")
         f, median_ms, gflops = None, None, None
+        counted_shape = (int(N), int(N), K)
     else:
         A, B = random_matrices(int(N), seed)
         C = np.zeros_like(A)
@@ -723,6 +753,7 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
                         grid=grid, flops=2 * int(N) ** 3, repeat=repeat)
         report, error = t.report, relative_error(C, A, B)
         median_ms, gflops = t.median_ms, t.gflops
+        counted_shape = None
     counted = (None, None) if report is None else measured_bytes_per_fma(
         report, shared_bytes_per_load=s.shared_load_width)   # 16 for the float4 kernels
     regs = getattr(f, "num_regs", None)
@@ -742,7 +773,7 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
         registers=None if regs is None else int(regs),
         local_bytes=None if local is None else int(local), registers_source=source,
         occupancy=occ,
-        median_ms=median_ms, gflops=gflops)
+        median_ms=median_ms, gflops=gflops, counted_shape=counted_shape)
 
 
 # -- the H200's figures for the ladder (filled by `python -m tilinglib.bench`, lesson 08) --

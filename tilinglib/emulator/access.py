@@ -73,6 +73,8 @@ class MemoryAccess:
         self.blk_base = self.blk * self.shared_bytes
         self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
         self.site_cache: dict = {}                   # fast loads: the last one per site
+        self.shared_counts: dict = {}                # full-warp shared accesses: the last
+                                                     # offsets and wavefronts per line
         self.shared_bases: dict = {}                 # blk_base4 + an element offset
         self.shared_views = {}
         self.local_bytes = launch.local_stride
@@ -312,6 +314,8 @@ class MemoryAccess:
                 self._check_async(key, lanes, size, line, is_store)
             if lanes is None and size == 4 and not full:
                 self.count_shared_words(is_store, off >> 2)
+            elif full:
+                self._count_shared_full(is_store, warp, off, size, line)
             else:
                 lane = self.lane if lanes is None else self.lane[lanes]
                 M.count_shared(self.counters, is_store, warp, lane, off, size, full)
@@ -321,6 +325,27 @@ class MemoryAccess:
                 found = track(key, tib, line or 0, size)
                 if found:
                     self._hazards(found, lanes, line)
+
+    def _count_shared_full(self, is_store, warp, off, size, line) -> None:
+        """`memory.count_shared` for an access of every lane of full warps, its wavefronts
+        reused from this line's previous access of the same kind when every lane's offset
+        moved by one multiple of 4 bytes (a loop stepping through a tile): such a shift maps
+        banks onto banks one to one and keeps equal addresses equal, so each phase needs
+        the same wavefronts (`count_shared_words` argues the same for 4-byte loads)."""
+        key = (line, size, is_store)
+        prev = self.shared_counts.get(key)
+        if prev is not None and prev[0].shape == off.shape:
+            d = int(off[0]) - int(prev[0][0])
+            if d % 4 == 0 and not np.count_nonzero(off - prev[0] != d):
+                wavefronts, ideal = prev[1], prev[2]
+                M._add_shared(self.counters, is_store, off.shape[0] // M.WARP, wavefronts,
+                              wavefronts - ideal, off.shape[0] * size)
+                self.shared_counts[key] = (off, wavefronts, ideal)
+                return
+        wavefronts, ideal = M.shared_wavefronts(warp, self.lane, off, size, is_store, True)
+        M._add_shared(self.counters, is_store, off.shape[0] // M.WARP, wavefronts,
+                      wavefronts - ideal, off.shape[0] * size)
+        self.shared_counts[key] = (off, wavefronts, ideal)
 
     def _count_atomic(self, space, lanes, a, off, key, size):
         """Count an atomic (its own counters: not a load or store in ncu's metrics). Atomics
