@@ -245,8 +245,9 @@ def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(
     where = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0)) if legend_outside else \
         dict(loc="lower right")
     ax.legend(handles=handles, fontsize=8 if not legend_outside else 7, **where)
-    if own:
-        from .plots import finished
+    from .plots import finished, plain_log_ticks
 
+    plain_log_ticks(ax)
+    if own:
         finished(ax.figure)
     return ax

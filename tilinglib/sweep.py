@@ -238,9 +238,11 @@ def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     right.set_ylabel("global GB requested (1e9 bytes)")
     right.set_title("Requested bytes: 8·N³/TILE", fontsize=9)
     right.grid(True, which="both", alpha=0.3)
-    if own:
-        from .plots import finished
+    from .plots import finished, plain_log_ticks
 
+    plain_log_ticks(left)
+    plain_log_ticks(right)
+    if own:
         finished(left.figure)
     return left, right
 
