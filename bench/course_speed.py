@@ -15,7 +15,8 @@ costs the machine); the wall time is printed beside it.
 Explorer moves, on the CPU emulator, as a student makes them (each to a shape not seen
 before, then back to one seen: the explorer keeps what it computed):
 
-- lesson 01: `roofline_explorer`, TILE 1 .. 32 and the GPU menu;
+- lesson 01: `roofline_explorer`, TILE 1 .. 32 and the GPU menu, its plot drawn as in
+  Jupyter (an IPython shell with the inline backend);
 - lesson 03: `tile_explorer(128)`, TILE 1, 2, 4, 8, 16, 32;
 - lesson 07: `ladder_explorer("regtile2d", 128, BM = BN = 64, TM = TN = 4)`, each slider;
 - lesson 08: `ladder_explorer("warptile", 128)`, the block tile, APAD and the warp layout.
@@ -63,10 +64,12 @@ def _explorer(name: str):
 
 
 def _move(e, move: dict) -> None:
+    if "gpu" in move and e.gpu.value != move["gpu"]:
+        e.gpu.value = move["gpu"]
     if "tile" in move:
         e.select(move["tile"])
     elif "gpu" in move:
-        e.gpu.value = move["gpu"]
+        pass
     elif "layout" in move:
         d = e.joints["warp layout"]
         d.value = d.options[move["layout"]][1]       # the next layout the menu offers
@@ -79,6 +82,13 @@ def _move(e, move: dict) -> None:
 def worker_explorer(name: str) -> dict:
     """CPU and wall seconds of the explorer's start and of each move."""
     os.environ["TILINGLIB_BACKEND"] = "emulator"
+    if name == "01 roofline":
+        # In an IPython shell with the inline backend, as in Jupyter: the plot is drawn too.
+        import matplotlib
+        from IPython.core.interactiveshell import InteractiveShell
+
+        InteractiveShell.instance()
+        matplotlib.use("module://matplotlib_inline.backend_inline")
     c, w = time.process_time(), time.perf_counter()
     e = _explorer(name)
     start = (time.process_time() - c, time.perf_counter() - w)
@@ -88,7 +98,8 @@ def worker_explorer(name: str) -> dict:
         _move(e, move)
         moves.append((time.process_time() - c, time.perf_counter() - w))
         if first is None:                            # the state after the first move
-            first = dict(e.params) if hasattr(e, "params") else dict(move)
+            first = dict(e.params) if hasattr(e, "params") else dict(
+                move, **({"gpu": e.gpu.value} if hasattr(e, "gpu") else {}))
     c, w = time.process_time(), time.perf_counter()
     _move(e, first)                                  # back to a shape seen before
     again = (time.process_time() - c, time.perf_counter() - w)

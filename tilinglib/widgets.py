@@ -242,6 +242,7 @@ class RooflineExplorer(_Explorer):
         self.gpu = w.Dropdown(options=list(GPUS), value=gpu, description="GPU")
         self.gpu.observe(lambda change: self.update(self.slider.value), names="value")
         self.plot = w.Output() if plot else None
+        self._pngs: dict = {}                   # (GPU, TILE) -> the plot drawn for them
         self.update(value)
 
     def _children(self) -> list:
@@ -277,19 +278,36 @@ class RooflineExplorer(_Explorer):
 
         if self.plot is None or get_ipython() is None:
             return  # no notebook to draw in (a script or a test): the readout is enough
+        from IPython.display import Image, display
+
+        key = (self.gpu.value, tile)
+        png = self._pngs.get(key)
+        if png is None:
+            png = self._pngs[key] = self._render(tile)
+        with self.plot:
+            self.plot.clear_output(wait=True)
+            display(Image(data=png, format="png"))
+
+    def _render(self, tile) -> bytes:
+        """The roofline with the naive kernel and TILE's point, as PNG bytes: drawn once
+        (a fixed layout, no tight bounding box to measure first), kept per GPU and TILE."""
+        import io
+
         import matplotlib.pyplot as plt
-        from IPython.display import display
 
         from .roofline import naive_sgemm_intensity, plot_roofline, tiled_sgemm_intensity
 
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        plot_roofline(self.gpu.value, [("naive", naive_sgemm_intensity()),
-                                       (f"tiled, TILE={tile}", tiled_sgemm_intensity(tile))],
-                      ax=ax)
-        with self.plot:
-            self.plot.clear_output(wait=True)
-            display(fig)
-        plt.close(fig)
+        fig.subplots_adjust(left=0.12, right=0.97, bottom=0.12, top=0.93)   # no layout pass
+        try:
+            plot_roofline(self.gpu.value, [("naive", naive_sgemm_intensity()),
+                                           (f"tiled, TILE={tile}", tiled_sgemm_intensity(tile))],
+                          ax=ax)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png")
+        finally:
+            plt.close(fig)
+        return buf.getvalue()
 
 
 class TileExplorer(_Explorer):
