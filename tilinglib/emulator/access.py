@@ -404,7 +404,7 @@ class MemoryAccess:
 
     def load(self, addr, t, line, mask=None):
         """Load a scalar of C type `t` at `addr` in every active lane."""
-        if type(addr) is not np.ndarray:
+        if type(addr) is not np.ndarray and (mask is None or mask.any()):
             found = self._local_column(addr, t)
             if found is not None:
                 rows, col, word = found
