@@ -241,6 +241,21 @@ def test_too_many_threads_along_x_are_named_before_the_fault():
         "past their end. Launch block=(16, 16, 1) (one thread per tile element).")
 
 
+@pytest.mark.parametrize("block, fault", [((1024, 1, 1), "x"), ((1, 1024, 1), "y"),
+                                          ((16, 64, 1), "y")])
+def test_the_block_suggested_fixes_the_axes_the_fault_did_not_show_too(block, fault):
+    """A (1024, 1, 1) block for TILE = 32 faults on the columns first; the rows want 32
+    threads as well: the warning's launch is (32, 32, 1), never (32, 1, 1) (lesson 04's
+    exercise 04.2 showed that advice to a student)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(MemoryAccessError):
+            tiled_launch(block, tile=32)
+    (w,) = [w for w in caught if w.category is BlockShapeWarning]
+    assert f"indexed with threadIdx.{fault}" in str(w.message)
+    assert str(w.message).endswith("Launch block=(32, 32, 1) (one thread per tile element).")
+
+
 @pytest.mark.parametrize("tile,pad", [(32, 0), (32, 1), (16, 0), (16, 1), (8, 1), (4, 0)])
 def test_a_block_that_matches_the_tile_is_silent_padding_included(tile, pad):
     f, C, A, B = no_kernel_warnings(lambda: tiled_launch((tile, tile, 1), tile=tile, pad=pad))

@@ -140,11 +140,23 @@ WRONG = {
     "03.2": [
         ('tl.exercises.check("03.2", "sum += A[row * N + t * TILE + k] * B[(t * TILE + k) * N + col];")',
          "your kernel still requests 10 bytes per FMA (2 with the tiles, at TILE = 4)"),
-        # A hint in words; the line itself is left to the answer cell.
+        # Which of the two operands is wrong, in the student's own terms (the right line
+        # itself is left to the answer cell).
         ('tl.exercises.check("03.2", "sum += As[k][ty] * Bs[tx][k];")',
-         "As[i][j] is row i, column j of the A tile"),
-        ('tl.exercises.check("03.2", "sum += As[k][ty] * Bs[tx][k];")',
-         "which row of the A tile does it need, which column of the B tile"),
+         "Both operands read the wrong element: As[k][ty] of the A tile and Bs[tx][k] of "
+         "the B tile"),
+        ('tl.exercises.check("03.2", "sum += As[k][ty] * Bs[k][tx];")',
+         "Your B operand, Bs[k][tx], is right; your A operand, As[k][ty], reads the wrong "
+         "element of the A tile"),
+        ('tl.exercises.check("03.2", "sum += As[ty][k] * Bs[tx][k];")',
+         "Your A operand, As[ty][k], is right; your B operand, Bs[tx][k], reads the wrong "
+         "element of the B tile"),
+        ('tl.exercises.check("03.2", "sum += Bs[tx][k] * As[ty][k];")',
+         "Your A operand, As[ty][k], is right; your B operand, Bs[tx][k]"),
+        ('tl.exercises.check("03.2", "sum += As[k][ty] * Bs[k][tx];")',
+         "for each k it needs the k-th element of row ty of the A tile"),
+        ('tl.exercises.check("03.2", "sum += As[ty][k] + Bs[k][tx];")',
+         "Your line adds As[ty][k] + Bs[k][tx]: it should add one product"),
         # A loop that never ends: stopped at the check's limits, with the loop's line.
         ('tl.exercises.check("03.2", "sum += As[ty][k] * Bs[k][tx]; k--;")',
          "a loop that never ends? (look at the loop at kernel.cu:32: "

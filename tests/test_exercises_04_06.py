@@ -42,6 +42,7 @@ WRONG = {
         ("tl.exercises.check('04.2', (64, (64, 64, 1)))", "4,096 threads in a block"),
         ("tl.exercises.check('04.2', (16, (16, 16, 1)))", "not the largest"),
         ("tl.exercises.check('04.2', (32, (1024, 1, 1)))", "the launch with block=(1024, 1, 1) fails"),
+        ("tl.exercises.check('04.2', (32, (1024, 1, 1)))", "For TILE = 32: block=(32, 32, 1)."),
         ("tl.exercises.check('04.2', (32, (..., ..., 1)))", "fill in the block too"),
         ("tl.exercises.check('04.2', (32, (16, 64, 1)))", "the block is (TILE, TILE, 1)"),
         # The one rule of tilinglib.exercises.common: a launch takes ints, even whole floats.
@@ -168,6 +169,15 @@ WRONG = {
     ],
     "06.5": [
         ("tl.exercises.check('06.5', 0.948)", "that is the 32-bit time"),
+        # a time in seconds or microseconds: said so, with the factor
+        ("gbps = 3397.2\ntl.exercises.check('06.5', 6 * 2**28 / (gbps * 1e9))",
+         "is a time in seconds (and the right bytes): time_ms is in milliseconds, so multiply "
+         "by 1e3"),
+        ("gbps = 3397.2\ntl.exercises.check('06.5', 12 * 2**28 / (gbps * 1e9))",
+         "is a time in seconds: time_ms is in milliseconds"),
+        ("gbps = 3397.2\ntl.exercises.check('06.5', 6 * 2**28 / (gbps * 1e9) * 1e6)",
+         "is a time in microseconds (and the right bytes): time_ms is in milliseconds, so "
+         "divide by 1e3"),
         ("gbps = 3397.2\ntl.exercises.check('06.5', 8 * 2**28 / (gbps * 1e9) * 1e3)",
          "y is written in 16 bits too"),
     ],
@@ -250,3 +260,16 @@ def test_a_compile_error_in_the_student_line_is_wrong_not_a_traceback():
     fb = run_cell("tl.exercises.check('05.3', '__shared__ float T[32][33]')")   # no ';'
     assert fb.status == "wrong" and "your declaration is line 26" in fb.message
     assert "';' missing at the end of line 26" in fb.message
+
+
+@pytest.mark.parametrize("block", [(1024, 1, 1), (16, 64, 1), (32, 1, 1), (64, 16, 1)])
+def test_04_2_shows_no_emulator_warning_of_its_own_and_never_advises_a_wrong_block(block):
+    """The check explains the block itself; the emulator's BlockShapeWarning (which once
+    advised block=(32, 1, 1) for (1024, 1, 1)) is not shown under the exercise cell."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fb = run_cell(f"tl.exercises.check('04.2', (32, {block}))")
+    assert fb.status == "wrong" and "(32, 1, 1)" not in fb.message.replace(str(block), "")
+    assert not [str(w.message) for w in caught]

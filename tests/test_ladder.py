@@ -258,3 +258,111 @@ def test_gpu_script_launches_as_the_ladder_does():
             if step.square_only and M != N:
                 continue
             assert mod.launch_shape(kernel, p, M, N) == ladder.launch(step, M, N, M, p)
+
+
+def _full_launch_report(step, M, N, K, params, seed=0):
+    """The whole launch's report, every block run (what `count` saves work on)."""
+    from tilinglib.emulator import In, Out
+
+    s = ladder.get(step)
+    p = s.resolve(params)
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    C = np.zeros((M, N), dtype=np.float32)
+    f = ladder._function("emulator-always", s.kernel, s.function, tuple(s.defines(p)))
+    ladder._call(f, s, p, A, B, C, In, Out)
+    assert relative_error(C, A, B) < 1e-5
+    return f.last_report
+
+
+# Shapes where every block is full and moves by whole sectors (one block counts for all),
+# among them K not a multiple of BK, a BK = 12 that cuts A's rows across sectors, and more
+# blocks along one axis than the other.
+ONE_BLOCK_CASES = [
+    ("tiled", {"TILE": 8}, (32, 32, 32)),
+    ("tiled", {"TILE": 16}, (48, 48, 48)),
+    ("coarse", {"BM": 32, "BN": 32, "BK": 8, "TM": 4}, (64, 96, 40)),
+    ("coarse", {"BM": 32, "BN": 16, "BK": 4, "TM": 8}, (96, 32, 30)),
+    ("regtile2d", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}, (64, 64, 37)),
+    ("vec4", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}, (64, 96, 32)),
+    ("vec4", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}, (64, 64, 30)),
+    ("warptile", {"BM": 32, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "WMITER": 1, "WNITER": 2,
+                  "TM": 4, "TN": 4, "APAD": 4}, (64, 128, 24)),
+    ("warptile_db", {"BM": 32, "BN": 64, "BK": 12, "WM": 32, "WN": 32, "WMITER": 1,
+                     "WNITER": 2, "TM": 4, "TN": 4, "APAD": 4}, (64, 128, 36)),
+]
+
+
+@pytest.mark.parametrize("name, params, shape", ONE_BLOCK_CASES)
+def test_one_block_counts_equal_the_whole_launch(name, params, shape):
+    M, N, K = shape
+    assert ladder.one_block_represents(name, M, N, K, params)
+    ladder._COUNTS.clear()
+    one = ladder.count(name, M, N, K, params)
+    full = _full_launch_report(name, M, N, K, params)
+    assert one.as_dict() == full.as_dict()
+    assert one.grid == full.grid and one.threads == full.threads and one.flops > 0
+
+
+@pytest.mark.parametrize("name, params, shape, why", [
+    ("coarse", {"BM": 64, "BN": 4, "BK": 8, "TM": 8}, (64, 16, 16),
+     "a block 4 columns wide moves B by 16 bytes, half a sector"),
+    ("coarse", {"BM": 32, "BN": 32, "BK": 8, "TM": 4}, (40, 64, 32), "M % BM: partial blocks"),
+    ("regtile2d", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}, (32, 32, 32), "one block"),
+    ("coarse", {"BM": 4, "BN": 32, "BK": 8, "TM": 4}, (8, 32, 31),
+     "BM·K = 124 floats is not whole sectors"),
+])
+def test_one_block_is_not_taken_for_all_where_the_blocks_differ(name, params, shape, why):
+    M, N, K = shape
+    assert not ladder.one_block_represents(name, M, N, K, params), why
+    # and there the full launch is what count reports
+    ladder._COUNTS.clear()
+    assert ladder.count(name, M, N, K, params).as_dict() == \
+        _full_launch_report(name, M, N, K, params).as_dict()
+
+
+def test_blocks_that_move_by_half_sectors_really_differ():
+    """The sector condition is needed: with BM·K = 124 floats, block row 1 reads A 16
+    bytes off block row 0's sector boundaries, so block (0, 0) times the blocks would count
+    other sectors than the launch's."""
+    from tilinglib.emulator import In, InOut
+
+    p = {"BM": 4, "BN": 32, "BK": 8, "TM": 4}
+    full = _full_launch_report("coarse", 8, 32, 31, p)
+    s = ladder.get("coarse")
+    p = s.resolve(p)
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((8, 31), dtype=np.float32)
+    B = rng.standard_normal((31, 32), dtype=np.float32)
+    f = ladder._function("emulator-always", s.kernel, s.function, tuple(s.defines(p)))
+    ladder._call(f, s, p, A, B, np.zeros((8, 32), np.float32), In, InOut, grid=(1, 1))
+    assert f.last_report.global_load_sectors * 2 != full.global_load_sectors
+
+
+@pytest.mark.parametrize("name, params", [
+    ("coarse", {"BM": 32, "BN": 32, "BK": 8, "TM": 4}),
+    ("coarse", {"BM": 32, "BN": 32, "BK": 4, "TM": 4}),
+    ("regtile2d", {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4}),
+    ("vec4", {"BM": 32, "BN": 32, "BK": 4, "TM": 4, "TN": 4}),
+    ("warptile", {"BM": 32, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "WMITER": 1, "WNITER": 2,
+                  "TM": 4, "TN": 4, "APAD": 0}),
+    ("warptile_db", {"BM": 32, "BN": 64, "BK": 12, "WM": 32, "WN": 32, "WMITER": 1,
+                     "WNITER": 2, "TM": 4, "TN": 4, "APAD": 4}),
+])
+def test_whole_periods_of_the_tile_loop_give_the_bytes_per_fma_of_all_of_it(name, params):
+    """measure counts the emulator's N x N product over tile_loop_k steps: the bytes per
+    FMA (and the sectors per request) are those of K = N."""
+    s = ladder.get(name)
+    N = 96 if s.resolve(params)["BK"] == 12 else 64
+    k = ladder.tile_loop_k(s, N, params)
+    assert k < N and N % k == 0
+    short, whole = ladder.count(s, N, N, k, params), ladder.count(s, N, N, N, params)
+    width = s.shared_load_width
+    assert ladder.measured_bytes_per_fma(short, shared_bytes_per_load=width) == \
+        ladder.measured_bytes_per_fma(whole, shared_bytes_per_load=width)
+    assert short.global_load_sectors * whole.global_load_requests == \
+        whole.global_load_sectors * short.global_load_requests
+    assert short.shared_load_wavefronts * whole.shared_load_requests == \
+        whole.shared_load_wavefronts * short.shared_load_requests
+    assert ladder.tile_loop_k("tiled", 64) == 64

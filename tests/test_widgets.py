@@ -317,3 +317,23 @@ def test_the_warp_layout_recounts_on_the_emulator():
     e.select(WM=16, WN=32, WMITER=1, WNITER=1, TM=4, TN=4)                 # RM = RN = 4
     assert e.values["threads"] == 8 * 4 * 32
     assert e.values["shared_counted"] == 4 * 8 / 16                        # 2.0
+
+
+def test_ladder_explorer_says_occupancy_is_a_bound_when_no_register_count_is_known():
+    """Lesson 07's explorer: a shape ptxas's table has (64 registers) gives the occupancy;
+    one it lacks (BK = 16) gives what threads and shared memory allow, said to be an upper
+    bound with registers unknown, never a plain "occupancy 100%"."""
+    from tilinglib import ladder
+
+    e = ladder_explorer("regtile2d", 64, value={"BM": 64, "BN": 64, "BK": 8, "TM": 4,
+                                                        "TN": 4})
+    assert ladder.ptxas_registers("regtile2d", e.params)["registers"] == 64
+    assert "occupancy" in e.values and "occupancy_bound" not in e.values
+    assert e.values["registers"] == 64
+    e.select(BK=16)
+    assert ladder.ptxas_registers("regtile2d", e.params) is None
+    assert "occupancy" not in e.values and "registers" not in e.values
+    shown = read_values(e.readout.value)
+    assert "occupancy_bound" in shown
+    assert "at most 100%" in e.readout.value and "registers unknown" in e.readout.value
+    assert "an upper bound" in e.readout.value

@@ -40,6 +40,7 @@ import numpy as np
 from .errors import ArgumentError
 
 __all__ = ["Step", "Joint", "STEPS", "names", "get", "launch", "run", "count", "measure",
+           "one_block_represents", "tile_loop_k",
            "StepMeasurement",
            "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
            "compiled_registers", "ptxas_registers",
@@ -124,6 +125,9 @@ class Step:
         whole number."""
         out = dict(self.defaults)
         for key, value in dict(params or {}).items():
+            if type(value) is int and key in out:       # the common case, checked cheaply
+                out[key] = value
+                continue
             if key not in self.defaults:
                 raise ArgumentError(f"{self.name!r} has no parameter {key!r}; its parameters "
                                     f"are {', '.join(self.defaults)}")
@@ -494,10 +498,10 @@ def _matrices(A, B) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(A), np.ascontiguousarray(B)
 
 
-def _call(f, s: Step, p: dict, A, B, C, In, Out, **kw):
+def _call(f, s: Step, p: dict, A, B, C, In, Out, grid=None, **kw):
     M, K = A.shape
     N = B.shape[1]
-    block, grid = s.block(p), s.grid(M, N, p)
+    block, grid = s.block(p), grid or s.grid(M, N, p)
     if s.square_only:
         f(np.int32(N), In(A), In(B), Out(C), block=block, grid=grid, **kw)
     else:
@@ -522,31 +526,147 @@ def run(step: Step | str, A: np.ndarray, B: np.ndarray, params: Params | None = 
     return C
 
 
-def count(step: Step | str, M: int, N: int, K: int, params: Params | None = None, *,
-          seed: int = 0, hazards: str = "warn"):
-    """Run the step on the CPU emulator for seeded random (M x K) · (K x N) inputs.
+def one_block_represents(step: Step | str, M: int, N: int, K: int,
+                         params: Params | None = None) -> bool:
+    """True when the counters of block (0, 0) alone, times the number of blocks, are those
+    of the whole launch of this step for C (M x N) = A (M x K) · B (K x N); `count` then runs
+    that one block.
 
-    Always the emulator, GPU or not: its counters are exact and the same on every machine.
-    Returns the `LaunchReport`. Raises ArgumentError as `launch` does, and
-    `KernelRuntimeError` if the kernel computes a wrong product (relative error over 1e-4),
-    which no ladder kernel should."""
-    from .emulator import In, Out
-    from .errors import KernelRuntimeError
+    Why it holds, and when: the ladder's kernels branch only on thread and block indices and
+    on M, N, K, never on the data, and a block's shared memory is its own. Block (bx, by)
+    makes block (0, 0)'s accesses with every global address moved by a constant: A by
+    by·BM·K floats, B by bx·BN, C by by·BM·N + bx·BN. The counters are then equal when
+
+    - every block is full (M % BM == 0 and N % BN == 0; for ``tiled``, N % TILE == 0), so the
+      guards against the matrix edges decide the same in every block (K's guard depends on
+      k0 only, the same in all blocks);
+    - each of those moves is a whole number of 32-byte sectors (BN, BM·K and BM·N multiples
+      of 8 floats), so every warp's request touches as many sectors as block (0, 0)'s:
+      requests, sectors and bytes are equal, and shared memory (wavefronts, bank conflicts,
+      barriers, FLOPs) is the same per block whatever the addresses.
+
+    With one block there is nothing to gain, and False is returned. `tests/test_ladder.py`
+    checks the equality against full runs for every step."""
+    s, p = _checked(step, M, N, K, params)
+    gx, gy = s.grid(M, N, p)
+    if gx * gy < 2:
+        return False
+    bm, bn = (p["TILE"], p["TILE"]) if s.square_only else (p["BM"], p["BN"])
+    if M % bm or N % bn:
+        return False
+    sector_floats = 32 // FLOAT
+    return bn % sector_floats == 0 and (bm * K) % sector_floats == 0 \
+        and (bm * N) % sector_floats == 0
+
+
+def tile_loop_k(step: Step | str, N: int, params: Params | None = None) -> int:
+    """The K at which the emulator counts the N x N product for `measure`: whole periods of
+    the tile loop, at least two steps, instead of all N / BK steps; N for ``tiled`` (it
+    takes square matrices only) and where the period does not divide N.
+
+    Why the bytes per FMA are those of K = N: every step of a ladder kernel's tile loop
+    loads a BM x BK tile of A and a BK x BN tile of B and does BM·BN·BK FMAs; step s reads
+    the same addresses as step 0 moved by s·BK floats in A's rows and s·BK rows of B. B's
+    rows are N floats (whole sectors when N % 8 == 0); A's move of s·BK floats is whole
+    sectors when s·BK is a multiple of 8, so the sector pattern repeats every
+    8 / gcd(BK, 8) steps: the period. Over whole periods the requests, sectors, bytes,
+    wavefronts and FMAs per step are the same, and so are their ratios (the
+    double-buffered kernels load the same K / BK tiles, in the prologue and the loop)."""
+    import math
+
+    s = get(step)
+    p = s.resolve(params)
+    if s.square_only or "BK" not in p or N % 8:
+        return int(N)
+    period = 8 // math.gcd(p["BK"], 8)
+    k = p["BK"] * period * (2 if period == 1 else 1)
+    # (K % 4 as N's: the float4 kernels choose their loads of A by it)
+    return k if k <= N and N % k == 0 and k % 4 == N % 4 else int(N)
+
+
+def _scaled(report, blocks: int, grid):
+    """The report of one block's launch as the launch of `blocks` alike on `grid`."""
+    import dataclasses
+
+    skip = {"kernel", "grid", "block", "shared_bytes", "hazards"}
+    scaled = {f.name: getattr(report, f.name) * blocks for f in dataclasses.fields(report)
+              if f.name not in skip}
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    return dataclasses.replace(report, grid=grid, **scaled)
+
+
+#: count's results, by step, shape, tile shape, seed and hazard mode: a launch on the
+#: emulator is deterministic, so a tile shape seen before (a slider moved back) costs nothing.
+#: Launches that warned are not kept (their warnings are shown again when run again).
+_COUNTS: dict = {}
+_COUNTS_MAX = 512
+
+
+def _counted(s: Step, p: dict, M: int, N: int, K: int, seed: int, hazards: str):
+    """(LaunchReport, relative error of what was computed) of the step on the emulator,
+    one block when `one_block_represents`, the whole launch otherwise; cached."""
+    import warnings
+
+    from .emulator import In, InOut, Out
     from .sgemm import relative_error
 
-    s, p = _checked(step, M, N, K, params)
+    key = (s.name, tuple(sorted(p.items())), int(M), int(N), int(K), seed, hazards)
+    if key in _COUNTS:
+        return _COUNTS[key]
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((int(M), int(K)), dtype=np.float32)
     B = rng.standard_normal((int(K), int(N)), dtype=np.float32)
     C = np.zeros((int(M), int(N)), dtype=np.float32)
     f = _function("emulator-always", s.kernel, s.function, tuple(s.defines(p)))
-    _call(f, s, p, A, B, C, In, Out, hazards=hazards)
-    err = relative_error(C, A, B)
+    grid = s.grid(M, N, p)
+    one = one_block_represents(s, M, N, K, p)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # (one block writes its tile of C only: InOut, so that the rest is not reported as
+        # never written)
+        _call(f, s, p, A, B, C, In, InOut if one else Out, hazards=hazards,
+              grid=(1, 1) if one else None)
+        report = f.last_report
+        if one and report.hazards:
+            one = False           # the whole launch, so that the hazards are all its own
+            del caught[:]
+            _call(f, s, p, A, B, C, In, Out, hazards=hazards)
+            report = f.last_report
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if one:
+        bm, bn = (p["TILE"], p["TILE"]) if s.square_only else (p["BM"], p["BN"])
+        report = _scaled(report, grid[0] * grid[1], grid)
+        err = relative_error(C[:bm, :bn], A[:bm], B[:, :bn])
+    else:
+        err = relative_error(C, A, B)
+    if not caught:
+        if len(_COUNTS) >= _COUNTS_MAX:
+            _COUNTS.pop(next(iter(_COUNTS)))
+        _COUNTS[key] = (report, err)
+    return report, err
+
+
+def count(step: Step | str, M: int, N: int, K: int, params: Params | None = None, *,
+          seed: int = 0, hazards: str = "warn"):
+    """Run the step on the CPU emulator for seeded random (M x K) · (K x N) inputs.
+
+    Always the emulator, GPU or not: its counters are exact and the same on every machine.
+    Returns the `LaunchReport` of the whole launch. Where `one_block_represents` says the
+    blocks are alike, one block runs and its counters are multiplied by the number of
+    blocks (the report says the full grid; the relative error below is that block's).
+    Results are cached per shape. Raises ArgumentError as `launch` does, and
+    `KernelRuntimeError` if the kernel computes a wrong product (relative error over 1e-4),
+    which no ladder kernel should."""
+    from .errors import KernelRuntimeError
+
+    s, p = _checked(step, M, N, K, params)
+    report, err = _counted(s, p, M, N, K, seed, hazards)
     if not err < 1e-4:
         raise KernelRuntimeError(f"{s.name} with {_shape_text(p)} computed a wrong product at "
                                  f"M={M}, N={N}, K={K} (relative error {err:.2g})",
                                  kernel=s.function)
-    return f.last_report
+    return report
 
 
 def measured_bytes_per_fma(report, *, shared_bytes_per_load: int = FLOAT) -> tuple[float, float]:
@@ -571,7 +691,8 @@ class StepMeasurement:
 
     `formula_*_bytes_per_fma`: the step's formulas; `counted_*_bytes_per_fma`: the
     emulator's counters (emulator only; equal to the formulas when N is a multiple of the
-    block tile). `registers` and `local_bytes` (spills) are ptxas's: read through PyCUDA on a
+    block tile); `counted_shape`: the (M, N, K) the emulator ran (None on a GPU).
+    `registers` and `local_bytes` (spills) are ptxas's: read through PyCUDA on a
     GPU, else from the sm_90 table of `ptxas_registers` when it has the shape (None
     otherwise); `registers_source` says which. `occupancy` uses them when known. `gflops`
     and `median_ms`: GPU only."""
@@ -593,6 +714,7 @@ class StepMeasurement:
     occupancy: object
     median_ms: float | None
     gflops: float | None
+    counted_shape: tuple | None = None
 
 
 def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int = 0,
@@ -603,7 +725,10 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
     On a GPU: timed with `tl.time_kernel` (CUDA events, median of `repeat`), registers per
     thread and spill bytes from PyCUDA (``num_regs``, ``local_size_bytes``). On the emulator:
     its counters, as bytes per FMA. Both: the formulas and `tilinglib.occupancy` (with the
-    registers when known). Raises ArgumentError as `launch` does."""
+    registers when known). On the emulator the launch is `count`'s (one block where
+    `one_block_represents`, cached per shape) over `tile_loop_k` of the tile loop's steps
+    (every step alike: the bytes per FMA are those of K = N), and `relative_error` is of
+    what it computed. Raises ArgumentError as `launch` does."""
     from .backend import get_backend
     from .occupancy import occupancy
     from .sgemm import random_matrices, relative_error
@@ -611,15 +736,26 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
 
     s, p = _checked(step, N, N, N, params)
     backend = get_backend()
-    A, B = random_matrices(int(N), seed)
-    C = np.zeros_like(A)
-    f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
-    block, grid = s.block(p), s.grid(N, N, p)
-    sizes = (np.int32(N),) if s.square_only else (np.int32(N),) * 3
-    t = time_kernel(f, *sizes, backend.In(A), backend.In(B), backend.Out(C), block=block,
-                    grid=grid, flops=2 * int(N) ** 3, repeat=repeat)
-    counted = (None, None) if t.report is None else measured_bytes_per_fma(
-        t.report, shared_bytes_per_load=s.shared_load_width)   # 16 for the float4 kernels
+    if backend.name == "emulator":
+        # Counted, as `count` does (one block where all blocks are alike), and cached:
+        # the emulator has no time to give, and the same shape counts the same.
+        K = tile_loop_k(s, N, p)
+        report, error = _counted(s, p, N, N, K, seed, "warn")
+        f, median_ms, gflops = None, None, None
+        counted_shape = (int(N), int(N), K)
+    else:
+        A, B = random_matrices(int(N), seed)
+        C = np.zeros_like(A)
+        f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
+        block, grid = s.block(p), s.grid(N, N, p)
+        sizes = (np.int32(N),) if s.square_only else (np.int32(N),) * 3
+        t = time_kernel(f, *sizes, backend.In(A), backend.In(B), backend.Out(C), block=block,
+                        grid=grid, flops=2 * int(N) ** 3, repeat=repeat)
+        report, error = t.report, relative_error(C, A, B)
+        median_ms, gflops = t.median_ms, t.gflops
+        counted_shape = None
+    counted = (None, None) if report is None else measured_bytes_per_fma(
+        report, shared_bytes_per_load=s.shared_load_width)   # 16 for the float4 kernels
     regs = getattr(f, "num_regs", None)
     local = getattr(f, "local_size_bytes", None) if regs is not None else None
     source = None if regs is None else "ptxas on this GPU (PyCUDA num_regs)"
@@ -629,7 +765,7 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
     occ = occupancy(s.threads(p), registers_per_thread=regs, static_shared=s.shared_bytes(p))
     return StepMeasurement(
         step=s.name, params=dict(p), N=int(N), backend=backend.name,
-        relative_error=relative_error(C, A, B), threads=s.threads(p),
+        relative_error=error, threads=s.threads(p),
         static_shared_bytes=s.shared_bytes(p),
         formula_global_bytes_per_fma=s.global_bytes_per_fma(p),
         formula_shared_bytes_per_fma=s.shared_bytes_per_fma(p),
@@ -637,7 +773,7 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
         registers=None if regs is None else int(regs),
         local_bytes=None if local is None else int(local), registers_source=source,
         occupancy=occ,
-        median_ms=t.median_ms, gflops=t.gflops)
+        median_ms=median_ms, gflops=gflops, counted_shape=counted_shape)
 
 
 # -- the H200's figures for the ladder (filled by `python -m tilinglib.bench`, lesson 08) --

@@ -205,7 +205,8 @@ def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(
     from matplotlib.lines import Line2D
 
     spec = gpu_spec(gpu)
-    if ax is None:
+    own = ax is None
+    if own:
         _, ax = plt.subplots(figsize=(6.4, 4.2))
     lo, hi = intensity_range
     x = np.geomspace(lo, hi, 256)
@@ -244,4 +245,9 @@ def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(
     where = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0)) if legend_outside else \
         dict(loc="lower right")
     ax.legend(handles=handles, fontsize=8 if not legend_outside else 7, **where)
+    from .plots import finished, plain_log_ticks
+
+    plain_log_ticks(ax)
+    if own:
+        finished(ax.figure)
     return ax

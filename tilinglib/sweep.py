@@ -209,7 +209,8 @@ def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     requested (log scale, 8·N³/TILE, in GB). Returns the two Axes."""
     import matplotlib.pyplot as plt
 
-    if axes is None:
+    own = axes is None
+    if own:
         # constrained layout leaves room for the right panel's y-label between the panels
         _, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     left, right = axes
@@ -237,6 +238,12 @@ def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     right.set_ylabel("global GB requested (1e9 bytes)")
     right.set_title("Requested bytes: 8·N³/TILE", fontsize=9)
     right.grid(True, which="both", alpha=0.3)
+    from .plots import finished, plain_log_ticks
+
+    plain_log_ticks(left)
+    plain_log_ticks(right)
+    if own:
+        finished(left.figure)
     return left, right
 
 
@@ -244,7 +251,8 @@ def plot_shared_sweep(points: Sequence[SweepPoint], ax=None):
     """Occupancy (and GFLOP/s where measured) against the shared memory a block holds."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
+    own = ax is None
+    if own:
         _, ax = plt.subplots(figsize=(6.4, 3.8))
     held = [(p.static_shared + p.dynamic_shared) / 1024 for p in points]
     ax.step(held, [p.occupancy.percent for p in points], "o-", where="post", color="C2",
@@ -261,4 +269,8 @@ def plot_shared_sweep(points: Sequence[SweepPoint], ax=None):
         twin.set_ylabel("GFLOP/s")
         twin.set_ylim(0, max(g for _, g in speed) * 1.2)
     ax.set_title(f"TILE={points[0].tile}: blocks/SM as shared memory grows", fontsize=10)
+    if own:
+        from .plots import finished
+
+        finished(ax.figure)
     return ax

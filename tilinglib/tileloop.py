@@ -61,7 +61,8 @@ def plot_tile_loads(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0), 
 
     step = tiles_loaded(N, tile, t, block)
     n = step.steps
-    if axes is None:
+    own = axes is None
+    if own:
         _, axes = plt.subplots(1, 3, figsize=(10, 3.6))
     panels = ((axes[0], "A", step.a_tile, step.a_done, "C0"),
               (axes[1], "B", step.b_tile, step.b_done, "C1"),
@@ -91,6 +92,10 @@ def plot_tile_loads(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0), 
     axes[0].figure.suptitle(f"N = {N}, TILE = {tile}: step t = {t} of the loop's t = 0 … {n - 1}",
                             fontsize=10)
     axes[0].tile_step = step
+    if own:
+        from .plots import finished
+
+        finished(axes[0].figure)
     return axes
 
 
@@ -170,7 +175,8 @@ def plot_phases(steps: int = 4, ax=None, **kwargs):
     Returns the Axes; ``ax.timelines`` holds the two phase tuples drawn."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
+    own = ax is None
+    if own:
         _, ax = plt.subplots(figsize=(10, 2.6))
     colors = {"load": "C0", "compute": "C1", "barrier": "grey"}
     rows = {"plain (2 barriers per tile)": phases(steps, **kwargs),
@@ -192,4 +198,8 @@ def plot_phases(steps: int = 4, ax=None, **kwargs):
     ax.legend(handles, list(colors), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("One block's tile loop: when is global memory busy?", fontsize=10)
     ax.timelines = rows
+    if own:
+        from .plots import finished
+
+        finished(ax.figure)
     return ax

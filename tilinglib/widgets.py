@@ -35,6 +35,7 @@ import warnings
 from typing import Callable, Sequence
 
 from .errors import ArgumentError
+from .formatting import percent
 
 __all__ = ["RooflineExplorer", "TileExplorer", "LadderExplorer", "roofline_explorer",
            "tile_explorer", "ladder_explorer", "read_values", "WidgetArgumentError",
@@ -241,6 +242,7 @@ class RooflineExplorer(_Explorer):
         self.gpu = w.Dropdown(options=list(GPUS), value=gpu, description="GPU")
         self.gpu.observe(lambda change: self.update(self.slider.value), names="value")
         self.plot = w.Output() if plot else None
+        self._pngs: dict = {}                   # (GPU, TILE) -> the plot drawn for them
         self.update(value)
 
     def _children(self) -> list:
@@ -276,19 +278,36 @@ class RooflineExplorer(_Explorer):
 
         if self.plot is None or get_ipython() is None:
             return  # no notebook to draw in (a script or a test): the readout is enough
+        from IPython.display import Image, display
+
+        key = (self.gpu.value, tile)
+        png = self._pngs.get(key)
+        if png is None:
+            png = self._pngs[key] = self._render(tile)
+        with self.plot:
+            self.plot.clear_output(wait=True)
+            display(Image(data=png, format="png"))
+
+    def _render(self, tile) -> bytes:
+        """The roofline with the naive kernel and TILE's point, as PNG bytes: drawn once
+        (a fixed layout, no tight bounding box to measure first), kept per GPU and TILE."""
+        import io
+
         import matplotlib.pyplot as plt
-        from IPython.display import display
 
         from .roofline import naive_sgemm_intensity, plot_roofline, tiled_sgemm_intensity
 
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        plot_roofline(self.gpu.value, [("naive", naive_sgemm_intensity()),
-                                       (f"tiled, TILE={tile}", tiled_sgemm_intensity(tile))],
-                      ax=ax)
-        with self.plot:
-            self.plot.clear_output(wait=True)
-            display(fig)
-        plt.close(fig)
+        fig.subplots_adjust(left=0.12, right=0.97, bottom=0.12, top=0.93)   # no layout pass
+        try:
+            plot_roofline(self.gpu.value, [("naive", naive_sgemm_intensity()),
+                                           (f"tiled, TILE={tile}", tiled_sgemm_intensity(tile))],
+                          ax=ax)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png")
+        finally:
+            plt.close(fig)
+        return buf.getvalue()
 
 
 class TileExplorer(_Explorer):
@@ -320,10 +339,15 @@ class TileExplorer(_Explorer):
         self.N = N
         self.source = source
         self.measure = measure or measure_tiled
+        self._seen: dict = {}                   # TILE -> what the emulator counted
         self.update(value)
 
     def _compute(self, tile):
-        m = self.measure(self.N, tile, source=self.source)
+        m = self._seen.get(tile)
+        if m is None:
+            m = self.measure(self.N, tile, source=self.source)
+            if m.backend == "emulator":     # deterministic: a TILE seen before costs nothing
+                self._seen[tile] = m
         rows = [("tile", "TILE", tile, str(tile)),
                 ("backend", "backend", m.backend, m.backend),
                 ("relative_error", "max relative error vs NumPy", float(f"{m.relative_error:.1e}"),
@@ -431,6 +455,7 @@ class LadderExplorer:
             least = 0 if k in self.step.may_be_zero else 1
             self.candidates[k] = tuple(_choices(vs, least)) + (params[k],)
         self._joint_of = {k: g for g in self.step.joint for k in g.parameters}
+        self._joint_cache: dict = {}
         self.measure = measure or ladder.measure
         self.busy_after = float(busy_after)
         self._adjusting = False
@@ -480,11 +505,17 @@ class LadderExplorer:
         import itertools
 
         names = group.parameters
+        others = tuple((k, v) for k, v in params.items() if k not in names)
+        key = (group.name, others)
+        cached = self._joint_cache.get(key)
+        if cached is not None:
+            return list(cached)
         out = []
         for combo in itertools.product(*(sorted(set(self.candidates[k])) for k in names)):
             p = {**params, **dict(zip(names, combo))}
             if self._runs(p):
                 out.append((group.describe(p), combo))
+        self._joint_cache[key] = tuple(out)       # the same other controls: the same list
         return out
 
     @property
@@ -589,9 +620,17 @@ class LadderExplorer:
                      ("local_bytes", "spilled bytes per thread", m.local_bytes,
                       str(m.local_bytes))]
         occ = m.occupancy
-        rows.append(("occupancy", "occupancy", round(occ.percent, 1),
-                     f"{occ.percent:.0f}% ({occ.active_blocks} blocks/SM, "
-                     f"{' and '.join(occ.limited_by)})"))
+        if m.registers is not None or occ.blocks_by_registers is not None:
+            rows.append(("occupancy", "occupancy", round(occ.percent, 1),
+                         f"{percent(occ.percent)} ({occ.active_blocks} blocks/SM, "
+                         f"{' and '.join(occ.limited_by)})"))
+        else:
+            # No register count: what threads, block slots and shared memory allow is an
+            # upper bound only (registers are unknown on the emulator for this shape).
+            rows.append(("occupancy_bound", "occupancy without registers",
+                         round(occ.percent, 1),
+                         f"at most {percent(occ.percent)}: {occ.active_blocks} blocks/SM by "
+                         f"{' and '.join(occ.limited_by)}; registers unknown for this shape"))
         if m.gflops is not None:
             rows += [("median_ms", "median time (ms)", m.median_ms, f"{m.median_ms:.4g}"),
                      ("gflops", "GFLOP/s", round(m.gflops, 1), f"{m.gflops:,.0f}")]
@@ -599,8 +638,15 @@ class LadderExplorer:
                     f"bytes per FMA from the formulas.")
         else:
             regs = (f"registers: {m.registers_source}" if m.registers is not None else
-                    "no register count for this shape (occupancy without registers)")
-            note = (f"Counted by the CPU emulator at N={m.N}: exact for this source, no time; "
+                    "no register count for this shape: the emulator has no registers and "
+                    "tilinglib/data/ptxas_sm90.json does not list it, so the occupancy is what "
+                    "threads and shared memory allow, an upper bound")
+            shape = getattr(m, "counted_shape", None)
+            where = (f"on the N={m.N} product over K={shape[2]} (whole periods of the tile "
+                     f"loop, every one alike, so the bytes per FMA are those of K={m.N}), one "
+                     f"block where all blocks are alike" if shape and shape[2] != m.N
+                     else f"at N={m.N}")
+            note = (f"Counted by the CPU emulator {where}: exact for this source, no time; "
                     f"{regs}.")
         return rows, note
 

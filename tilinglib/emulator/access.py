@@ -32,6 +32,7 @@ from .races import Hazard, RaceTracker
 _SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
 _BARRIER_WORD = ct.ULLONG            # a cuda::barrier: one 8-byte word (async_copy.py)
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_LOCAL_BASE = (M.LOCAL_REGION << M.REGION_SHIFT) + M.BIAS   # address of local byte 0
 
 
 def _elements(byte_index: np.ndarray, size: int) -> np.ndarray:
@@ -72,15 +73,22 @@ class MemoryAccess:
         self.blk_base = self.blk * self.shared_bytes
         self.blk_base4 = self.blk_base >> 2          # the same, in 4-byte elements
         self.site_cache: dict = {}                   # fast loads: the last one per site
+        self.shared_counts: dict = {}                # full-warp shared accesses: the last
+                                                     # offsets and wavefronts per line
         self.shared_bases: dict = {}                 # blk_base4 + an element offset
         self.shared_views = {}
         self.local_bytes = launch.local_stride
         self.local = np.zeros(T * self.local_bytes, dtype=np.uint8) if self.local_bytes else None
         self.local_views = {}
+        self.local_rows = {}                         # dtype -> (threads, elements) view
         # Which 4-byte words of each thread's local memory have been written, when the
         # kernel declares a local array without a value (reads of unset words warn).
         self.local_set = (np.zeros(T * (self.local_bytes // 4), dtype=bool)
                           if kc.check_local and self.local_bytes else None)
+        self.local_set_rows = (None if self.local_set is None else
+                               self.local_set.reshape(T, self.local_bytes // 4))
+        self.local_all_set: set = set()     # words of local_set known set in every thread
+        self.local_limit = kc.local_bytes
         # Asynchronous copies issued and not yet complete (async_copy.py: each a lane mask,
         # what completes it, the destination, the data read at the call, the line), and
         # each thread's count of __pipeline_commit() calls (made at the first one).
@@ -306,6 +314,8 @@ class MemoryAccess:
                 self._check_async(key, lanes, size, line, is_store)
             if lanes is None and size == 4 and not full:
                 self.count_shared_words(is_store, off >> 2)
+            elif full:
+                self._count_shared_full(is_store, warp, off, size, line)
             else:
                 lane = self.lane if lanes is None else self.lane[lanes]
                 M.count_shared(self.counters, is_store, warp, lane, off, size, full)
@@ -315,6 +325,27 @@ class MemoryAccess:
                 found = track(key, tib, line or 0, size)
                 if found:
                     self._hazards(found, lanes, line)
+
+    def _count_shared_full(self, is_store, warp, off, size, line) -> None:
+        """`memory.count_shared` for an access of every lane of full warps, its wavefronts
+        reused from this line's previous access of the same kind when every lane's offset
+        moved by one multiple of 4 bytes (a loop stepping through a tile): such a shift maps
+        banks onto banks one to one and keeps equal addresses equal, so each phase needs
+        the same wavefronts (`count_shared_words` argues the same for 4-byte loads)."""
+        key = (line, size, is_store)
+        prev = self.shared_counts.get(key)
+        if prev is not None and prev[0].shape == off.shape:
+            d = int(off[0]) - int(prev[0][0])
+            if d % 4 == 0 and not np.count_nonzero(off - prev[0] != d):
+                wavefronts, ideal = prev[1], prev[2]
+                M._add_shared(self.counters, is_store, off.shape[0] // M.WARP, wavefronts,
+                              wavefronts - ideal, off.shape[0] * size)
+                self.shared_counts[key] = (off, wavefronts, ideal)
+                return
+        wavefronts, ideal = M.shared_wavefronts(warp, self.lane, off, size, is_store, True)
+        M._add_shared(self.counters, is_store, off.shape[0] // M.WARP, wavefronts,
+                      wavefronts - ideal, off.shape[0] * size)
+        self.shared_counts[key] = (off, wavefronts, ideal)
 
     def _count_atomic(self, space, lanes, a, off, key, size):
         """Count an atomic (its own counters: not a load or store in ncu's metrics). Atomics
@@ -344,8 +375,46 @@ class MemoryAccess:
                 self.diagnostics.shape_evidence(kind, var, offset - start)
             self.diagnostics.add_hazard(h)
 
+    def _local_column(self, addr, t):
+        """For one address shared by every lane (`addr` a scalar) into local memory, in
+        bounds and aligned: (each thread's local memory as rows of `t`, the column of the
+        element, its first 4-byte word). None otherwise, and the general path runs (and
+        reports what is wrong). A register array indexed by a loop counter (`acc[i]`) is
+        such an access: the same offset in every thread's own local memory."""
+        if self.local is None:
+            return None
+        off = int(addr) - _LOCAL_BASE
+        size = t.size
+        if off < 0 or off > self.local_limit - size or off % size or off % t.align:
+            return None
+        rows = self.local_rows.get(t.dtype)
+        if rows is None:
+            rows = self.local_rows[t.dtype] = self.local.view(t.dtype).reshape(self.T, -1)
+        return rows, off // size, off >> 2
+
+    def _local_word_set(self, word, mask) -> bool:
+        """Whether local word `word` has a value in every active thread (remembered, until a
+        declaration forgets it, when it has in every thread)."""
+        if mask is None:
+            if self.local_set_rows[:, word].all():
+                self.local_all_set.add(word)
+                return True
+            return False
+        return bool(self.local_set_rows[mask, word].all())
+
     def load(self, addr, t, line, mask=None):
         """Load a scalar of C type `t` at `addr` in every active lane."""
+        if type(addr) is not np.ndarray and (mask is None or mask.any()):
+            found = self._local_column(addr, t)
+            if found is not None:
+                rows, col, word = found
+                if self.local_set is None or word in self.local_all_set or \
+                        self._local_word_set(word, mask):
+                    if mask is None:
+                        return rows[:, col].copy()
+                    out = np.zeros(self.T, dtype=t.dtype)
+                    out[mask] = rows[mask, col]
+                    return out
         lanes, a = self._active(addr, mask)
         if a.shape[0] == 0:
             return t.dtype.type(0)
@@ -469,6 +538,20 @@ class MemoryAccess:
 
     def store(self, addr, t, value, line, mask=None):
         """Store `value` (of C type `t`) at `addr` in every active lane."""
+        if type(addr) is not np.ndarray:
+            found = self._local_column(addr, t)
+            if found is not None:            # one local address for all: see _local_column
+                rows, col, word = found
+                lanes = slice(None) if mask is None else mask
+                if self.local_set is not None:
+                    words = range(word, word + max(1, t.size // 4))
+                    self.local_set_rows[lanes, words.start:words.stop] = True
+                    if mask is None:
+                        self.local_all_set.update(words)
+                if isinstance(value, np.ndarray) and mask is not None:
+                    value = value[mask]
+                rows[lanes, col] = value
+                return
         lanes, a = self._active(addr, mask)
         if a.shape[0] == 0:
             return
@@ -669,6 +752,7 @@ class MemoryAccess:
         _, didx, _, _ = self._resolve(d, lanes, t, line, "write")
         words = np.arange(t.size // 4)
         self.local_set[(didx >> 2)[:, None] + words] = self.local_set[(sidx >> 2)[:, None] + words]
+        self.local_all_set.clear()          # the copy may have unset words: ask again
 
     # ------------------------------------------------------------------ reads before writes
     def forget_local(self, w0: int, w1: int, mask=None) -> None:
@@ -676,6 +760,7 @@ class MemoryAccess:
         w0..w1-1 of their local memory): its elements have no value again."""
         words = self.local_bytes // 4
         rows = self.local_set.reshape(self.T, words)
+        self.local_all_set.difference_update(range(w0, w1))
         if mask is None:
             rows[:, w0:w1] = False
         else:

@@ -169,7 +169,8 @@ class Diagnostics:
             return
         keys = {(m.component, m.threads, m.extent) for m in self.shape_found}
         chosen = [m for m in self.mismatches if (m.component, m.threads, m.extent) in keys]
-        self.block_hint = describe_mismatches(self.kernel, self.block, chosen)
+        self.block_hint = describe_mismatches(self.kernel, self.block, chosen,
+                                              self.mismatches)
         first = next(v for v in self.kernel.shared if v.name == chosen[0].array)
         self._warn(("block",), f"kernel {self.kernel.name}: {self.block_hint}",
                    BlockShapeWarning, first.line)
@@ -301,10 +302,14 @@ def _unit(m: Mismatch, plural=True) -> str:
     return name if plural else name[:-1]
 
 
-def describe_mismatches(kernel, block, mismatches) -> str:
+def describe_mismatches(kernel, block, mismatches, every=None) -> str:
     """'block (32, 8, 1) has 8 threads along y, but As[TILE][TILE] is indexed with
     threadIdx.y and has 32 rows: rows 8..31 are never written. Launch block=(32, 32, 1)
-    (one thread per tile element).'"""
+    (one thread per tile element).'
+
+    The suggested block fixes every mismatch of `every` (default: `mismatches`), also the
+    ones not described: for block (1024, 1, 1) and As[32][32] written at [ty][tx], only the
+    columns may have caused a fault, but the rows want 32 threads too: (32, 32, 1)."""
     groups: dict = {}
     for m in mismatches:
         groups.setdefault((m.component, m.threads, m.extent, _unit(m)), []).append(m)
@@ -327,9 +332,10 @@ def describe_mismatches(kernel, block, mismatches) -> str:
                                  f"{unit} (into the next row).")
             else:
                 sentences.append(f"{head}: {threads} past {'its' if one else 'their'} end.")
-        i = "xyz".index(c)
+    for m in list(mismatches) + list(every or ()):
+        i = "xyz".index(m.component)
         if suggested[i] == block[i]:
-            suggested[i] = e
+            suggested[i] = m.extent
     per = "one thread per tile element" if any(m.rank > 1 for m in mismatches) else \
         "one thread per element"
     return " ".join(sentences) + f" Launch block={tuple(suggested)} ({per})."

@@ -35,7 +35,8 @@ from typing import Callable
 
 from ..errors import TilingLibError
 
-__all__ = ["Feedback", "Wrong", "check", "exercise", "exercise_ids", "TODO"]
+__all__ = ["Feedback", "Wrong", "check", "exercise", "exercise_ids", "kernel_with_blanks",
+           "blanks", "TODO"]
 
 #: The starter value of every answer.
 TODO = ...
@@ -43,6 +44,7 @@ TODO = ...
 _LESSON_MODULES = ("lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06",
                    "lesson07", "lesson08")
 _REGISTRY: dict[str, "_Exercise"] = {}
+_BLANKS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
 
 
 class ExerciseNotFoundError(TilingLibError, LookupError):
@@ -134,6 +136,41 @@ def exercise(exercise_id: str, title: str):
         _REGISTRY[exercise_id] = _Exercise(exercise_id, title, fn)
         return fn
     return register
+
+
+def blanks(exercise_id: str, kernel: str, *pieces: tuple[str, str]) -> None:
+    """Register what exercise `exercise_id` asks for in course kernel `kernel` (a name of
+    `tilinglib.kernels`): each piece is (the kernel's text, what a student sees instead),
+    e.g. ("acc[m] += As[row0 + m][k] * b;", "acc[m] += ?;")."""
+    _BLANKS[exercise_id] = (kernel, tuple(pieces))
+
+
+def kernel_with_blanks(*exercise_ids: str) -> str:
+    """The source of the course kernel that exercises `exercise_ids` (e.g. "03.1", "03.2")
+    are written in, with what they ask for left blank: what a lesson shows before the
+    student has tried (the file itself, `tilinglib/kernels/<name>.cu`, is named only after).
+
+    Raises ExerciseNotFoundError for an exercise with no blanks, ValueError for exercises
+    of different kernels."""
+    from .. import kernels
+
+    _load_all()
+    unknown = [e for e in exercise_ids if e not in _BLANKS]
+    if unknown or not exercise_ids:
+        raise ExerciseNotFoundError(
+            f"no kernel blanks for {', '.join(unknown) or 'no exercise'}; exercises with "
+            f"blanks: {', '.join(sorted(_BLANKS))}")
+    names = {_BLANKS[e][0] for e in exercise_ids}
+    if len(names) > 1:
+        raise ValueError(f"exercises {', '.join(exercise_ids)} are in different kernels "
+                         f"({', '.join(sorted(names))}): ask for one kernel's at a time")
+    source = kernels.load(names.pop())
+    for e in exercise_ids:
+        for text, blank in _BLANKS[e][1]:
+            if source.count(text) != 1:
+                raise RuntimeError(f"the kernel no longer holds {text!r} of exercise {e} once")
+            source = source.replace(text, blank)
+    return source
 
 
 def _load_all() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Wrong, exercise
+from . import Wrong, blanks, exercise
 from .common import (as_tuple, at_each_size, cuda_line, emulate, first_wrong, launch_dims, one_line,
                      only_at_one_size, require_whole, substitute)
 
@@ -14,6 +14,9 @@ A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
 B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
 MULTIPLY = "sum += As[ty][k] * Bs[k][tx];"
 BARRIER = "__syncthreads();"
+blanks("03.1", "sgemm_tiled", ("A[row * N + (t * TILE + tx)]", "A[ ? ]"),
+       ("B[(t * TILE + ty) * N + col]", "B[ ? ]"))
+blanks("03.2", "sgemm_tiled", (MULTIPLY, "sum += ?;"))
 #: The (N, TILE) sizes 03.1 and 03.2 run the student's lines at (the messages quote the first):
 #: an index with N or TILE written as a number is right at one of them only.
 SIZES_03 = ((16, 4), (32, 8))
@@ -150,19 +153,9 @@ def tile_multiply(answer):
     r = f.last_report
     wrong = first_wrong(C, expected)
     if wrong is not None:
-        hint = ""
-        if "As[" in line and "Bs[" in line:
-            # A hint to think with, not the answer: the answer cell has the line itself.
-            hint = ("\nAs[i][j] is row i, column j of the A tile (row-major, as declared). "
-                    "Thread (tx, ty) computes the element of C in row ty and column tx of "
-                    "its block's patch: which row of the A tile does it need, which column of "
-                    "the B tile, and which of your indices walks along them with k?")
         i, j = wrong
-        raise Wrong(f"C[{i}][{j}] is {C[i, j]:.4g}, NumPy says {expected[i, j]:.4g}. Thread "
-                    f"(tx, ty) = ({j % tile}, {i % tile}) of block ({j // tile}, {i // tile}, 0) "
-                    f"must add, for each k, one element of the A tile times one of the B tile: "
-                    f"the k-th of the tile row holding A's row `row`, times the k-th of the "
-                    f"tile column holding B's column `col`.{hint}")
+        raise Wrong(f"C[{i}][{j}] is {C[i, j]:.4g}, NumPy says {expected[i, j]:.4g}. "
+                    + _which_operand(line, N, tile, j % tile, i % tile))
     per_fma = r.global_load_bytes / (r.flops / 2)
     if r.shared_load_requests == 0 or per_fma > 8 / tile:
         raise Wrong(f"C is right, but your kernel still requests {per_fma:g} bytes per FMA "
@@ -172,6 +165,59 @@ def tile_multiply(answer):
     return (f"C matches NumPy, with {per_fma:g} bytes requested per FMA at TILE = {tile} and "
             f"{r.shared_load_requests:,} shared-memory load requests: two per FMA per warp, "
             f"from the tiles.")
+
+
+def _factors(expr: str) -> list[str]:
+    """`expr` split at its top-level `*` (not inside brackets or parentheses), stripped."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(expr):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "*" and depth == 0:
+            out.append(expr[start:i].strip())
+            start = i + 1
+    return out + [expr[start:].strip()]
+
+
+_NEED_A = "the k-th element of row ty of the A tile (the tile row holding A's row `row`)"
+_NEED_B = "the k-th element of column tx of the B tile (the tile column holding B's column `col`)"
+_DECLARED = "As[i][j] and Bs[i][j] are row i, column j, as declared"
+
+
+def _which_operand(line: str, N: int, tile: int, tx: int, ty: int) -> str:
+    """Which of the two operands of a wrong `sum += x * y;` is wrong, found by running the
+    kernel with each of the student's operands beside the other's right one (the message
+    names the student's own operands only)."""
+    expr = line[len("sum +="):].strip().rstrip(";").strip()
+    parts = _factors(expr)
+    a_op = [p for p in parts if "As[" in p and "Bs[" not in p]
+    b_op = [p for p in parts if "Bs[" in p and "As[" not in p]
+    right_a, right_b = (p.strip() for p in MULTIPLY[len("sum +="):].rstrip(";").split("*"))
+    who = (f"Thread (tx, ty) = ({tx}, {ty}) computes the element of C in row ty, column tx of "
+           f"its block's patch: for each k it needs")
+    if len(parts) != 2 or len(a_op) != 1 or len(b_op) != 1:
+        return (f"Your line adds {expr}: it should add one product, an element of As times "
+                f"one of Bs. {who} {_NEED_A} times {_NEED_B} ({_DECLARED}).")
+
+    def right_with(a, b) -> bool:
+        try:
+            f, C, expected = _run_tiled(substitute(_tiled_source(), MULTIPLY,
+                                                   f"sum += {a} * {b};"), N, tile)
+        except Wrong:
+            return False
+        return first_wrong(C, expected) is None
+
+    a_right, b_right = right_with(a_op[0], right_b), right_with(right_a, b_op[0])
+    if a_right and not b_right:
+        return (f"Your A operand, {a_op[0]}, is right; your B operand, {b_op[0]}, reads the "
+                f"wrong element of the B tile. {who} {_NEED_B} ({_DECLARED}).")
+    if b_right and not a_right:
+        return (f"Your B operand, {b_op[0]}, is right; your A operand, {a_op[0]}, reads the "
+                f"wrong element of the A tile. {who} {_NEED_A} ({_DECLARED}).")
+    return (f"Both operands read the wrong element: {a_op[0]} of the A tile and {b_op[0]} of "
+            f"the B tile. {who} {_NEED_A}, and {_NEED_B} ({_DECLARED}).")
 
 
 @exercise("03.3", "the tiled kernel's launch: block and grid")

@@ -7,6 +7,8 @@ counted: wavefronts per request, and the words that share the busiest bank.
 
 from __future__ import annotations
 
+import warnings
+
 from functools import lru_cache
 
 import numpy as np
@@ -136,8 +138,12 @@ def transpose_with(declaration: str, n: int = 64):
     except CompileError as err:
         raise Wrong(f"your declaration is line {line} of the kernel, and the kernel does not "
                     f"compile:\n{err}") from None
-    f(np.int32(n), In(a), Out(out), block=(32, 32, 1), grid=(n // 32, n // 32), trace=True,
-      hazards="ignore")
+    with warnings.catch_warnings():
+        # (the emulator would suggest another block for a tile that is not 32 wide; the
+        # exercise's launch is fixed and its check says what the declaration does)
+        warnings.simplefilter("ignore")
+        f(np.int32(n), In(a), Out(out), block=(32, 32, 1), grid=(n // 32, n // 32),
+          trace=True, hazards="ignore")
     load = [x for x in f.last_trace if x.space == "shared" and x.kind == "load"][0]
     return f.last_report, load, bool(np.array_equal(out, a.T))
 

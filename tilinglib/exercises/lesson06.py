@@ -191,6 +191,13 @@ def _half(answer):
     if close(got, want, 0.02):
         return (f"{want:.3f} ms, half of the measured {run.extra['median_ms']:.3f} ms: 6 bytes "
                 f"per element instead of 12, at the same {gbps:,.0f} GB/s.")
+    for scale, unit, fix in ((1e-3, "seconds", "multiply by 1e3"),
+                             (1e3, "microseconds", "divide by 1e3")):
+        for b in (6, 12, 8, 10):
+            if close(got, b * n / (gbps * 1e9) * 1e3 * scale, 0.02):
+                right = " (and the right bytes)" if b == 6 else ""
+                raise Wrong(f"time_ms = {got:.4g} is a time in {unit}{right}: time_ms is in "
+                            f"milliseconds, so {fix} (bytes / (GB/s x 1e9) gives seconds).")
     for b, hint in ((12, "that is the 32-bit time: every byte is halved"),
                     (8, "y is written in 16 bits too: 2 + 2 + 2 bytes"),
                     (10, "y is written in 16 bits too: 2 + 2 + 2 bytes")):

@@ -12,13 +12,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import Wrong, exercise
+from . import Wrong, blanks, exercise
 from .common import (as_tuple, close, explain_failure, first_wrong, launch_checked, one_line,
                      require_number, require_whole, substitute)
 
 COARSE_FMA = "acc[m] += As[row0 + m][k] * b;"
 REG_A = "a[m] = As[row0 + m][k];"
 REG_B = "b[n] = Bs[k][col0 + n];"
+blanks("07.1", "sgemm_coarse", (COARSE_FMA, "acc[m] += ?;"))
+blanks("07.2", "sgemm_regtile2d", (REG_A, "a[m] = ?;"), (REG_B, "b[n] = ?;"))
 
 #: (M, N, K, params) the kernel checks run at: two tile shapes, so that a number written
 #: where TM, TN or BK belongs is caught, and sizes that are not tile multiples.

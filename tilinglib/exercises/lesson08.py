@@ -13,11 +13,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import Wrong, exercise
+from . import Wrong, blanks, exercise
 from .common import as_tuple, close, explain_failure, first_wrong, launch_checked, one_line, \
     require_number, require_whole, substitute
 
 VEC4_A_READ = "float4 v = *(const float4*)&As[k][tRow * TM + i];"
+blanks("08.1", "sgemm_vec4", (VEC4_A_READ, "float4 v = ...;   // exercise 08.1: the line you write"))
 
 #: (M, N, K, params) 08.1 runs the vec4 kernel at: TM != TN and two block shapes, edges cut.
 VEC4_RUNS = ((40, 72, 24, {"BM": 32, "BN": 64, "BK": 8, "TM": 8, "TN": 4}),
