@@ -468,7 +468,13 @@ class ExpressionsMixin:
         fc = self.convert(c, ct.BOOL, node)
         fa, fb = self.convert(a, t, node), self.convert(b, t, node)
         if c.const is not None:
-            return a if bool(c.const) else b
+            # the arm chosen, converted to the type of the whole (`1 ? i : f` is a float)
+            chosen, fchosen = (a, fa) if bool(c.const) else (b, fb)
+            const = None
+            if chosen.const is not None and t.is_scalar:
+                conv = V.converter(ct.decay(chosen.ctype), t)
+                const = conv(chosen.const) if conv else chosen.const
+            return X(fchosen, t, const=const)
 
         def ternary(ctx):
             cond = fc(ctx)

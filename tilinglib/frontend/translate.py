@@ -36,7 +36,7 @@ from pycparser import c_ast
 from pycparser.c_parser import Coord
 
 from ..errors import UnsupportedFeatureError
-from .prelude import PRELUDE_TYPEDEFS, VECTOR_NAMES
+from .prelude import CMATH_FLOAT, PRELUDE_TYPEDEFS, VECTOR_NAMES
 
 SOURCE_NAME = "kernel.cu"
 
@@ -45,6 +45,10 @@ _BUILTIN_WORDS = {"void", "char", "short", "int", "long", "float", "double", "si
 _RECORD_KINDS = ("CXXRecordDecl", "ClassTemplateSpecializationDecl")
 _FUNCTION_KINDS = ("FunctionDecl", "CXXMethodDecl", "CXXConstructorDecl",
                    "CXXConversionDecl", "CXXDestructorDecl")
+# clang's implicit conversions between arithmetic types (the castKinds of ImplicitCastExpr)
+_ARITHMETIC_CASTS = frozenset({"IntegralCast", "IntegralToFloating", "FloatingToIntegral",
+                               "FloatingCast", "IntegralToBoolean", "FloatingToBoolean",
+                               "BooleanToSignedIntegral"})
 _TRANSPARENT = ("ExprWithCleanups", "MaterializeTemporaryExpr", "CXXBindTemporaryExpr",
                 "ConstantExpr", "ParenExpr", "FullExpr", "CXXFunctionalCastExpr_noop")
 
@@ -55,6 +59,13 @@ def _norm(name: str) -> str:
     name = re.sub(r"\b(struct|class|union|enum)\s+", "", name)
     name = re.sub(r"(?<![\w.])(\d+)[uUlL]+\b", r"\1", name)
     return re.sub(r"\s+", "", name)
+
+
+# the arithmetic types as _norm spells them
+_ARITHMETIC_TYPES = frozenset(_norm(t) for t in (
+    "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int",
+    "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "float",
+    "double")) | frozenset(PRELUDE_TYPEDEFS)
 
 
 def normalize_kernel_name(name: str) -> str:
@@ -1381,10 +1392,7 @@ class Translator:
         if k in _TRANSPARENT or (k == "ImplicitCastExpr"):
             return self.expr(inner[0])
         if k == "IntegerLiteral":
-            t = self.type_text(n["type"])
-            suffix = {"unsigned int": "u", "long": "l", "unsigned long": "ul",
-                      "long long": "ll", "unsigned long long": "ull"}.get(t, "")
-            return c_ast.Constant("int", n["value"] + suffix, coord)
+            return self.integer_literal(n)
         if k == "FloatingLiteral":
             t = self.type_text(n["type"])
             v = n["value"]
@@ -1438,7 +1446,15 @@ class Translator:
                 return c_ast.UnaryOp("*", node, coord)
             return node
         if k == "SubstNonTypeTemplateParmExpr":
-            return self.expr(inner[-1])
+            # the argument as the parameter's type (`template <unsigned char C>` with
+            # C = 200: clang converts an int literal; sizeof(C) is 1)
+            arg = inner[-1]
+            e = self.expr(arg)
+            if arg.get("kind") != "IntegerLiteral" and _norm(self.type_text(n["type"])) in \
+                    _ARITHMETIC_TYPES:
+                tn = self.type_node(self.type_text(n["type"]), None, n)
+                e = c_ast.Cast(c_ast.Typename(None, [], None, tn), e, coord)
+            return e
         if k in ("CStyleCastExpr", "CXXStaticCastExpr", "CXXReinterpretCastExpr",
                  "CXXConstCastExpr", "CXXFunctionalCastExpr"):
             sub = inner[0]
@@ -1449,12 +1465,22 @@ class Translator:
                 rid = self.record_id(n)         # T{} of an aggregate: a value-initialized T
                 if rid is not None:
                     return self.default_value(rid, n)
+            if n.get("valueCategory") == "lvalue" and n.get("castKind") == "LValueBitCast":
+                # reinterpret_cast<const int &>(f), (int &)f: f's bytes read as an int
+                ptr = self.type_node(self.type_text(n["type"]) + " *", None, n)
+                return c_ast.UnaryOp("*", c_ast.Cast(
+                    c_ast.Typename(None, [], None, ptr),
+                    c_ast.UnaryOp("&", self.expr(sub), coord), coord), coord)
+            if n.get("valueCategory") == "lvalue" and n.get("castKind") == "NoOp":
+                # const_cast<T &>(r), static_cast<const T &>(x): the same object
+                return self.expr(sub)
             if n.get("castKind") in ("NoOp", "ConstructorConversion", "UserDefinedConversion") \
                     and k != "CStyleCastExpr" and not (
                         # static_cast<float>(i), float(i): clang keeps the conversion in an
                         # ImplicitCastExpr marked part of this cast, which expr() would drop
                         sub.get("kind") == "ImplicitCastExpr"
-                        and sub.get("isPartOfExplicitCast")):
+                        and sub.get("isPartOfExplicitCast")
+                        and sub.get("castKind") in _ARITHMETIC_CASTS):
                 return self.expr(sub)
             ttext = self.type_text(n["type"])
             if n.get("castKind") == "ToVoid":
@@ -1532,6 +1558,16 @@ class Translator:
             if "argType" in n:
                 tn = self.type_node(self.type_text(n["argType"]), None, n)
                 return c_ast.UnaryOp(name, c_ast.Typename(None, [], None, tn), coord)
+            if name == "sizeof" and inner[0].get("type"):
+                # sizeof(expression) is the size of the type clang gives the expression,
+                # which is never evaluated: sizeof('a') is 1, sizeof(c ? ch : ch) 1, and
+                # sizeof(f<3>(x)) needs no body of f<3>
+                try:
+                    tn = self.type_node(self.type_text(inner[0]["type"]), None, n)
+                except UnsupportedFeatureError:
+                    tn = None
+                if tn is not None:
+                    return c_ast.UnaryOp(name, c_ast.Typename(None, [], None, tn), coord)
             return c_ast.UnaryOp(name, self.expr(inner[0]), coord)
         if k == "InitListExpr":
             init = self.init_expr(n, n)
@@ -1566,6 +1602,50 @@ class Translator:
         if k == "RecoveryExpr":
             raise self.unsupported(n, "this expression")
         raise self.unsupported(n, f"the C++ construct '{k}'")
+
+    def integer_literal(self, n):
+        """An IntegerLiteral as a C constant of its C++ type. A template argument clang
+        substituted (`f<-3>`, `template <unsigned char C>`, `template <size_t N>`) is an
+        IntegerLiteral of the parameter's type and may be negative: it becomes
+        ``(T)-(3)``, so the value and the type are the argument's, not C's reading of
+        the digits."""
+        coord = self.coord(n)
+        t = _norm(n["type"].get("desugaredQualType") or n["type"].get("qualType", "int"))
+        t = {"unsignedint": "unsigned int", "unsignedlong": "unsigned long",
+             "longlong": "long long", "unsignedlonglong": "unsigned long long"}.get(t, t)
+        suffix = {"unsigned int": "u", "long": "l", "unsigned long": "ul",
+                  "long long": "ll", "unsigned long long": "ull"}.get(t, "")
+        value = n["value"]
+        negative = value.startswith("-")
+        node = c_ast.Constant("int", value.lstrip("-") + suffix, coord)
+        if negative:
+            node = c_ast.UnaryOp("-", node, coord)
+        if negative or t not in ("int", "unsigned int", "long", "unsigned long", "long long",
+                                 "unsigned long long"):
+            tn = self.type_node(self.type_text(n["type"]), None, n)
+            node = c_ast.Cast(c_ast.Typename(None, [], None, tn), node, coord)
+        return node
+
+    def builtin_name(self, ref) -> str:
+        """The emulator's built-in for the prelude declaration clang chose: its name, or for
+        the float overload of a <cmath> name (``float sqrt(float)``, which CUDA declares for
+        device code) the float function (``sqrtf``)."""
+        name = ref["name"]
+        if name in CMATH_FLOAT and \
+                ref.get("type", {}).get("qualType", "").startswith("float ("):
+            return CMATH_FLOAT[name]
+        return name
+
+    def builtin_arg(self, a):
+        """An argument of a built-in, converted as clang converted it to the parameter of
+        the overload it chose (``min(int, unsigned)`` compares as unsigned, ``umin(x, y)``
+        of floats takes unsigneds, ``llabs(f)`` a long long): the emulator's built-ins
+        take their arguments by name, not by overload."""
+        e = self.expr(a)
+        if a.get("kind") == "ImplicitCastExpr" and a.get("castKind") in _ARITHMETIC_CASTS:
+            tn = self.type_node(self.type_text(a["type"]), None, a)
+            e = c_ast.Cast(c_ast.Typename(None, [], None, tn), e, self.coord(a))
+        return e
 
     def callee_decl(self, callee):
         while callee.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
@@ -1606,8 +1686,8 @@ class Translator:
                                    "call the function by its name")
         if ref.get("id") in self.builtins:
             args = [a for a in args if a.get("kind") != "CXXDefaultArgExpr"]
-            return c_ast.FuncCall(c_ast.ID(ref["name"], coord),
-                                  c_ast.ExprList([self.expr(a) for a in args], coord)
+            return c_ast.FuncCall(c_ast.ID(self.builtin_name(ref), coord),
+                                  c_ast.ExprList([self.builtin_arg(a) for a in args], coord)
                                   if args else None, coord)
         fnode = self.fnodes.get(ref.get("id"))
         if ref.get("id") in self._method_of:   # a static method
