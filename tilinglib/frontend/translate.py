@@ -61,6 +61,9 @@ def _norm(name: str) -> str:
     return re.sub(r"\s+", "", name)
 
 
+# clang's built-in names of size_t and ptrdiff_t (the type of sizeof and of p - q, where
+# clang writes a type without desugaring it: a deduced return type)
+_CLANG_TYPEDEFS = {"__size_t": "unsigned long", "__ptrdiff_t": "long"}
 # the arithmetic types as _norm spells them
 _ARITHMETIC_TYPES = frozenset(_norm(t) for t in (
     "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int",
@@ -153,6 +156,7 @@ class Translator:
         self._ctors: dict = {}           # record id -> [(ctor type text, node)]
         self._enums: list = []
         self._enum_values: dict = {}     # enumerator -> its value's text, where clang gave it
+        self._enum_types: dict = {}      # enum name -> its integer type (clang's spelling)
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
@@ -415,6 +419,7 @@ class Translator:
 
     def _enum(self, n):
         items = []
+        known = []                           # each enumerator's value, None where unknown
         following = 0                        # the next enumerator's value, where known
         for e in n.get("inner", []):
             if e.get("kind") != "EnumConstantDecl":
@@ -431,8 +436,26 @@ class Translator:
                 self._enum_values[e["name"]] = str(following)
                 following += 1
             items.append(c_ast.Enumerator(e["name"], value, self.coord(e)))
+            known.append(following - 1 if following is not None else None)
+        # the enumeration's integer type (C++ [dcl.enum]): the fixed one (`enum E : long
+        # long`), int for a scoped enum, else the first of int, unsigned int, long,
+        # unsigned long that holds every value; variables of the enum and its
+        # enumerators have it (the emulator's C enums are int)
+        fixed = n.get("fixedUnderlyingType")
+        if fixed:
+            under = self.type_text(fixed)
+        elif n.get("scopedEnumTag") or None in known or not known:
+            under = "int"
+        else:
+            lo, hi = min(known), max(known)
+            under = next((t for t, a, b in (("int", -2**31, 2**31 - 1),
+                                            ("unsigned int", 0, 2**32 - 1),
+                                            ("long", -2**63, 2**63 - 1))
+                          if a <= lo and hi <= b), "unsigned long")
+        if n.get("name"):
+            self._enum_types[n["name"].split("::")[-1]] = under
         # c_ast.Enum's third argument is `underlying_type` in pycparser 3 (required) and
-        # `coord` in 2.x: None is right for both (the emulator's enums are int).
+        # `coord` in 2.x: None is right for both (the translator casts where not int).
         self._enums.append(c_ast.Decl(None, [], [], [], [], c_ast.Enum(
             n.get("name"), c_ast.EnumeratorList(items), None), None, None,
             coord=self.coord(n)))
@@ -571,13 +594,16 @@ class Translator:
         name = " ".join(words)
         if name in ("std::nullptr_t", "nullptr_t"):
             return c_ast.IdentifierType(["long"])
+        if name in _CLANG_TYPEDEFS:     # clang's own name of sizeof's type (a lambda's
+            return c_ast.IdentifierType(_CLANG_TYPEDEFS[name].split())   # deduced return)
         if name in VECTOR_NAMES:
             return c_ast.IdentifierType([name])
         rec = self.record_name(name)
         if rec is not None:
             return c_ast.Struct(rec, None)
         if name.split("::")[-1] in [e.type.name for e in self._enums if e.type.name]:
-            return c_ast.IdentifierType(["int"])
+            return c_ast.IdentifierType(
+                self._enum_types.get(name.split("::")[-1], "int").split())
         if name.startswith("__half") or name in ("half", "half2"):
             raise self.unsupported(n, f"half-precision type '{name}'", "use float")
         raise self.unsupported(n, f"the type '{name}'")
@@ -1426,7 +1452,13 @@ class Translator:
                     name = self.fqual.get(ref["id"], ref.get("name"))
                 return c_ast.ID(name, coord)
             if rk == "EnumConstantDecl":
-                return c_ast.ID(ref["name"], coord)
+                node = c_ast.ID(ref["name"], coord)
+                etype = re.sub(r"^enum\s+", "", ref.get("type", {}).get("qualType", ""))
+                under = self._enum_types.get(etype.split("::")[-1], "int")
+                if under != "int":      # an enumerator has its enumeration's integer type
+                    tn = self.type_node(under, None, n)
+                    node = c_ast.Cast(c_ast.Typename(None, [], None, tn), node, coord)
+                return node
             if ref.get("id") in self._range_arrays:    # a range-based for's __range1
                 return self.expr(self._range_arrays[ref["id"]])
             if rk == "BindingDecl":
