@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from difftest import cases as C             # noqa: E402
 from difftest import generate as G          # noqa: E402
 from difftest import host as H              # noqa: E402
+from difftest import kernels as K           # noqa: E402
 from difftest import run as R               # noqa: E402
 from difftest import shrink as SH           # noqa: E402
 
@@ -48,6 +49,9 @@ def main(argv=None) -> int:
     ap.add_argument("--count", type=int, default=None, help="tests to run")
     ap.add_argument("--seconds", type=float, default=None, help="run this long instead")
     ap.add_argument("--batch", type=int, default=40, help="tests per compile")
+    ap.add_argument("--kernels", type=int, default=8,
+                    help="kernel tests (shared memory, barriers, shuffles) per batch, "
+                         "counted in --batch")
     ap.add_argument("--threads", type=int, default=64, help="threads (input sets) per test")
     ap.add_argument("--shrink", type=float, default=120.0,
                     help="seconds to shrink each new failure (0: do not)")
@@ -55,6 +59,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.count is None and args.seconds is None:
         args.count = 400
+    if args.threads != 64 and args.kernels:
+        print("kernel tests run 64 threads: --kernels 0 with --threads", args.threads)
+        args.kernels = 0
     fma = H.has_fma()
     total = R.Report()
     seen = collections.Counter()
@@ -69,8 +76,8 @@ def main(argv=None) -> int:
             break
         n = args.batch if args.count is None else min(args.batch, args.count - total.tests)
         s = batch_seed(args.seed, k)
-        gen = G.Generator(s, fma=fma)
-        tests = [gen.test(i) for i in range(n)]
+        nk = min(args.kernels, n // 4) if n < args.batch else min(args.kernels, n)
+        tests = K.make_batch(s, n - nk, nk, fma=fma)
         inputs = G.inputs(s, args.threads)
         rep = R.check(tests, inputs, args.threads, workdir=work, fma=fma)
         total.add(rep)

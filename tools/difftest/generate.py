@@ -90,6 +90,11 @@ class Generator:
         self.rng = random.Random(seed)
         self.profile = profile
         self.fma = fma
+        self.allow_auto = True
+        self.const_only = False             # constexpr initialisers: unsigned literals only
+        # every float-to-integer conversion clamped (kernels: one thread's undefined
+        # behaviour leaves the whole block out)
+        self.strict = False
 
     # ------------------------------------------------------------------ test
     def test(self, index: int) -> Test:
@@ -97,10 +102,15 @@ class Generator:
         seed = rng.randrange(1 << 30)
         rng = self.rng = random.Random(seed)
         self.t = Test(index, seed=seed)
+        self.allow_auto, self.strict, self.const_only = True, False, False
+        self.in_helper = False
         self.frames = [[]]
         self.counter = 0
         self.helpers = []          # (kind, name, info) callable helpers of this test
         self.structs = []
+        self.methods = {}          # struct name -> [(method, return or argument type)]
+        self.enums = []            # (name, scoped, underlying type, {enumerator: value})
+        self.lambdas = []          # (name, parameter type, return type)
         self.in_function = None
         # inputs
         for _ in range(rng.randint(3, 7)):
@@ -113,6 +123,8 @@ class Generator:
             self.declare(Local(name, "scalar", t))
         for _ in range(rng.randint(0, 2)):
             self.make_struct()
+        if rng.random() < 0.3:
+            self.make_enum()
         for _ in range(rng.choice([0, 1, 1, 2, 3])):
             self.make_helper()
         for _ in range(rng.randint(4, 12)):
@@ -167,12 +179,29 @@ class Generator:
             elif k == "array":
                 et, n = loc.type
                 out.append((None, loc))         # element built on demand (masked index)
+            elif k == "shared":
+                # a __shared__ array (kernels.py): the thread's own elements, or (read
+                # only) any element, by a masked index
+                et, n = loc.type
+                if loc.extra == "any":
+                    if not lvalue:
+                        out.append((None, loc))
+                else:
+                    for own in loc.extra:
+                        out.append((E("index", et, kids=[var(loc.name), lit(own, None)]),
+                                    loc))
         return [(e, loc) for e, loc in out
                 if e is None and (want is None or (want == "int") == loc.type[0].integer)
                 or e is not None and (want is None or (want == "int") == e.type.integer)]
 
     def leaf(self, want=None, depth=0) -> E:
         rng = self.rng
+        if not self.const_only and rng.random() < 0.12:
+            special = self.special_leaf(want, depth)
+            if special is not None:
+                return special
+        if self.const_only:
+            return self.literal(want)
         cands = self.accessors(want)
         if cands and rng.random() < 0.8:
             e, loc = rng.choice(cands)
@@ -184,6 +213,77 @@ class Generator:
             return e
         return self.literal(want)
 
+    def special_leaf(self, want, depth):
+        """A method's result (``s.sum()``), an enumerator, a lambda's call, an overload's
+        call, a vector element loaded from global memory through reinterpret_cast or a
+        value through __ldg, or a pointer difference; None if none fits."""
+        rng = self.rng
+        cands = []
+        for loc in self.locals():
+            if loc.kind == "struct":
+                for m, ret in self.methods.get(loc.type[0], []):
+                    if m == "sum" and (want is None or (want == "int") == ret.integer):
+                        cands += [lambda loc=loc, ret=ret: E("call", ret, f"{loc.name}.sum")] * 3
+            if loc.kind == "ptr" and isinstance(loc.extra, tuple) and want != "float":
+                cands.append(lambda loc=loc: E("bin", LONG, "-", kids=[
+                    var(loc.name), var(loc.extra[1])]))
+        for name, scoped, under, values in self.enums:
+            t = cxx.promote(under or INT)
+            if want is None or (want == "int"):
+                e = rng.choice(list(values))
+                if scoped:
+                    ut = under or INT
+                    cands.append(lambda e=e, name=name, ut=ut: E(
+                        "cast", ut, ut.name, form="static", kids=[lit(f"{name}::{e}", None)]))
+                else:
+                    cands.append(lambda e=e, t=t: lit(e, t))
+        for name, pt, ret in self.lambdas:
+            if self.visible(name) and (want is None or (want == "int") == ret.integer):
+                cands.append(lambda name=name, pt=pt, ret=ret: E(
+                    "call", ret, name, kids=[self.convert(self.expr(None, depth - 1), pt)]))
+        if self.frames_have_inputs():
+            if want != "int":
+                cands += [lambda: self.vector_load("float"), lambda: self.vector_load("float")]
+            if want != "float":
+                cands += [lambda: self.vector_load("int")]
+            cands += [lambda: self.ldg(want)]
+        if not cands:
+            return None
+        return rng.choice(cands)()
+
+    def frames_have_inputs(self) -> bool:
+        """Whether the input arrays and tid are in scope (not in a helper's body)."""
+        return not self.in_helper
+
+    def visible(self, name) -> bool:
+        return any(loc.name == name for loc in self.locals())
+
+    def vector_load(self, want) -> E:
+        """A component of a vector loaded from an input array through reinterpret_cast
+        (``reinterpret_cast<const float4*>(in_f32)[(tid * 6 + 2) / 4].y``), aligned: the
+        element index is a multiple of the vector's length."""
+        rng = self.rng
+        choices = {"float": [("float2", "f32"), ("float4", "f32"), ("double2", "f64")],
+                   "int": [("int2", "i32"), ("int4", "i32"), ("uint2", "u32"), ("uint4", "u32"),
+                           ("longlong2", "i64"), ("ulonglong2", "u64"), ("short2", "i16"),
+                           ("char4", "i8"), ("uchar4", "u8")]}[want]
+        vname, code = rng.choice(choices)
+        n = int(vname[-1])
+        base = "gid" if getattr(self.t, "kind", "") == "kernel" else "tid"
+        index = lit(f"({base} * {NIN} + {rng.randrange(NIN)}) / {n}", None)
+        load = E("index", None, kids=[E("cast", None, f"const {vname}*", form="reinterpret",
+                                        kids=[var("in_" + code)]), index])
+        comp = rng.choice("xyzw"[:n])
+        return E("member", VECTORS[vname], comp, kids=[load])
+
+    def ldg(self, want) -> E:
+        code = self.rng.choice([c for c, t in INPUTS.items()
+                                if want is None or (want == "int") == t.integer])
+        base = "gid" if getattr(self.t, "kind", "") == "kernel" else "tid"
+        index = lit(f"{base} * {NIN} + {self.rng.randrange(NIN)}", None)
+        return E("call", INPUTS[code], "__ldg", kids=[E("addr", None, kids=[
+            E("index", None, kids=[var("in_" + code), index])])])
+
     def masked_index(self, n: int, depth: int) -> E:
         idx = self.expr("int", max(depth - 1, 0))
         return E("bin", cxx.common(idx.type, INT), "&", kids=[idx, lit(str(n - 1), INT)])
@@ -193,9 +293,11 @@ class Generator:
         reinterpret_cast of its address or of a reference to it."""
         if loc.kind != "scalar" or e.kind != "var" or self.is_counter(loc):
             return None
+        # integers only: a float's bits read as an integer would show its NaN's bits,
+        # which differ between the GPU (0x7FFFFFFF) and x86 (0xFFC00000)
         same = [t for t in SCALARS if t.size == loc.type.size and t != loc.type and t != BOOL
-                and (want is None or (want == "int") == t.integer)]
-        if loc.type == BOOL or not same:
+                and t.integer and (want is None or (want == "int") == t.integer)]
+        if loc.type == BOOL or loc.type.floating or not same:
             return None
         t = self.rng.choice(same)
         loc.extra = "addressed"
@@ -206,6 +308,11 @@ class Generator:
 
     def literal(self, want=None) -> E:
         rng = self.rng
+        if self.const_only:
+            value = rng.choice([0, 1, 2, 3, 7, 31, 255, 1000, 65535, (1 << 32) - 1,
+                                rng.randrange(1 << 32)])
+            suffix = rng.choice(["u", "ul", "ull"])
+            return lit(f"{value}{suffix}", cxx.literal_type(value, 10, suffix))
         if want != "int" and (want == "float" or rng.random() < 0.3):
             return self.float_literal()
         r = rng.random()
@@ -275,6 +382,12 @@ class Generator:
             kinds += ["call", "call"]
         if want != "float" and rng.random() < 0.2:
             kinds += ["sizeof"]
+        if rng.random() < 0.05:
+            kinds += ["comma"]
+        if self.const_only:
+            kinds = ["arith", "arith", "div", "mod", "shift", "bit", "bit", "cmp", "cond",
+                     "neg"]
+            want = "int"
         kind = rng.choice(kinds)
         if kind == "arith":
             op = rng.choice("+-*")
@@ -297,7 +410,9 @@ class Generator:
         if kind == "shift":
             a = self.expr("int", d)
             t = cxx.promote(a.type)
-            if rng.random() < 0.35:
+            if self.profile == "gpu" and rng.random() < 0.2:
+                count = self.expr("int", d)         # the GPU's shift by the width or more
+            elif rng.random() < 0.35:
                 count = lit(str(rng.randrange(t.bits)), INT)
             else:
                 c = self.expr("int", d)
@@ -326,6 +441,9 @@ class Generator:
             return E("cond", cxx.conditional(a.type, b.type), kids=[c, a, b])
         if kind == "cast":
             return self.cast(self.scalar_type(want), self.expr(None, d))
+        if kind == "comma":
+            a, b = self.expr(None, d), self.expr(want, d)
+            return E("comma", b.type, kids=[a, b])
         if kind == "math":
             return self.math(d)
         if kind == "intrin":
@@ -354,7 +472,7 @@ class Generator:
             return e
         if self.profile == "gpu" and self.rng.random() < 0.5:
             return e                        # the GPU's saturating conversion
-        if self.rng.random() < 0.1:
+        if self.rng.random() < 0.1 and not self.strict:
             return e                        # left to the host's sanitizer
         f32 = e.type == FLOAT
         ft = np.float32 if f32 else np.float64
@@ -369,6 +487,15 @@ class Generator:
         hi_e = lit(float.hex(float(hi)) + suffix, e.type)
         return E("call", e.type, names[0], kids=[E("call", e.type, names[1],
                                                    kids=[e, lo_e]), hi_e])
+
+    def nonan(self, e: E, t) -> E:
+        """`e` (converted to float type `t`) with NaN replaced by -max, where a NaN's sign
+        or bits would be read: the GPU writes a computed float NaN as 0x7FFFFFFF, x86 as
+        0xFFC00000 (their sign bits differ too), a difference of the platforms the
+        emulator documents (docs/emulator.md, "Arithmetic"), not a bug to find."""
+        f = t == FLOAT
+        big = lit("3.40282347e38f" if f else "1.7976931348623157e308", t)
+        return E("call", t, "fmaxf" if f else "fmax", kids=[e, E("un", t, "-", kids=[big])])
 
     def cast(self, to: cxx.Type, e: E) -> E:
         """`e` converted to `to` by one of C++'s cast forms."""
@@ -401,11 +528,17 @@ class Generator:
         if r < 0.45:
             return E("call", DOUBLE, rng.choice(DOUBLE_MATH1), kids=[self.typed(DOUBLE, d)])
         if r < 0.6:
-            return E("call", FLOAT, rng.choice(FLOAT_MATH2),
-                     kids=[self.expr(None, d), self.expr(None, d)])
+            name = rng.choice(FLOAT_MATH2)
+            kids = [self.expr(None, d), self.expr(None, d)]
+            if name == "copysignf":
+                kids[1] = self.nonan(kids[1], FLOAT)
+            return E("call", FLOAT, name, kids=kids)
         if r < 0.68:
-            return E("call", DOUBLE, rng.choice(DOUBLE_MATH2),
-                     kids=[self.typed(DOUBLE, d), self.typed(DOUBLE, d)])
+            name = rng.choice(DOUBLE_MATH2)
+            kids = [self.typed(DOUBLE, d), self.typed(DOUBLE, d)]
+            if name == "copysign":
+                kids[1] = self.nonan(kids[1], DOUBLE)
+            return E("call", DOUBLE, name, kids=kids)
         if r < 0.75 and self.fma:
             if rng.random() < 0.6:
                 return E("call", FLOAT, "fmaf", kids=[self.expr(None, d) for _ in range(3)])
@@ -418,6 +551,8 @@ class Generator:
             if rng.random() < 0.4:
                 name = rng.choice(OVERLOADED2)
                 args.append(self.typed(t, d))
+                if name == "copysign":
+                    args[1] = self.nonan(args[1], t)
             return E("call", t, name, kids=args)
         # min/max: one of CUDA's signatures, each argument of its type
         a, b = rng.choice(MINMAX)
@@ -443,6 +578,8 @@ class Generator:
         choices = [c for c in choices if want is None or (want == "int") == c[1].integer]
         name, ret, args = rng.choice(choices)
         kids = [self.convert(self.expr(None, d), a) for a in args]
+        if name in ("__float_as_uint", "__float_as_int"):
+            kids = [self.nonan(kids[0], FLOAT)]
         if rng.random() < 0.15 and want != "float":
             # abs: CUDA's overloads (int, long, long long, float, double), argument exact
             t = rng.choice([INT, LONG, LLONG] + ([FLOAT, DOUBLE] if want is None else []))
@@ -451,18 +588,56 @@ class Generator:
 
     # ------------------------------------------------------------------ helpers
     def make_struct(self):
+        """A struct of 2 to 4 scalar fields; sometimes with a const method (``sum()``), a
+        method that changes the object (``bump(x)``), an ``operator+``, and helpers that
+        take and return it by value, by const reference and by pointer."""
+        rng = self.rng
         name = f"S{self.t.index}_{len(self.structs)}"
-        fields = [(f"f{i}", self.scalar_type()) for i in range(self.rng.randint(2, 4))]
+        fields = [(f"f{i}", self.scalar_type()) for i in range(rng.randint(2, 4))]
         body = " ".join(f"{self.spelling(ft)} {fn};" for fn, ft in fields)
+        methods = []
+        (f0, t0), (f1, t1) = fields[0], fields[1]
+        if rng.random() < 0.5:
+            ret = self.scalar_type()
+            op = rng.choice("+-*")
+            expr = f"({f0} {op} {f1})"
+            if ret.integer and cxx.common(t0, t1).floating:
+                expr = f"fminf(fmaxf({expr}, -1e9f), 1e9f)" if ret.size >= 4 else "0"
+            body += f" __device__ {self.spelling(ret)} sum() const {{ return {expr}; }}"
+            methods.append(("sum", ret))
+        if rng.random() < 0.5 and t0 != BOOL:
+            at = self.scalar_type("int" if t0.integer else None)
+            op = rng.choice(["+=", "-=", "^="] if t0.integer and at.integer else ["+=", "-="])
+            value = "x" if not (t0.integer and at.floating) else "(int)fminf(fmaxf(x, -1e6f), 1e6f)"
+            body += (f" __device__ void bump({self.spelling(at)} x) {{ {f0} {op} {value}; "
+                     f"{f1} = {f1} + 1; }}")
+            methods.append(("bump", at))
         self.t.decls.append(f"struct {name} {{ {body} }};")
         self.structs.append((name, fields))
+        self.methods[name] = methods
+        if rng.random() < 0.4:
+            lines = [f"__device__ {name} operator+(const {name}& a, const {name}& b) {{",
+                     f"  {name} r = a;"]
+            for fn, ft in fields:
+                lines.append(f"  r.{fn} = a.{fn} {'+' if ft != BOOL else '|'} b.{fn};")
+            lines += ["  return r;", "}"]
+            self.t.decls.append("\n".join(lines))
+            self.methods[name].append(("+", None))
+        if rng.random() < 0.5:
+            h = f"mix{self.t.index}_{len(self.structs)}"
+            lines = [f"__device__ {name} {h}({name} a, const {name}& b, {name}* c) {{",
+                     f"  a.{f0} = b.{f1};", f"  c->{f1} = a.{f0};",
+                     f"  {name} r = *c;", f"  r.{f0} = b.{f0};", "  return r;", "}"]
+            self.t.decls.append("\n".join(lines))
+            self.methods[name].append((h, "mix"))
 
     def make_helper(self):
         rng = self.rng
-        kind = rng.choice(["value", "value", "ref", "template", "nontype"])
+        kind = rng.choice(["value", "value", "ref", "template", "nontype", "overload"])
         name = f"f{self.t.index}_{len(self.helpers)}"
         saved = self.frames
         self.frames = [[]]
+        self.in_helper = True
         if kind == "value":
             params = [(self.scalar_type(), self.fresh("p")) for _ in range(rng.randint(1, 3))]
             ret = self.scalar_type()
@@ -501,6 +676,18 @@ class Generator:
             body = [S("raw", text=f"T r = {ret};\nreturn r;")]
             head = f"template <typename T> __device__ T {name}(T {a}, T {b})"
             self.helpers.append(("template", name, cls))
+        elif kind == "overload":
+            # three overloads: the call's argument type picks one, as C++ ranks an exact
+            # match, then a promotion (short -> int, float -> double)
+            self.frames = saved
+            x = self.fresh("x")
+            defs = [f"__device__ long long {name}(int {x}) {{ return {x} * 3ll - 1; }}",
+                    f"__device__ double {name}(double {x}) {{ return {x} * 0.5 + 1; }}",
+                    f"__device__ unsigned {name}(unsigned {x}) {{ return {x} ^ 0x5u; }}"]
+            self.t.decls.extend(defs)
+            self.helpers.append(("overload", name, None))
+            self.in_helper = False
+            return
         else:
             nt = rng.choice([INT, UINT, LLONG, SHORT, UCHAR, ULLONG, CHAR])
             pt = rng.choice([INT, FLOAT, LLONG, UINT, DOUBLE])
@@ -513,6 +700,7 @@ class Generator:
                     f"{name}({self.spelling(pt)} {x})")
             self.helpers.append(("nontype", name, (nt, pt)))
         self.frames = saved
+        self.in_helper = False
         self.t.functions.append(Function(name, head, body))
 
     def call(self, d, want=None):
@@ -522,6 +710,8 @@ class Generator:
 
         def fits(h):
             kind, _, info = h
+            if kind == "overload":
+                return True
             if want is None or kind == "ref":
                 return kind != "ref"
             if kind == "value":
@@ -533,6 +723,14 @@ class Generator:
         if not fns:
             return None
         kind, name, info = rng.choice(fns)
+        if kind == "overload":
+            at = rng.choice([INT, UINT, DOUBLE, FLOAT, BOOL, CHAR, SCHAR, UCHAR, SHORT, USHORT])
+            chosen = at if at in (INT, UINT, DOUBLE) else DOUBLE if at == FLOAT else INT
+            ret = {INT: LLONG, DOUBLE: DOUBLE, UINT: UINT}[chosen]
+            e = E("call", ret, name, kids=[self.typed(at, d)])
+            if want is not None and (want == "int") != ret.integer:
+                return self.cast(self.scalar_type(want), e)
+            return e
         if kind == "value":
             ret, params = info
             return E("call", ret, name, kids=[self.convert(self.expr(None, d), p)
@@ -569,6 +767,10 @@ class Generator:
         kinds += ["vector", "array", "struct", "ref", "ptr"] if rng.random() < 0.5 else []
         if any(h[0] == "ref" for h in self.helpers):
             kinds += ["refcall", "refcall"]
+        if rng.random() < 0.4:
+            kinds += ["switch", "sidefx", "sidefx", "lambda", "constexpr", "ptrarith"]
+        if any(loc.kind == "struct" for loc in self.locals()):
+            kinds += ["method", "method"]
         if in_loop:
             kinds += ["jump"]
         if allow_return is not None and depth < 2:
@@ -623,7 +825,158 @@ class Generator:
             return self.ptr_decl(d)
         if kind == "refcall":
             return self.ref_call(d)
+        if kind == "switch":
+            return [self.switch(depth, allow_return, in_loop)]
+        if kind == "sidefx":
+            return self.side_effects(d)
+        if kind == "lambda":
+            return self.lambda_decl(d)
+        if kind == "constexpr":
+            return self.constexpr_decl()
+        if kind == "method":
+            return self.method_call(d)
+        if kind == "ptrarith":
+            return self.pointer_into_array(d)
         raise AssertionError(kind)
+
+    def switch(self, depth, allow_return, in_loop) -> S:
+        """``switch`` on a small integer (or an enumeration): cases that break and cases
+        that fall through, and a default."""
+        rng = self.rng
+        enums = [en for en in self.enums if not en[1]]
+        if enums and rng.random() < 0.4:
+            name, _, under, values = rng.choice(enums)
+            cond = lit(rng.choice(list(values)), cxx.promote(under or INT))
+            if rng.random() < 0.7:
+                cond = E("cond", cond.type, kids=[self.expr(None, 1), cond,
+                                                  lit(rng.choice(list(values)), cond.type)])
+            labels = rng.sample(list(values), k=min(len(values), rng.randint(1, 3)))
+        else:
+            c = self.expr("int", 1)
+            cond = E("bin", cxx.common(c.type, INT), "&", kids=[c, lit("3", INT)])
+            labels = [str(v) for v in rng.sample(range(4), k=rng.randint(1, 3))]
+        cases = []
+        for label in labels + (["default"] if rng.random() < 0.6 else []):
+            self.frames.append([])
+            body = self.block(max(depth - 1, 0), allow_return, in_loop)
+            self.frames.pop()
+            cases.append(S("case", text=label, body=body,
+                           form=rng.choice(["break", "break", "fall"])))
+        cases[-1].form = "break"
+        return S("switch", kids=[cond], body=cases)
+
+    def side_effects(self, d) -> list:
+        """A variable changed inside an expression that reads it nowhere else (C++
+        sequences nothing else): ``w = (x++) * e``, ``(x -= e) + f``, ``(x += e, x * 3)``."""
+        rng = self.rng
+        t = rng.choice([INT, UINT, CHAR, SHORT, UCHAR, LLONG, ULLONG, FLOAT, DOUBLE])
+        x = self.fresh("x")
+        other = self.expr(None, d)
+        init = self.convert(self.expr(None, d), t)
+        r = rng.random()
+        if r < 0.4:
+            fx = E(rng.choice(["post", "un"]), t, rng.choice(["++", "--"]), kids=[var(x, t)])
+        else:
+            op = rng.choice(["+=", "-=", "*="] + (["^=", "|=", "<<="] if t.integer else []))
+            rhs = self.expr("int" if op in ("^=", "|=", "<<=") else None, d - 1)
+            if op == "<<=":
+                rhs = E("bin", cxx.common(rhs.type, INT), "&", kids=[rhs, lit("7", INT)])
+            elif t.integer and rhs.type.floating:
+                rhs = self.cast(cxx.promote(t), self.clamp(rhs, INT))
+            fx = E("assign", t, op, kids=[var(x, t), rhs])
+        if rng.random() < 0.3:
+            # the comma sequences: x may be read after it
+            value = E("comma", t, kids=[fx, E("bin", cxx.common(t, INT), "*",
+                                              kids=[var(x, t), lit("3", INT)])])
+        else:
+            a, b = (fx, other) if rng.random() < 0.5 else (other, fx)
+            value = E("bin", cxx.common(fx.type, other.type), rng.choice("+-*"), kids=[a, b])
+        wt = self.scalar_type()
+        w = self.fresh("w")
+        out = [S("decl", text=self.spelling(t), name=x, kids=[init]),
+               S("decl", text=self.spelling(wt), name=w, kids=[self.convert(value, wt)])]
+        self.declare(Local(x, "scalar", t))
+        self.declare(Local(w, "scalar", wt))
+        return out
+
+    def lambda_decl(self, d) -> list:
+        """``auto f = [&](T x) { return e; };`` (or capturing by copy: what it reads is
+        copied where it is made), called by name later."""
+        rng = self.rng
+        pt = self.scalar_type()
+        x = self.fresh("x")
+        self.frames.append([Local(x, "scalar", pt, mutable=False)])
+        outer, self.lambdas = self.lambdas, []   # a lambda calling a lambda: refused (a gap)
+        e = self.expr(None, 2)
+        self.lambdas = outer
+        self.frames.pop()
+        ret = e.type
+        name = self.fresh("lam")
+        cap = rng.choice(["&", "=", "&", "="])
+        text = e.render()
+        if any(loc.kind == "array" and loc.name in text for loc in self.locals()):
+            cap = "&"       # an array captured by copy: refused by the emulator (a gap)
+        self.lambdas.append((name, pt, ret))
+        self.declare(Local(name, "lambda", ret, mutable=False))
+        text = f"[{cap}]({self.spelling(pt)} {x}) {{ return {e.render()}; }}"
+        return [S("decl", text="auto", name=name, kids=[lit(text, None)])]
+
+    def constexpr_decl(self) -> list:
+        """``constexpr T c = <constant expression of unsigned literals>;`` (no overflow
+        can make it other than constant)."""
+        self.const_only = True
+        try:
+            e = self.expr("int", 2)
+        finally:
+            self.const_only = False
+        name = self.fresh("c")
+        self.declare(Local(name, "scalar", e.type, mutable=False))
+        return [S("decl", text=f"constexpr {e.type.name}", name=name, kids=[e])]
+
+    def method_call(self, d) -> list:
+        rng = self.rng
+        cands = [(loc, m, at) for loc in self.locals() if loc.kind == "struct" and loc.mutable
+                 for m, at in self.methods.get(loc.type[0], []) if m == "bump"]
+        if not cands:
+            return [self.decl(d)]
+        loc, m, at = rng.choice(cands)
+        return [S("expr", kids=[E("call", None, f"{loc.name}.bump",
+                                  kids=[self.convert(self.expr(None, d), at)])])]
+
+    def pointer_into_array(self, d) -> list:
+        """``T* p = r + (e & 3);`` into a local array: then ``*p`` read and written, and
+        ``p - r`` (a ptrdiff_t) read."""
+        rng = self.rng
+        arrays = [loc for loc in self.locals() if loc.kind == "array" and loc.mutable]
+        if not arrays:
+            return self.array_decl(d)
+        loc = rng.choice(arrays)
+        et, n = loc.type
+        name = self.fresh("p")
+        index = self.masked_index(n, d)
+        self.declare(Local(name, "ptr", et, extra=("into", loc.name)))
+        return [S("decl", text=f"{et.name}*", name=name,
+                  kids=[E("bin", None, "+", kids=[var(loc.name), index])])]
+
+    def make_enum(self):
+        rng = self.rng
+        name = f"E{self.t.index}_{len(self.enums)}"
+        scoped = rng.random() < 0.5
+        under = rng.choice([None, None, UCHAR, SHORT, UINT, LLONG, INT])
+        lo, hi = (0, 200) if under in (UCHAR, UINT) else (-100, 200)
+        values, items, v = {}, [], rng.randint(lo, hi - 10)
+        for i in range(rng.randint(2, 4)):
+            e = f"K{self.t.index}_{len(self.enums)}_{i}"
+            if rng.random() < 0.5:
+                v = rng.randint(lo, hi - 10)
+                items.append(f"{e} = {v}")
+            else:
+                items.append(e)
+            values[e] = v
+            v += 1
+        head = f"enum {'class ' if scoped else ''}{name}" + (f" : {under.name}" if under else "")
+        self.t.decls.append(f"{head} {{ {', '.join(items)} }};")
+        self.enums.append((name, scoped, under, values))
 
     def block(self, depth, allow_return, in_loop) -> list:
         out = []
@@ -640,7 +993,7 @@ class Generator:
         t = self.scalar_type()
         e = self.expr(None, d)
         name = self.fresh("v")
-        if rng.random() < 0.08:
+        if rng.random() < 0.08 and self.allow_auto:
             self.declare(Local(name, "scalar", e.type))
             return S("decl", text="auto", name=name, kids=[e])
         spelling = self.spelling(t)
@@ -685,6 +1038,9 @@ class Generator:
             rhs = self.convert(rhs, t)
         elif t.integer and rhs.type.floating:
             rhs = self.clamp(rhs, INT if t.size < 8 else t)
+            if self.strict:
+                # `c += f` converts c + f back to c's type: keep it integer
+                rhs = self.cast(cxx.promote(t), rhs)
         if rng.random() < 0.1 and op != "=":
             # the value of an assignment, used (the target read nowhere else)
             other = self.fresh("w")
@@ -742,8 +1098,21 @@ class Generator:
         items = [self.no_narrowing(self.expr(None, d - 1), ft) for _, ft in fields[:k]]
         out = [S("decl", text=sname, name=name, form=rng.choice(["={}", "{}"]), kids=items)]
         copies = [loc for loc in self.locals() if loc.kind == "struct" and loc.type[0] == sname]
-        if copies and rng.random() < 0.3:
+        extra = self.methods.get(sname, [])
+        r = rng.random()
+        if copies and r < 0.3:
             out = [S("decl", text=sname, name=name, kids=[var(rng.choice(copies).name)])]
+        elif copies and r < 0.5 and any(m == "+" for m, _ in extra):
+            a, b = rng.choice(copies), rng.choice(copies)
+            out = [S("decl", text=sname, name=name,
+                     kids=[E("bin", None, "+", kids=[var(a.name), var(b.name)])])]
+        elif copies and r < 0.7 and any(k == "mix" for _, k in extra):
+            h = next(m for m, k in extra if k == "mix")
+            a, b = rng.choice(copies), rng.choice(copies)
+            c = rng.choice([loc for loc in copies if loc.mutable] or [None])
+            if c is not None:
+                out = [S("decl", text=sname, name=name, kids=[E("call", None, h, kids=[
+                    var(a.name), var(b.name), E("addr", None, kids=[var(c.name)])])])]
         self.declare(Local(name, "struct", (sname, fields)))
         return out
 
@@ -753,6 +1122,14 @@ class Generator:
                    if e is not None and loc.kind in ("scalar", "struct", "vector", "ref")
                    and not self.is_counter(loc)]
         name = self.fresh("ref")
+        arrays = [loc for loc in self.locals() if loc.kind == "array" and loc.mutable]
+        if arrays and rng.random() < 0.25:
+            loc = rng.choice(arrays)
+            et, n = loc.type
+            self.declare(Local(name, "ref", et))
+            return [S("decl", text=f"{et.name}&", name=name,
+                      kids=[E("index", et, kids=[var(loc.name), lit(str(rng.randrange(n)),
+                                                                    INT)])])]
         if targets and rng.random() < 0.7:
             e, loc = rng.choice(targets)
             if loc.kind == "scalar":

@@ -40,7 +40,9 @@ FLAGS = ["-target", "x86_64-linux-none", "-nostdlib", "-ffreestanding", "-static
          "-fno-sanitize=all",
          "-fsanitize=signed-integer-overflow,shift,integer-divide-by-zero,"
          "float-cast-overflow,bounds,bool,vla-bound,return",
-         "-fno-sanitize-link-runtime", "-msse4.1", "-w", "-fno-color-diagnostics"]
+         "-fno-sanitize-link-runtime", "-msse4.1", "-fno-color-diagnostics",
+         # no warnings, but a variable read in its own initialiser is a generator bug
+         "-Wno-everything", "-Werror=uninitialized"]
 
 
 def has_fma() -> bool:
@@ -58,7 +60,7 @@ def zig_command() -> list[str]:
     return [os.path.join(os.path.dirname(ziglang.__file__), "zig"), "c++"]
 
 
-_VECTORS = {"char": "char", "uchar": "unsigned char", "short": "short",
+_VECTORS = {"char": "signed char", "uchar": "unsigned char", "short": "short",
             "ushort": "unsigned short", "int": "int", "uint": "unsigned int",
             "long": "long", "ulong": "unsigned long", "longlong": "long long",
             "ulonglong": "unsigned long long", "float": "float", "double": "double"}
@@ -88,6 +90,7 @@ PRELUDE = r"""// host prelude: CUDA C++ as host C++ (tools/difftest/host.py)
 #define __host__
 #define __forceinline__ inline
 #define __noinline__
+#define __shared__ static
 typedef unsigned long size_t;
 typedef long ptrdiff_t;
 typedef unsigned int uint;
@@ -220,6 +223,21 @@ static inline long long abs(long long a) { return a < 0 ? -a : a; }
 static inline int abs(int a) { return a < 0 ? -a : a; }
 static inline long long llabs(long long a) { return a < 0 ? -a : a; }
 static void __syncthreads() {}
+// a kernel's device text is compiled here too, never run: its host version exchanges the
+// values itself (kernels.py)
+template <class T> static T __ldg(const T *p) { return *p; }
+template <class T> static T __shfl_sync(unsigned, T v, int, int = 32) { return v; }
+template <class T> static T __shfl_xor_sync(unsigned, T v, int, int = 32) { return v; }
+template <class T> static T __shfl_up_sync(unsigned, T v, unsigned, int = 32) { return v; }
+template <class T> static T __shfl_down_sync(unsigned, T v, unsigned, int = 32) { return v; }
+// the atomics, on the host's one thread (a phase uses only updates that commute)
+#define ATOMIC(T, name, expr) static inline T name(T *p, T v) { T o = *p; *p = (expr); return o; }
+#define ATOMICS(T) ATOMIC(T, atomicAdd, o + v) ATOMIC(T, atomicSub, o - v) \
+  ATOMIC(T, atomicMax, o > v ? o : v) ATOMIC(T, atomicMin, o < v ? o : v) \
+  ATOMIC(T, atomicOr, o | v) ATOMIC(T, atomicAnd, o & v) ATOMIC(T, atomicXor, o ^ v)
+ATOMICS(int) ATOMICS(unsigned int) ATOMICS(unsigned long long) ATOMICS(long long)
+ATOMIC(unsigned int, atomicInc, o >= v ? 0 : o + 1)
+ATOMIC(unsigned int, atomicDec, (o == 0 || o > v) ? v : o - 1)
 
 // what the sanitizer reports sets a flag (its runtime is not linked: these are it)
 static unsigned char g_flag;
@@ -282,10 +300,19 @@ def driver(tests, threads: int) -> str:
     lines.append("static void run_one(int test, int tid) {")
     lines.append("  switch (test) {")
     args = ", ".join(f"g_in_{code}" for code in P.INPUTS)
+    kernels = []
     for i, (t, (offset, n)) in enumerate(zip(tests, lay)):
+        if getattr(t, "kind", "") == "kernel":
+            # a kernel runs all its threads in one call (kernels.py), at thread 0
+            kernels.append(i)
+            lines.append(f"  case {i}: kernel_host_{t.index}({args}, g_out + {offset}ull); "
+                         f"break;")
+            continue
         lines.append(f"  case {i}: {t.name}(tid, {args}, g_out + {offset}ull + "
                      f"(unsigned long long)tid * {n}); break;")
     lines.append("  }\n}")
+    is_kernel = ", ".join("1" if i in kernels else "0" for i in range(len(tests))) or "0"
+    lines.append(f"static const unsigned char g_is_kernel[] = {{{is_kernel}}};")
     lines.append('extern "C" __attribute__((force_align_arg_pointer, noreturn)) void _start() {')
     for code in P.INPUTS:
         lines.append(f"  read_all(g_in_{code}, sizeof g_in_{code});")
@@ -293,6 +320,10 @@ def driver(tests, threads: int) -> str:
     lines.append(f"  for (int test = 0; test < {len(tests)}; ++test)")
     lines.append(f"    for (int tid = 0; tid < {threads}; ++tid) {{")
     lines.append("      threadIdx.x = tid; threadIdx.y = 0; threadIdx.z = 0;")
+    lines.append("      if (g_is_kernel[test] && tid > 0) {")
+    lines.append(f"        g_flags[test * {threads} + tid] = g_flags[test * {threads}];")
+    lines.append("        continue;")
+    lines.append("      }")
     lines.append("      g_flag = 0;")
     lines.append("      if (__builtin_setjmp(g_jump) == 0) run_one(test, tid);")
     lines.append("      else g_flag |= 4;")
@@ -307,7 +338,9 @@ def driver(tests, threads: int) -> str:
 
 
 def host_source(tests, threads: int) -> str:
-    return PRELUDE + "\n" + P.device_source(tests, threads) + "\n" + driver(tests, threads)
+    kernels = "".join(t.host_function() for t in tests if getattr(t, "kind", "") == "kernel")
+    return (PRELUDE + "\n" + P.device_source(tests, threads) + "\n" + kernels + "\n"
+            + driver(tests, threads))
 
 
 class HostCompileError(Exception):

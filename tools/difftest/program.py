@@ -74,6 +74,8 @@ class E:
             return f"{r[0]}[{r[1]}]"
         if k == "sizeof":
             return f"sizeof({r[0]})"
+        if k == "comma":
+            return f"({r[0]}, {r[1]})"
         if k == "deref":
             return f"(*{r[0]})"
         if k == "addr":
@@ -150,6 +152,15 @@ class S:
             return ([f"{pad}{{", f"{pad}  int {self.name} = {r[0]};",
                      f"{pad}  while ({self.name}-- > 0) {{"]
                     + render_body(self.body, indent + 2) + [f"{pad}  }}", f"{pad}}}"])
+        if k == "switch":
+            lines = [f"{pad}switch ({r[0]}) {{"]
+            for case in self.body:
+                label = "default:" if case.text == "default" else f"case {case.text}:"
+                lines.append(f"{pad}{label} {{")
+                lines += render_body(case.body, indent + 1)
+                lines.append(f"{pad}}}" + (" break;" if case.form == "break" else
+                                           " // falls through"))
+            return lines + [f"{pad}}}"]
         if k == "do":
             return ([f"{pad}{{", f"{pad}  int {self.name} = {r[0]};", f"{pad}  do {{"]
                     + render_body(self.body, indent + 2)
@@ -266,12 +277,17 @@ def device_source(tests, threads: int) -> str:
     for t in tests:
         parts.append(t.render())
         n = max(len(t.outs), 1)
-        parts.append(f"__global__ void k{t.index}({KERNEL_PARAMS}, unsigned long long* out) "
+        if getattr(t, "kind", "") == "kernel":        # a kernel test is k<index> itself
+            offset += n * threads
+            continue
+        parts.append(f"extern \"C\" __global__ void k{t.index}({KERNEL_PARAMS}, "
+                     f"unsigned long long* out) "
                      f"{{\n  const int tid = threadIdx.x;\n  {t.name}(tid, {ARGS}, out + "
                      f"(size_t)tid * {n});\n}}\n")
         calls.append(f"  {t.name}(tid, {ARGS}, out + {offset}ull + (size_t)tid * {n});")
         offset += n * threads
-    parts.append(f"__global__ void all_tests({KERNEL_PARAMS}, unsigned long long* out) {{\n"
+    parts.append(f"extern \"C\" __global__ void all_tests({KERNEL_PARAMS}, "
+                 f"unsigned long long* out) {{\n"
                  f"  const int tid = threadIdx.x;\n" + "\n".join(calls) + "\n}\n")
     return "\n".join(parts)
 

@@ -91,6 +91,8 @@ class Shrinker:
 
     # -- steps
     def shrink_threads(self):
+        if getattr(self.test, "kind", "") == "kernel":
+            return                  # a kernel's threads are its blocks
         while self.threads > 1:
             half = self.threads // 2
             for keep in (list(range(half)), list(range(half, self.threads))):
