@@ -615,9 +615,12 @@ def _printf_general(pieces, args, lanes, left, out, printed) -> int:
 
 
 def _cast(v, dtype):
-    if isinstance(v, np.ndarray):
+    """A built-in's result as `dtype`: lanes stay an array, a value uniform over the
+    threads is a NumPy scalar (a 0-d array, which `__popc` of a constant gives, is one:
+    a store under a partial mask indexes arrays by lane)."""
+    if isinstance(v, np.ndarray) and v.ndim:
         return v.astype(dtype, copy=False)
-    return dtype.type(v)
+    return dtype.type(v[()] if isinstance(v, np.ndarray) else v)
 
 
 def _minmax(comp, node, name, args):
