@@ -1128,8 +1128,12 @@ class Translator:
                                            "write the inner one as a __device__ function")
                 continue
             by_ref = f["type"]["qualType"].rstrip().endswith("&")
-            captures.append((var["id"], var.get("name"), by_ref, ci,
-                             self.type_text(f["type"])))
+            ftext = self.type_text(f["type"])
+            if "decltype(" in ftext and ci.get("type"):
+                # clang leaves the capture's type of a decltype-declared variable sugared
+                # (`decltype(f(x) << 2) &`, no desugared form): the variable's own type
+                ftext = self.type_text(ci["type"]) + (" &" if by_ref else "")
+            captures.append((var["id"], var.get("name"), by_ref, ci, ftext))
         methods = []
         for m in rec.get("inner", []):
             if m.get("kind") == "CXXMethodDecl" and m.get("name") == "operator()":
