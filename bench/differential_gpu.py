@@ -102,23 +102,33 @@ def show(word: int, kind: str) -> str:
 
 def host_casts():
     """The cast table on the host: (words, defined per row), a row undefined in C++ (or
-    refused by clang) left as None."""
-    words, defined = [], []
+    refused by clang) left as None. One test per row, all in one compile."""
+    tests = []
     for i, (expr, kind) in enumerate(CASTS):
         body = (f"  int a = {CAST_INPUTS[0]} + tid, b = {CAST_INPUTS[1]} + tid, one = 1 + tid, "
                 f"two = 2 + tid; float fone = (float)one;\n")
         value = {"float": f"__float_as_uint({expr})", "double": f"__double_as_longlong({expr})",
                  "int": f"(unsigned long long)({expr})"}[kind]
-        src = f"__device__ void t0({P.PARAMS}) {{\n{body}  out[0] = {value};\n}}\n"
-        test = P.Test.from_source(0, src, [kind])
-        try:
-            out, flags = H.compile_and_run([test], G.inputs(1, 1), 1)
-        except H.HostCompileError:
-            words.append(None)
-            defined.append(False)
-            continue
-        ok = not flags[0, 0] & (H.UNDEFINED | H.TRAPPED)
-        words.append(int(out[0]) if ok else None)
+        src = f"__device__ void t{i}({P.PARAMS}) {{\n{body}  out[0] = {value};\n}}\n"
+        tests.append(P.Test.from_source(i, src, [kind]))
+    try:
+        out, flags = H.compile_and_run(tests, G.inputs(1, 1), 1)
+    except H.HostCompileError:
+        out, flags = None, None
+    words, defined = [], []
+    for i, t in enumerate(tests):
+        if out is None:             # find the rows clang refuses, one by one
+            try:
+                o, f = H.compile_and_run([t], G.inputs(1, 1), 1)
+                w, fl = int(o[0]), int(f[0, 0])
+            except H.HostCompileError:
+                words.append(None)
+                defined.append(False)
+                continue
+        else:
+            w, fl = int(out[i]), int(flags[i, 0])
+        ok = not fl & (H.UNDEFINED | H.TRAPPED)
+        words.append(w if ok else None)
         defined.append(bool(ok))
     return words, defined
 

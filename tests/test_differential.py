@@ -31,14 +31,15 @@ sys.path.insert(0, str(ROOT / "tools"))
 from difftest import cases as C            # noqa: E402
 from difftest import generate as G         # noqa: E402
 from difftest import host as H             # noqa: E402
+from difftest import kernels as K          # noqa: E402
 from difftest import program as P          # noqa: E402
 from difftest import run as R              # noqa: E402
 from difftest import shrink as SH          # noqa: E402
 
 CASES = sorted((ROOT / "tests" / "differential").glob("*.cu"))
-# seeds of the CI budget: 6 batches of 40 tests, 64 threads each (measured: ~45 s here)
-SEEDS = [11, 23, 37, 41, 53, 67]
-BATCH = 40
+# seeds of the CI budget: batches of 34 function tests and 6 kernels, 64 threads each
+SEEDS = [11, 23, 37, 41, 53, 67, 71, 83, 97]
+FUNCTIONS, KERNELS = 34, 6
 THREADS = 64
 
 
@@ -48,16 +49,34 @@ def _describe(rep) -> str:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_tests_match_the_host(seed):
-    """A batch of 40 generated tests, each run by 64 threads on their own inputs: the
-    emulator's words equal the host's on every instance without undefined behaviour."""
-    gen = G.Generator(seed, fma=H.has_fma())
-    tests = [gen.test(i) for i in range(BATCH)]
+    """A batch of 34 generated function tests and 6 kernels (shared memory, barriers,
+    shuffles, atomics), each run by 64 threads on their own inputs: the emulator's words
+    equal the host's on every instance without undefined behaviour."""
+    tests = K.make_batch(seed, FUNCTIONS, KERNELS, fma=H.has_fma())
     inputs = G.inputs(seed, THREADS)
     rep = R.check(tests, inputs, THREADS, fma=H.has_fma())
     assert not rep.failures, _describe(rep)
     # the comparison is not empty: most instances are defined, and every test wrote words
-    assert rep.instances > 0.7 * BATCH * THREADS
+    assert rep.instances > 0.7 * len(tests) * THREADS
     assert rep.words > 5 * rep.instances
+
+
+def test_the_cast_table_of_issue_24_and_more():
+    """bench/differential_gpu.py's table: the issue's eight rows give what the H200 gave
+    (issue 24: 10000000000 for the products, 0.5 for the quotients), and every row C++
+    defines gives the host's bits on the emulator (the GPU script adds the H200's)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import differential_gpu as DG
+    host, defined = DG.host_casts()
+    emu = DG.emulator_casts()
+    for i in range(4):
+        assert emu[i] == 10000000000, DG.CASTS[i]
+    for i in range(4, 8):
+        assert np.uint32(emu[i]).view(np.float32) == np.float32(0.5), DG.CASTS[i]
+    for (expr, kind), h, e, ok in zip(DG.CASTS, host, emu, defined):
+        if ok:
+            assert h == e, expr
+    assert sum(defined) >= len(DG.CASTS) - 5        # the last five are undefined in C++
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -169,8 +188,8 @@ def test_a_real_failure_shrinks_to_its_cause(monkeypatch):
     mismatches = [f for f in rep.failures if f.kind == "mismatch"]
     assert mismatches
     start = time.monotonic()
-    small, inp, threads, tries = SH.shrink(mismatches[0], inputs, 8, seconds=60)
-    assert time.monotonic() - start < 90
+    small, inp, threads, tries = SH.shrink(mismatches[0], inputs, 8, seconds=40)
+    assert time.monotonic() - start < 60
     again = R.check([small], inp, threads)
     assert any(f.kind == "mismatch" for f in again.failures)
     assert "^" in small.render().split(") {", 1)[-1]

@@ -125,6 +125,8 @@ class Generator:
             self.make_struct()
         if rng.random() < 0.3:
             self.make_enum()
+        if rng.random() < 0.2:
+            self.make_pair_template()
         for _ in range(rng.choice([0, 1, 1, 2, 3])):
             self.make_helper()
         for _ in range(rng.randint(4, 12)):
@@ -176,8 +178,7 @@ class Generator:
                 comp, n = VECTORS[loc.type], int(loc.type[-1])
                 for c in "xyzw"[:n]:
                     out.append((E("member", comp, c, kids=[var(loc.name)]), loc))
-            elif k == "array":
-                et, n = loc.type
+            elif k in ("array", "array2", "varray"):
                 out.append((None, loc))         # element built on demand (masked index)
             elif k == "shared":
                 # a __shared__ array (kernels.py): the thread's own elements, or (read
@@ -191,8 +192,30 @@ class Generator:
                         out.append((E("index", et, kids=[var(loc.name), lit(own, None)]),
                                     loc))
         return [(e, loc) for e, loc in out
-                if e is None and (want is None or (want == "int") == loc.type[0].integer)
+                if e is None and (want is None or (want == "int") == self.elem_type(loc).integer)
                 or e is not None and (want is None or (want == "int") == e.type.integer)]
+
+    @staticmethod
+    def elem_type(loc):
+        """The scalar type of an array's elements (a vector array's components)."""
+        if loc.kind == "varray":
+            return VECTORS[loc.type[0]]
+        return loc.type[0]
+
+    def element(self, loc, depth) -> E:
+        """An element of array `loc`, its indices masked to the lengths: ``r[(e) & 7]``,
+        ``m[(e) & 3][(f) & 1]``, ``v[(e) & 3].y``."""
+        if loc.kind == "array2":
+            et, n, m = loc.type
+            return E("index", et, kids=[E("index", None, kids=[
+                var(loc.name), self.masked_index(n, depth)]), self.masked_index(m, depth)])
+        if loc.kind == "varray":
+            vname, n = loc.type
+            comp = self.rng.choice("xyzw"[:int(vname[-1])])
+            return E("member", VECTORS[vname], comp, kids=[
+                E("index", None, kids=[var(loc.name), self.masked_index(n, depth)])])
+        et, n = loc.type
+        return E("index", et, kids=[var(loc.name), self.masked_index(n, depth)])
 
     def leaf(self, want=None, depth=0) -> E:
         rng = self.rng
@@ -206,8 +229,7 @@ class Generator:
         if cands and rng.random() < 0.8:
             e, loc = rng.choice(cands)
             if e is None:                       # an array element
-                et, n = loc.type
-                return E("index", et, kids=[var(loc.name), self.masked_index(n, depth)])
+                return self.element(loc, depth)
             if rng.random() < 0.04 and self.profile == "host":
                 return self.punned(e, loc, want) or e
             return e
@@ -236,7 +258,9 @@ class Generator:
                     cands.append(lambda e=e, name=name, ut=ut: E(
                         "cast", ut, ut.name, form="static", kids=[lit(f"{name}::{e}", None)]))
                 else:
-                    cands.append(lambda e=e, t=t: lit(e, t))
+                    # +K: the enumerator promoted (its own type is the enumeration, which
+                    # a deduction or a decltype would see)
+                    cands.append(lambda e=e, t=t: E("un", t, "+", kids=[lit(e, None)]))
         for name, pt, ret in self.lambdas:
             if self.visible(name) and (want is None or (want == "int") == ret.integer):
                 cands.append(lambda name=name, pt=pt, ret=ret: E(
@@ -300,7 +324,7 @@ class Generator:
         if loc.type == BOOL or loc.type.floating or not same:
             return None
         t = self.rng.choice(same)
-        loc.extra = "addressed"
+        loc.extra = loc.extra or "addressed"
         if self.rng.random() < 0.5:
             return E("deref", t, kids=[E("cast", None, f"const {t.name}*", form="reinterpret",
                                          kids=[E("addr", None, kids=[e])])])
@@ -631,6 +655,20 @@ class Generator:
             self.t.decls.append("\n".join(lines))
             self.methods[name].append((h, "mix"))
 
+    def make_pair_template(self):
+        """``template <typename T> struct Pair { T a, b; T sum() const; T mix(T x) const; }``
+        with two instantiations, used as structs (their sum() a method)."""
+        rng = self.rng
+        name = f"Pair{self.t.index}"
+        self.t.decls.append(
+            f"template <typename T> struct {name} {{ T a, b; "
+            f"__device__ T sum() const {{ return a + b; }} "
+            f"__device__ T mix(T x) const {{ return a * x - b; }} }};")
+        for t in rng.sample([INT, FLOAT, UINT, SHORT, DOUBLE, LLONG, UCHAR], 2):
+            inst = f"{name}<{self.spelling(t)}>"
+            self.structs.append((inst, [("a", t), ("b", t)]))
+            self.methods[inst] = [("sum", t)]
+
     def make_helper(self):
         rng = self.rng
         kind = rng.choice(["value", "value", "ref", "template", "nontype", "overload"])
@@ -647,9 +685,17 @@ class Generator:
             for _ in range(rng.randint(0, 3)):
                 body.extend(self.statement(depth=1, allow_return=ret))
             body.append(S("return", kids=[self.convert(self.expr(None, 2), ret)]))
-            ps = ", ".join(f"{self.spelling(pt)} {pn}" for pt, pn in params)
-            head = f"__device__ {self.spelling(ret)} {name}({ps})"
-            self.helpers.append(("value", name, (ret, [pt for pt, _ in params])))
+            texts = [f"{self.spelling(pt)} {pn}" for pt, pn in params]
+            default = None
+            if rng.random() < 0.3:
+                # a default argument: the call may leave it out (clang writes it out)
+                lt = params[-1][0]
+                default = self.literal("int" if lt.integer else None)
+                if cxx.narrowing(default.type, lt) and lt.integer and default.type.floating:
+                    default = lit("3", INT)
+                texts[-1] += f" = {default.render()}"
+            head = f"__device__ {self.spelling(ret)} {name}({', '.join(texts)})"
+            self.helpers.append(("value", name, (ret, [pt for pt, _ in params], default)))
         elif kind == "ref":
             tt = self.scalar_type()
             pt = self.scalar_type()
@@ -732,7 +778,9 @@ class Generator:
                 return self.cast(self.scalar_type(want), e)
             return e
         if kind == "value":
-            ret, params = info
+            ret, params, default = info
+            if default is not None and rng.random() < 0.5:
+                params = params[:-1]            # the default argument
             return E("call", ret, name, kids=[self.convert(self.expr(None, d), p)
                                               for p in params])
         if kind == "template":
@@ -768,7 +816,8 @@ class Generator:
         if any(h[0] == "ref" for h in self.helpers):
             kinds += ["refcall", "refcall"]
         if rng.random() < 0.4:
-            kinds += ["switch", "sidefx", "sidefx", "lambda", "constexpr", "ptrarith"]
+            kinds += ["switch", "sidefx", "sidefx", "lambda", "constexpr", "ptrarith",
+                      "rangefor", "bindings", "decltype"]
         if any(loc.kind == "struct" for loc in self.locals()):
             kinds += ["method", "method"]
         if in_loop:
@@ -837,7 +886,56 @@ class Generator:
             return self.method_call(d)
         if kind == "ptrarith":
             return self.pointer_into_array(d)
+        if kind == "rangefor":
+            return self.range_for(depth, allow_return, in_loop)
+        if kind == "bindings":
+            return self.bindings(d)
+        if kind == "decltype":
+            e = self.expr(None, d)
+            while not (e.kind in ("bin", "call", "sizeof") or e.kind == "un" and e.text in "+-~!"
+                       or e.kind == "cast" and "&" not in e.text):
+                e = self.expr(None, d)      # a prvalue: decltype of an lvalue is a T&
+            name = self.fresh("v")
+            init = self.expr(None, d)
+            if e.type.integer and init.type.floating:
+                init = self.clamp(init, e.type)
+            self.declare(Local(name, "scalar", e.type))
+            return [S("decl", text=f"decltype({e.render()})", name=name, kids=[init])]
         raise AssertionError(kind)
+
+    def range_for(self, depth, allow_return, in_loop) -> list:
+        """``for (auto& v : r) { ... }`` (v an alias of each element) or ``for (T v : r)``
+        (a copy) over a local array."""
+        rng = self.rng
+        arrays = [loc for loc in self.locals() if loc.kind == "array"]
+        if not arrays:
+            return self.array_decl(2)
+        loc = rng.choice(arrays)
+        et, n = loc.type
+        v = self.fresh("e")
+        by_ref = loc.mutable and rng.random() < 0.6
+        self.frames.append([Local(v, "ref" if by_ref else "scalar", et,
+                                  mutable=by_ref or rng.random() < 0.5)])
+        body = self.block(max(depth - 1, 0), allow_return, True)
+        self.frames.pop()
+        text = f"auto& {v}" if by_ref else f"{self.spelling(et)} {v}"
+        return [S("rangefor", text=text, name=loc.name, body=body)]
+
+    def bindings(self, d) -> list:
+        """``auto [x, y] = s;`` (copies of the fields) or ``auto& [x, y] = s;`` (the
+        fields themselves)."""
+        rng = self.rng
+        structs = [loc for loc in self.locals() if loc.kind == "struct"
+                   and not loc.type[0].startswith("Pair")]
+        if not structs:
+            return [self.decl(d)]
+        loc = rng.choice(structs)
+        names = [self.fresh("b") for _ in loc.type[1]]
+        by_ref = loc.mutable and rng.random() < 0.5
+        for nm, (fname, ft) in zip(names, loc.type[1]):
+            self.declare(Local(nm, "ref" if by_ref else "scalar", ft, extra="binding"))
+        text = f"auto{'&' if by_ref else ''} [{', '.join(names)}]"
+        return [S("decl", text=text, name="", kids=[var(loc.name)])]
 
     def switch(self, depth, allow_return, in_loop) -> S:
         """``switch`` on a small integer (or an enumeration): cases that break and cases
@@ -905,16 +1003,21 @@ class Generator:
         rng = self.rng
         pt = self.scalar_type()
         x = self.fresh("x")
+        # what the body may name: no structured binding (C++17, nvcc's default, cannot
+        # capture one), no other lambda (a lambda calling a lambda: refused, a gap)
+        saved = self.frames
+        self.frames = [[loc for loc in f if loc.extra != "binding"] for f in saved]
         self.frames.append([Local(x, "scalar", pt, mutable=False)])
-        outer, self.lambdas = self.lambdas, []   # a lambda calling a lambda: refused (a gap)
+        outer, self.lambdas = self.lambdas, []
         e = self.expr(None, 2)
         self.lambdas = outer
-        self.frames.pop()
+        self.frames = saved
         ret = e.type
         name = self.fresh("lam")
         cap = rng.choice(["&", "=", "&", "="])
         text = e.render()
-        if any(loc.kind == "array" and loc.name in text for loc in self.locals()):
+        if any(loc.kind in ("array", "array2", "varray") and loc.name in text
+               for loc in self.locals()):
             cap = "&"       # an array captured by copy: refused by the emulator (a gap)
         self.lambdas.append((name, pt, ret))
         self.declare(Local(name, "lambda", ret, mutable=False))
@@ -1018,8 +1121,7 @@ class Generator:
             return [self.decl(d)]
         e, loc = rng.choice(targets)
         if e is None:
-            et, n = loc.type
-            e = E("index", et, kids=[var(loc.name), self.masked_index(n, 1)])
+            e = self.element(loc, 1)
         t = e.type
         ops = ["=", "=", "+=", "-=", "*=", "/="]
         if t.integer:
@@ -1080,6 +1182,27 @@ class Generator:
 
     def array_decl(self, d) -> list:
         rng = self.rng
+        r = rng.random()
+        if r < 0.2:
+            t = self.scalar_type()
+            n, m = rng.choice([2, 4]), rng.choice([2, 4])
+            name = self.fresh("m")
+            rows = [E("braces", None, kids=[self.no_narrowing(self.expr(None, d - 1), t)
+                                            for _ in range(rng.randint(0, m))])
+                    for _ in range(rng.randint(0, n))]
+            self.declare(Local(name, "array2", (t, n, m)))
+            return [S("decl", text=self.spelling(t), name=f"{name}[{n}][{m}]", form="={}",
+                      kids=rows)]
+        if r < 0.35:
+            vname = rng.choice(["float2", "int2", "float4", "uint4", "double2", "short2"])
+            comp, k = VECTORS[vname], int(vname[-1])
+            n = rng.choice([2, 4])
+            name = self.fresh("rv")
+            items = [E("call", None, f"make_{vname}", kids=[
+                self.convert(self.expr(None, d - 1), comp) for _ in range(k)])
+                for _ in range(rng.randint(0, n))]
+            self.declare(Local(name, "varray", (vname, n)))
+            return [S("decl", text=vname, name=f"{name}[{n}]", form="={}", kids=items)]
         t = self.scalar_type()
         n = rng.choice([2, 4, 8])
         name = self.fresh("r")
@@ -1106,7 +1229,11 @@ class Generator:
             a, b = rng.choice(copies), rng.choice(copies)
             out = [S("decl", text=sname, name=name,
                      kids=[E("bin", None, "+", kids=[var(a.name), var(b.name)])])]
-        elif copies and r < 0.7 and any(k == "mix" for _, k in extra):
+        elif copies and r < 0.6:
+            a, b = rng.choice(copies), rng.choice(copies)
+            out = [S("decl", text=sname, name=name, kids=[E("cond", None, kids=[
+                self.expr(None, 1), var(a.name), var(b.name)])])]
+        elif copies and r < 0.75 and any(k == "mix" for _, k in extra):
             h = next(m for m, k in extra if k == "mix")
             a, b = rng.choice(copies), rng.choice(copies)
             c = rng.choice([loc for loc in copies if loc.mutable] or [None])
@@ -1133,7 +1260,7 @@ class Generator:
         if targets and rng.random() < 0.7:
             e, loc = rng.choice(targets)
             if loc.kind == "scalar":
-                loc.extra = "addressed"
+                loc.extra = loc.extra or "addressed"
             self.declare(Local(name, "ref", e.type))
             return [S("decl", text=f"{e.type.name}&", name=name, kids=[e])]
         # a const reference bound to a converted temporary
@@ -1195,6 +1322,18 @@ class Generator:
                 et, n = loc.type
                 for i in range(n):
                     self.out(E("index", et, kids=[var(loc.name), lit(str(i), INT)]))
+            elif loc.kind == "array2":
+                et, n, m = loc.type
+                for i in range(n):
+                    for j in range(m):
+                        self.out(E("index", et, kids=[E("index", None, kids=[
+                            var(loc.name), lit(str(i), INT)]), lit(str(j), INT)]))
+            elif loc.kind == "varray":
+                vname, n = loc.type
+                for i in range(n):
+                    for c in "xyzw"[:int(vname[-1])]:
+                        self.out(E("member", VECTORS[vname], c, kids=[
+                            E("index", None, kids=[var(loc.name), lit(str(i), INT)])]))
         del body
 
     def out(self, e: E):

@@ -145,10 +145,15 @@ static inline float rintf(float x) { return __builtin_rintf(x); }
 static inline double rint(double x) { return __builtin_rint(x); }
 static inline float roundf(float x) { return __builtin_roundf(x); }
 static inline double round(double x) { return __builtin_round(x); }
-static inline float fminf(float x, float y) { return __builtin_fminf(x, y); }
-static inline double fmin(double x, double y) { return __builtin_fmin(x, y); }
-static inline float fmaxf(float x, float y) { return __builtin_fmaxf(x, y); }
-static inline double fmax(double x, double y) { return __builtin_fmax(x, y); }
+// fmin/fmax as IEEE 754-2019 minimumNumber/maximumNumber: a NaN gives the other operand,
+// and -0 is below +0 (C leaves the sign of fminf(0, -0) open; the H200 gives -0, as the
+// emulator does: docs/emulator.md, "Arithmetic")
+#define FMINMAX(T, MIN, MAX) \
+  static inline T MIN(T x, T y) { if (x != x) return y; if (y != y) return x; \
+    if (x == y) return __builtin_signbit(x) ? x : y; return x < y ? x : y; } \
+  static inline T MAX(T x, T y) { if (x != x) return y; if (y != y) return x; \
+    if (x == y) return __builtin_signbit(x) ? y : x; return x > y ? x : y; }
+FMINMAX(float, fminf, fmaxf) FMINMAX(double, fmin, fmax)
 static inline float copysignf(float x, float y) { return __builtin_copysignf(x, y); }
 static inline double copysign(double x, double y) { return __builtin_copysign(x, y); }
 static inline float fmaf(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
@@ -184,14 +189,14 @@ MINMAX(long long, long long, long long)
 MINMAX(unsigned long long, unsigned long long, unsigned long long)
 MINMAX(unsigned long long, long long, unsigned long long)
 MINMAX(unsigned long long, unsigned long long, long long)
-static inline float min(float a, float b) { return __builtin_fminf(a, b); }
-static inline float max(float a, float b) { return __builtin_fmaxf(a, b); }
-static inline double min(double a, double b) { return __builtin_fmin(a, b); }
-static inline double max(double a, double b) { return __builtin_fmax(a, b); }
-static inline double min(float a, double b) { return __builtin_fmin(a, b); }
-static inline double max(float a, double b) { return __builtin_fmax(a, b); }
-static inline double min(double a, float b) { return __builtin_fmin(a, b); }
-static inline double max(double a, float b) { return __builtin_fmax(a, b); }
+static inline float min(float a, float b) { return fminf(a, b); }
+static inline float max(float a, float b) { return fmaxf(a, b); }
+static inline double min(double a, double b) { return fmin(a, b); }
+static inline double max(double a, double b) { return fmax(a, b); }
+static inline double min(float a, double b) { return fmin(a, b); }
+static inline double max(float a, double b) { return fmax(a, b); }
+static inline double min(double a, float b) { return fmin(a, b); }
+static inline double max(double a, float b) { return fmax(a, b); }
 static inline unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
 static inline unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
 // the float overloads of <cmath>'s names, which CUDA declares for device code
@@ -203,8 +208,8 @@ static inline float ceil(float x) { return __builtin_ceilf(x); }
 static inline float trunc(float x) { return __builtin_truncf(x); }
 static inline float round(float x) { return __builtin_roundf(x); }
 static inline float rint(float x) { return __builtin_rintf(x); }
-static inline float fmin(float x, float y) { return __builtin_fminf(x, y); }
-static inline float fmax(float x, float y) { return __builtin_fmaxf(x, y); }
+static inline float fmin(float x, float y) { return fminf(x, y); }
+static inline float fmax(float x, float y) { return fmaxf(x, y); }
 static inline float copysign(float x, float y) { return __builtin_copysignf(x, y); }
 static inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
 // an integer argument takes the double function, as libstdc++'s templates for integral

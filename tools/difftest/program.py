@@ -76,6 +76,8 @@ class E:
             return f"sizeof({r[0]})"
         if k == "comma":
             return f"({r[0]}, {r[1]})"
+        if k == "braces":
+            return "{" + ", ".join(r) + "}"
         if k == "deref":
             return f"(*{r[0]})"
         if k == "addr":
@@ -152,6 +154,9 @@ class S:
             return ([f"{pad}{{", f"{pad}  int {self.name} = {r[0]};",
                      f"{pad}  while ({self.name}-- > 0) {{"]
                     + render_body(self.body, indent + 2) + [f"{pad}  }}", f"{pad}}}"])
+        if k == "rangefor":
+            return ([f"{pad}for ({self.text} : {self.name}) {{"]
+                    + render_body(self.body, indent + 1) + [f"{pad}}}"])
         if k == "switch":
             lines = [f"{pad}switch ({r[0]}) {{"]
             for case in self.body:
