@@ -1160,6 +1160,10 @@ class Translator:
             self.fnodes[m["id"]] = m
             self._lambda_methods[m["id"]] = result
             ret, _ = _split_function_type(m["type"]["qualType"])
+            if "decltype(" in ret:
+                # a return type deduced from a decltype-declared variable: clang writes
+                # its sugar and no desugared form; the returned expression's type is it
+                ret = self._returned_type(body[0]) or ret
             saved = (set(self.ref_vars), getattr(self, "_returns_ref", False), self._this_ptr)
             params = []
             for vid, vname, by_ref, _, ftext in captures:
@@ -1184,6 +1188,16 @@ class Translator:
             decl = c_ast.Decl(fname, [], [], [], ["inline"], fdecl, None, None, coord=c)
             self._late.append(c_ast.FuncDef(decl, None, cbody, coord=c))
         return result
+
+    def _returned_type(self, body):
+        """The type (clang's spelling) of the first `return e;` in `body`, or None."""
+        todo = [body]
+        while todo:
+            n = todo.pop()
+            if n.get("kind") == "ReturnStmt" and n.get("inner"):
+                return self.type_text(n["inner"][0].get("type", {}))
+            todo.extend(c for c in n.get("inner", []) if isinstance(c, dict))
+        return None
 
     def lambda_decl(self, d, lam):
         """`auto f = [..](..) {..};`: the lambda's function is made; its copies (by-value
