@@ -948,7 +948,11 @@ class Generator:
             if rng.random() < 0.7:
                 cond = E("cond", cond.type, kids=[self.expr(None, 1), cond,
                                                   lit(rng.choice(list(values)), cond.type)])
-            labels = rng.sample(list(values), k=min(len(values), rng.randint(1, 3)))
+            distinct = {}
+            for k, v in values.items():
+                distinct.setdefault(v, k)       # one enumerator per value: no duplicate case
+            labels = rng.sample(list(distinct.values()),
+                                k=min(len(distinct), rng.randint(1, 3)))
         else:
             c = self.expr("int", 1)
             cond = E("bin", cxx.common(c.type, INT), "&", kids=[c, lit("3", INT)])
@@ -1019,6 +1023,9 @@ class Generator:
         if any(loc.kind in ("array", "array2", "varray") and loc.name in text
                for loc in self.locals()):
             cap = "&"       # an array captured by copy: refused by the emulator (a gap)
+        if any(loc.kind == "array2" and loc.name in text for loc in self.locals()):
+            return self.array_decl(d)   # a 2-D array captured: a reference to an array
+            #                             (issue 24 item 4, not here yet)
         self.lambdas.append((name, pt, ret))
         self.declare(Local(name, "lambda", ret, mutable=False))
         text = f"[{cap}]({self.spelling(pt)} {x}) {{ return {e.render()}; }}"
