@@ -111,7 +111,6 @@ class Generator:
         self.methods = {}          # struct name -> [(method, return or argument type)]
         self.enums = []            # (name, scoped, underlying type, {enumerator: value})
         self.lambdas = []          # (name, parameter type, return type)
-        self.in_function = None
         # inputs
         for _ in range(rng.randint(3, 7)):
             code = rng.choice(list(INPUTS))
@@ -1314,7 +1313,6 @@ class Generator:
     def outputs(self):
         """Every value in the test's outermost scope, written to `out` (the kind of each
         word in `Test.outs`)."""
-        body = self.t.body
         for loc in self.frames[0]:
             if loc.kind in ("scalar", "cref"):
                 self.out(var(loc.name, loc.type))
@@ -1341,7 +1339,6 @@ class Generator:
                     for c in "xyzw"[:int(vname[-1])]:
                         self.out(E("member", VECTORS[vname], c, kids=[
                             E("index", None, kids=[var(loc.name), lit(str(i), INT)])]))
-        del body
 
     def out(self, e: E):
         form = "float" if e.type == FLOAT else "double" if e.type == DOUBLE else "int"
