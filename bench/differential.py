@@ -29,7 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
+# the tree whose tilinglib is tested (TILINGLIB_BENCH_TREE, as bench/emulator_speed.py: an older
+# checkout, to count what the tester finds there)
+sys.path.insert(0, os.environ.get("TILINGLIB_BENCH_TREE", str(ROOT)))
 
 from difftest import cases as C             # noqa: E402
 from difftest import generate as G          # noqa: E402

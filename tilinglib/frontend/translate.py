@@ -170,6 +170,7 @@ class Translator:
         self._this_ptr = False           # translating such a method's body
         self._decomp: dict = {}          # DecompositionDecl id -> its hidden variable
         self._bindings: dict = {}        # BindingDecl id -> its expression
+        self._shared_vars: dict = {}     # a kernel's __shared__ VarDecl id -> its node
 
     # ------------------------------------------------------------------ errors
     def coord(self, n) -> Coord | None:
@@ -1033,6 +1034,8 @@ class Translator:
         sc = d.get("storageClass")
         if "CUDASharedAttr" in attrs:
             storage = (["extern"] if sc == "extern" else []) + ["_Thread_local"]
+            if not file_scope:
+                self._shared_vars[d["id"]] = d
         elif "CUDAConstantAttr" in attrs:
             storage = ["register"]
         elif sc == "static":
@@ -1134,6 +1137,25 @@ class Translator:
                 # (`decltype(f(x) << 2) &`, no desugared form): the variable's own type
                 ftext = self.type_text(ci["type"]) + (" &" if by_ref else "")
             captures.append((var["id"], var.get("name"), by_ref, ci, ftext))
+        # a __shared__ variable of the kernel the lambda names: static storage, so C++
+        # captures nothing, but the lambda's own function needs it: passed by reference
+        seen = {c[0] for c in captures}
+        todo = [x for x in rec.get("inner", []) if isinstance(x, dict)]
+        while todo:
+            x = todo.pop()
+            todo.extend(y for y in x.get("inner", []) if isinstance(y, dict))
+            ref = x.get("referencedDecl") if x.get("kind") == "DeclRefExpr" else None
+            if ref and ref.get("id") in self._shared_vars and ref["id"] not in seen:
+                seen.add(ref["id"])
+                vd = self._shared_vars[ref["id"]]
+                ttext = self.type_text(vd["type"])
+                m = re.match(r"^(.*?)\s*(\[.*\])$", ttext)
+                ftext = f"{m.group(1)} (&){m.group(2)}" if m else ttext + " &"
+                ci = {"kind": "DeclRefExpr", "referencedDecl": ref, "type": vd["type"],
+                      "range": x.get("range"), "loc": x.get("loc")}
+                # an array as clang gives a local array captured by reference: a pointer
+                # to its first element, passed as a value; a scalar by address
+                captures.append((ref["id"], ref.get("name"), m is None, ci, ftext))
         methods = []
         for m in rec.get("inner", []):
             if m.get("kind") == "CXXMethodDecl" and m.get("name") == "operator()":

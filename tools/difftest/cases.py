@@ -24,25 +24,42 @@ from . import program as P
 from .generate import _DTYPE_OF
 
 
+HOST_MARK = "// ---- the host's version of this kernel (tools/difftest/kernels.py) ----"
+
+
 def dump(test, inputs: dict, threads: int, signature: str, cls: str = "") -> str:
-    """The text of a case file for `test` (see the module docstring)."""
+    """The text of a case file for `test` (see the module docstring); a kernel's also says
+    its launch (``// kernel: block 32 2 grid 1``) and ends with its host version."""
     head = [f"// difftest case: {signature}", f"// class: {cls}",
             f"// outs: {' '.join(test.outs)}", f"// threads: {threads}",
             "// inputs: " + json.dumps({c: np.asarray(v).tolist() for c, v in inputs.items()})]
+    if getattr(test, "kind", "") == "kernel":
+        head.append(f"// kernel: block {test.block[0]} {test.block[1]} grid {test.grid}")
+        return "\n".join(head) + "\n" + test.render() + HOST_MARK + "\n" + test.host_function()
     return "\n".join(head) + "\n" + test.render()
 
 
 def parse(text: str):
     """(test, inputs, threads, header fields) from a case file's text."""
-    fields = dict(re.findall(r"^// (difftest case|class|outs|threads|inputs): ?(.*)$", text,
-                             re.M))
+    fields = dict(re.findall(r"^// (difftest case|class|outs|threads|inputs|kernel): ?(.*)$",
+                             text, re.M))
     outs = fields["outs"].split()
     threads = int(fields["threads"])
     raw = json.loads(fields["inputs"])
     inputs = {c: np.array(raw[c], dtype=_DTYPE_OF[c]) for c in P.INPUTS}
+    host = ""
+    if HOST_MARK in text:
+        text, host = text.split(HOST_MARK + "\n", 1)
+    body = "\n".join(line for line in text.split("\n") if not re.match(
+        r"// (difftest case|class|outs|threads|inputs|kernel):", line))
+    if "kernel" in fields:
+        from .kernels import KernelTest
+        bx, by, _, grid = fields["kernel"].split()[1:5]
+        index = int(re.search(r"__global__ void k(\d+)\(", text).group(1))
+        test = KernelTest(index, outs=outs, source=body, block=(int(bx), int(by)),
+                          grid=int(grid), host_text=host)
+        return test, inputs, threads, fields
     index = int(re.search(r"__device__ void t(\d+)\(", text).group(1))
-    body = "\n".join(line for line in text.split("\n")
-                     if not re.match(r"// (difftest case|class|outs|threads|inputs):", line))
     return P.Test.from_source(index, body, outs), inputs, threads, fields
 
 

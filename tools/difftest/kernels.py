@@ -60,6 +60,7 @@ class KernelTest(Test):
     grid: int = 1
     shared: list = field(default_factory=list)
     locals: list = field(default_factory=list)
+    host_text: str = ""     # a kernel read from a case file: its host version as written
 
     kind = "kernel"
 
@@ -104,6 +105,8 @@ class KernelTest(Test):
     def host_function(self) -> str:
         """``kernel_host_<index>(inputs..., out_all)``: this kernel run on the host, block by
         block, each phase a loop over the block's threads (module docstring)."""
+        if self.host_text:
+            return self.host_text
         bt, (bx, by) = self.block_threads, self.block
         n = max(len(self.outs), 1)
         names = ["tid", "gid", "out"] + [s.name for s in self.locals if s.kind == "decl"]
