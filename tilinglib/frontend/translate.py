@@ -1132,19 +1132,34 @@ class Translator:
                 continue
             by_ref = f["type"]["qualType"].rstrip().endswith("&")
             ftext = self.type_text(f["type"])
-            if "decltype(" in ftext and ci.get("type"):
-                # clang leaves the capture's type of a decltype-declared variable sugared
-                # (`decltype(f(x) << 2) &`, no desugared form): the variable's own type
+            if ("decltype(" in ftext or "<" in ftext) and "[" not in ftext and \
+                    "desugaredQualType" not in f["type"] and ci.get("type"):
+                # clang leaves a capture's type sugared, with no desugared form, where the
+                # variable's type was written with a decltype or a typedef'd template
+                # argument (`decltype(f(x) << 2) &`, `Pair<i64> &`): the variable's own
                 ftext = self.type_text(ci["type"]) + (" &" if by_ref else "")
             captures.append((var["id"], var.get("name"), by_ref, ci, ftext))
-        # a __shared__ variable of the kernel the lambda names: static storage, so C++
-        # captures nothing, but the lambda's own function needs it: passed by reference
+        # what the lambda names of its function that C++ does not capture, but its own
+        # function needs: a __shared__ variable of the kernel (static storage), passed by
+        # reference; a constant (`constexpr int K = 8;`, `const int k = 7;`: clang marks
+        # the use 'nonOdrUseReason': 'constant'), passed by value
         seen = {c[0] for c in captures}
-        todo = [x for x in rec.get("inner", []) if isinstance(x, dict)]
+        nodes, todo = [], [x for x in rec.get("inner", []) if isinstance(x, dict)]
         while todo:
             x = todo.pop()
+            nodes.append(x)
             todo.extend(y for y in x.get("inner", []) if isinstance(y, dict))
+        own = {x.get("id") for x in nodes if x.get("kind") in ("VarDecl", "ParmVarDecl")}
+        for x in nodes:
             ref = x.get("referencedDecl") if x.get("kind") == "DeclRefExpr" else None
+            if ref and x.get("nonOdrUseReason") == "constant" and ref.get("kind") == \
+                    "VarDecl" and ref.get("id") not in own | seen:
+                seen.add(ref["id"])
+                ci = {"kind": "DeclRefExpr", "referencedDecl": ref, "type": ref.get("type"),
+                      "range": x.get("range"), "loc": x.get("loc")}
+                captures.append((ref["id"], ref.get("name"), False, ci,
+                                 re.sub(r"^const\s+", "", self.type_text(ref["type"]))))
+                continue
             if ref and ref.get("id") in self._shared_vars and ref["id"] not in seen:
                 seen.add(ref["id"])
                 vd = self._shared_vars[ref["id"]]
