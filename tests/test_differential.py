@@ -7,8 +7,9 @@ and run on the emulator; every output word of every thread must be the same bits
 host is the oracle: clang's C++ semantics, IEEE float and double on x86-64, with undefined
 behaviour caught by its sanitizer and left out (tools/difftest/host.py).
 
-- `test_random_tests_match_the_host`: a fixed budget of seeded batches (about 45 s on the
-  2-core CI machine); `bench/differential.py` runs the long version;
+- `test_random_tests_match_the_host`: a fixed budget of 7 seeded batches of 40 tests
+  (about 30 s of CPU on the 2-core machine; the whole file about 50 s);
+  `bench/differential.py` runs the long version;
 - `test_shrunk_failure`: every failure the tester found, shrunk to a minimal test and kept
   in tests/differential/ (each fails on the code before its fix);
 - the oracle's own rules (undefined behaviour is caught, signed overflow wraps and is
@@ -38,7 +39,7 @@ from difftest import shrink as SH          # noqa: E402
 
 CASES = sorted((ROOT / "tests" / "differential").glob("*.cu"))
 # seeds of the CI budget: batches of 34 function tests and 6 kernels, 64 threads each
-SEEDS = [11, 23, 37, 41, 53, 67, 71, 83, 97]
+SEEDS = [11, 23, 37, 41, 53, 67, 71]
 FUNCTIONS, KERNELS = 34, 6
 THREADS = 64
 
@@ -188,8 +189,8 @@ def test_a_real_failure_shrinks_to_its_cause(monkeypatch):
     mismatches = [f for f in rep.failures if f.kind == "mismatch"]
     assert mismatches
     start = time.monotonic()
-    small, inp, threads, tries = SH.shrink(mismatches[0], inputs, 8, seconds=40)
-    assert time.monotonic() - start < 60
+    small, inp, threads, tries = SH.shrink(mismatches[0], inputs, 8, seconds=15)
+    assert time.monotonic() - start < 30
     again = R.check([small], inp, threads)
     assert any(f.kind == "mismatch" for f in again.failures)
     assert "^" in small.render().split(") {", 1)[-1]
