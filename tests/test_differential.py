@@ -19,6 +19,7 @@ behaviour caught by its sanitizer and left out (tools/difftest/host.py).
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -195,3 +196,47 @@ def test_a_real_failure_shrinks_to_its_cause(monkeypatch):
     assert any(f.kind == "mismatch" for f in again.failures)
     assert "^" in small.render().split(") {", 1)[-1]
     assert len(small.render()) < len(mismatches[0].test.render())
+
+
+def test_the_gpu_script_runs_with_the_emulator_in_the_gpus_place(monkeypatch, capsys):
+    """bench/differential_gpu.py's PyCUDA path, with a stand-in `pycuda` whose SourceModule
+    is the emulator's: its cast table, batches, nvcc-refusal check and comparison run, and
+    (the emulator against itself) find every word equal. The H200's figures come from the
+    integrator's run."""
+    import types
+    from tilinglib import emulator as EM
+
+    class Function:
+        def __init__(self, f):
+            self.f = f
+
+        def __call__(self, *args, block, grid):
+            wrap = {"In": EM.In, "Out": EM.Out, "InOut": EM.InOut}
+            self.f(*[wrap[type(a).__name__](a.array) for a in args], block=block, grid=grid)
+
+    class Module:
+        def __init__(self, src, no_extern_c=False, options=()):
+            assert no_extern_c
+            self.m = EM.SourceModule(src, options=list(options))
+
+        def get_function(self, name):
+            return Function(self.m.get_function(name))
+
+    def handler(kind):
+        return type(kind, (), {"__init__": lambda self, a: setattr(self, "array", a)})
+    driver = types.SimpleNamespace(In=handler("In"), Out=handler("Out"),
+                                   InOut=handler("InOut"), CompileError=RuntimeError,
+                                   Context=types.SimpleNamespace(synchronize=lambda: None))
+    fake = types.ModuleType("pycuda")
+    fake.driver = driver
+    fake.compiler = types.SimpleNamespace(SourceModule=Module)
+    for name, mod in {"pycuda": fake, "pycuda.autoinit": types.ModuleType("pycuda.autoinit"),
+                      "pycuda.driver": driver, "pycuda.compiler": fake.compiler}.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    sys.path.insert(0, str(ROOT / "bench"))
+    import differential_gpu as DG
+    assert DG.main(["--count", "12", "--batch", "12", "--kernels", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "| `static_cast<size_t>(a) * b` | 10000000000 | 10000000000 |" in out
+    assert out.count("instances") == 6 and "all equal" in out
+    assert not re.search(r"words differing [1-9]", out)

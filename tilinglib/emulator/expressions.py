@@ -254,7 +254,8 @@ class ExpressionsMixin:
             return X(f, rt, const=None if x.const is None else rt.dtype.type(x.const))
         if op == "-":
             if x.const is not None:
-                return constant(-rt.dtype.type(x.const), rt)
+                with np.errstate(over="ignore"):        # -INT_MIN wraps, as on the GPU
+                    return constant(-rt.dtype.type(x.const), rt)
             entry = self._products().get(id(node.expr)) if rt.is_floating else None
             if entry is not None and entry[2] == rt:
                 self._products()[id(node)] = entry[:3] + (not entry[3],)

@@ -112,9 +112,11 @@ def emulate(tests, inputs: dict, threads: int, kernel: str = "all_tests",
             f = mod.get_function(f"k{t.index}")
             f(*args, InOut(words), block=(t.block[0], t.block[1], 1), grid=(t.grid, 1))
             out[offset:offset + n * threads] = words
-    return out, [str(w.message) for w in caught
-                 if "Warning" in type(w.message).__name__ and
-                 type(w.message).__module__.startswith("tilinglib")]
+    # the emulator's warnings about the kernel, and any Python RuntimeWarning (NumPy's
+    # "overflow encountered", which a student would see as noise under a cell)
+    return out, [f"{type(w.message).__name__}: {w.message}" for w in caught
+                 if type(w.message).__module__.startswith("tilinglib")
+                 or issubclass(w.category, RuntimeWarning)]
 
 
 def _emulate_one(test, inputs, threads):
@@ -193,8 +195,11 @@ def check(tests, inputs: dict, threads: int, workdir: str | None = None,
             rep.failures.append(Failure(t, "mismatch", words=diffs, overflow=bool(over)))
         if w:
             rep.failures.append(Failure(t, "warning", "\n".join(w)))
-    if per_test is None and warns:
-        # warnings of the whole batch: find the tests that give them
+    if per_test is None and warns and len(tests) == 1:
+        rep.failures.append(Failure(tests[0], "warning", "\n".join(warns)))
+    elif per_test is None and warns:
+        # warnings of the whole batch: find the tests that give them (each alone is
+        # another source, so a warning issued while compiling is issued again)
         for t in tests:
             r = _emulate_one(t, inputs, threads)
             if not isinstance(r, Exception) and r[1]:
