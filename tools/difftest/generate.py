@@ -308,7 +308,13 @@ class Generator:
             E("index", None, kids=[var("in_" + code), index])])])
 
     def masked_index(self, n: int, depth: int) -> E:
-        idx = self.expr("int", max(depth - 1, 0))
+        if depth <= 0:
+            # no array element inside (an index of an index of ... would not end)
+            cands = [e for e, loc in self.accessors("int") if e is not None]
+            idx = self.rng.choice(cands) if cands and self.rng.random() < 0.8 \
+                else self.literal("int")
+        else:
+            idx = self.expr("int", depth - 1)
         return E("bin", cxx.common(idx.type, INT), "&", kids=[idx, lit(str(n - 1), INT)])
 
     def punned(self, e: E, loc: Local, want=None):
