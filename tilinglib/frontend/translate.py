@@ -1132,7 +1132,8 @@ class Translator:
                 continue
             by_ref = f["type"]["qualType"].rstrip().endswith("&")
             ftext = self.type_text(f["type"])
-            if ("decltype(" in ftext or "<" in ftext) and "[" not in ftext and \
+            if ("decltype(" in ftext or "<" in ftext) and \
+                    not re.search(r"\]\s*&?\s*$|\(&\)", ftext) and \
                     "desugaredQualType" not in f["type"] and ci.get("type"):
                 # clang leaves a capture's type sugared, with no desugared form, where the
                 # variable's type was written with a decltype or a typedef'd template
