@@ -490,3 +490,31 @@ def test_every_cast_form_converts_before_the_arithmetic():
         np.int32(1), np.int32(2), block=(1, 1, 1))
     assert wide.tolist() == [100000 * 100000] * 4
     assert ratio.tolist() == [0.5] * 4
+
+
+LAMBDA_SHARED_2D = r"""
+extern "C" __global__ void rows(float *out) {
+  __shared__ float tile[4][8];
+  __shared__ float line[8];
+  int t = threadIdx.x;
+  tile[t / 8][t % 8] = t;
+  if (t < 8) line[t] = 100 + t;
+  __syncthreads();
+  auto at = [](int r, int c) { return tile[r][c]; };
+  auto row_sum = [&](int r) { float s = 0; for (int c = 0; c < 8; ++c) s += tile[r][c]; return s; };
+  out[t] = at(3 - t / 8, 7 - t % 8) + row_sum(t / 8) + line[7 - t % 8];
+}
+"""
+
+
+def test_lambdas_name_the_kernels_shared_arrays_of_one_and_two_dimensions():
+    """A lambda naming a __shared__ array (static storage: not captured in C++) reads the
+    kernel's array, rows of a 2-D one included (found merging the differential tester's
+    lambda fix with the pointer-to-array types: the array was passed as a reference to the
+    whole array and indexed as rows)."""
+    out = np.zeros(32, np.float32)
+    run(LAMBDA_SHARED_2D, "rows", Out(out), block=(32, 1, 1))
+    t = np.arange(32)
+    tile = t.reshape(4, 8).astype(np.float32)
+    expected = tile[3 - t // 8, 7 - t % 8] + tile.sum(axis=1)[t // 8] + (100 + (7 - t % 8))
+    np.testing.assert_array_equal(out, expected)

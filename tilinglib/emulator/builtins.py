@@ -266,6 +266,18 @@ _BITS = {
     "exp2": (np.exp2, (D,), D), "log10": (np.log10, (D,), D), "trunc": (np.trunc, (D,), D),
     "round": (_round_half_away, (D,), D),
     "rsqrt": (lambda x: 1.0 / np.sqrt(x), (D,), D), "cbrt": (np.cbrt, (D,), D),
+    # double: exact (IEEE, as the PTX .rn instructions and the Math API's 0-ulp functions)
+    "copysign": (np.copysign, (D, D), D), "rint": (np.rint, (D,), D),
+    "nearbyint": (np.rint, (D,), D), "__dadd_rn": (np.add, (D, D), D),
+    "__dsub_rn": (np.subtract, (D, D), D), "__dmul_rn": (np.multiply, (D, D), D),
+    "__ddiv_rn": (np.true_divide, (D, D), D), "__dsqrt_rn": (np.sqrt, (D,), D),
+    "__drcp_rn": (lambda x: 1.0 / x, (D,), D),
+    # double: within the Math API's bounds (1 to 2 ulp), computed by NumPy
+    "hypot": (np.hypot, (D, D), D), "atan2": (np.arctan2, (D, D), D),
+    "atan": (np.arctan, (D,), D), "asin": (np.arcsin, (D,), D), "acos": (np.arccos, (D,), D),
+    "sinh": (np.sinh, (D,), D), "cosh": (np.cosh, (D,), D), "tan": (np.tan, (D,), D),
+    "log1p": (np.log1p, (D,), D), "expm1": (np.expm1, (D,), D),
+    "exp10": (lambda x: np.power(10.0, x), (D,), D),
 }
 _MATH.update(_BITS)
 
@@ -370,7 +382,7 @@ def _math(comp, node, name, args):
 
 def _fma_call(comp, node, name, args):
     _want(comp, node, name, args, 3)
-    t = F if name != "fma" else D
+    t = D if name in ("fma", "__fma_rn") else F
     fa, fb, fc = (comp.convert(comp.rvalue(comp.expr(a)), t, a) for a in args)
     dtype = t.dtype
 
@@ -603,9 +615,12 @@ def _printf_general(pieces, args, lanes, left, out, printed) -> int:
 
 
 def _cast(v, dtype):
-    if isinstance(v, np.ndarray):
+    """A built-in's result as `dtype`: lanes stay an array, a value uniform over the
+    threads is a NumPy scalar (a 0-d array, which `__popc` of a constant gives, is one:
+    a store under a partial mask indexes arrays by lane)."""
+    if isinstance(v, np.ndarray) and v.ndim:
         return v.astype(dtype, copy=False)
-    return dtype.type(v)
+    return dtype.type(v[()] if isinstance(v, np.ndarray) else v)
 
 
 def _minmax(comp, node, name, args):
@@ -862,7 +877,8 @@ _HANDLERS = {
     "__cg_tile_sync": _tile_sync, "__cg_tile_shfl_xor": _tile_shfl_xor,
     "__cg_tile_whole": _tile_whole_builtin,
     "__syncthreads": _syncthreads, "__syncwarp": _syncwarp, "assert": _assert,
-    "fmaf": _fma_call, "__fmaf_rn": _fma_call, "fma": _fma_call, "__ldg": _ldg,
+    "fmaf": _fma_call, "__fmaf_rn": _fma_call, "fma": _fma_call, "__fma_rn": _fma_call,
+    "__ldg": _ldg,
     "printf": _printf,
     **{k: _minmax for k in ("min", "max", "umin", "umax", "abs", "llabs")},
     **{k: _shuffle for k in ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",

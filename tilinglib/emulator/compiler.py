@@ -310,7 +310,10 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         for e in node.values.enumerators:
             if e.value is not None:
                 value = self.const_value(e.value)
-            self.scope.names[e.name] = constant(value, ct.INT)
+            # int, or (an enumerator of a wider enumeration, which the front end casts to
+            # its type) the 64-bit type that holds it
+            t = ct.INT if -2**31 <= value < 2**31 else ct.LLONG if value < 2**63 else ct.ULLONG
+            self.scope.names[e.name] = constant(value, t)
             value += 1
 
     def static_initializer(self, node, t):

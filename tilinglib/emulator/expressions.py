@@ -254,7 +254,8 @@ class ExpressionsMixin:
             return X(f, rt, const=None if x.const is None else rt.dtype.type(x.const))
         if op == "-":
             if x.const is not None:
-                return constant(-rt.dtype.type(x.const), rt)
+                with np.errstate(over="ignore"):        # -INT_MIN wraps, as on the GPU
+                    return constant(-rt.dtype.type(x.const), rt)
             entry = self._products().get(id(node.expr)) if rt.is_floating else None
             if entry is not None and entry[2] == rt:
                 self._products()[id(node)] = entry[:3] + (not entry[3],)
@@ -468,7 +469,13 @@ class ExpressionsMixin:
         fc = self.convert(c, ct.BOOL, node)
         fa, fb = self.convert(a, t, node), self.convert(b, t, node)
         if c.const is not None:
-            return a if bool(c.const) else b
+            # the arm chosen, converted to the type of the whole (`1 ? i : f` is a float)
+            chosen, fchosen = (a, fa) if bool(c.const) else (b, fb)
+            const = None
+            if chosen.const is not None and t.is_scalar:
+                conv = V.converter(ct.decay(chosen.ctype), t)
+                const = conv(chosen.const) if conv else chosen.const
+            return X(fchosen, t, const=const)
 
         def ternary(ctx):
             cond = fc(ctx)

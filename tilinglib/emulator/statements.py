@@ -118,7 +118,12 @@ class StatementsMixin:
                      for e, f in zip(node.init.exprs, t.fields)]
             parts += [lambda ctx, z=f[1].dtype.type(0): z for f in t.fields[len(parts):]]
             store = self.assigner(x, node)
-            return lambda ctx: store(ctx, tuple(p(ctx) for p in parts))
+
+            def init_list(ctx, slot=slot, zero=zero):
+                if ctx.env[slot] is None:       # first reached by part of the threads
+                    ctx.env[slot] = zero
+                store(ctx, tuple(p(ctx) for p in parts))
+            return init_list
         # The variable is in scope for its own initializer only in the (unusual) self-reference.
         fv = self.convert(self.rvalue(self.expr(node.init)), t, node)
         store = self.assigner(x, node)

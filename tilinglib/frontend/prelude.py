@@ -40,9 +40,11 @@ acosf sinhf coshf log1pf expm1f exp10f __exp10f cbrtf __frcp_rn __fsqrt_rn __int
 fminf fmaxf powf __powf fmodf remainderf __fdividef __fadd_rn __fmul_rn __fsub_rn __fdiv_rn
 copysignf hypotf atan2f : F FF
 fmaf __fmaf_rn : F FFF
-sqrt exp log fabs floor ceil tanh sin cos log2 exp2 log10 trunc round rsqrt cbrt : D D
-fmin fmax pow fmod remainder : D DD
-fma : D DDD
+sqrt exp log fabs floor ceil tanh sin cos log2 exp2 log10 trunc round rsqrt cbrt rint
+nearbyint atan asin acos sinh cosh tan log1p expm1 exp10 __dsqrt_rn __drcp_rn : D D
+fmin fmax pow fmod remainder copysign hypot atan2 __dadd_rn __dsub_rn __dmul_rn
+__ddiv_rn : D DD
+fma __fma_rn : D DDD
 __float2int_rz __float2int_rn __float2int_rd __float2int_ru __float_as_int : I F
 __float2uint_rz __float2uint_rn __float_as_uint : U F
 __float2ll_rz __float2ll_rn : LL F
@@ -86,6 +88,33 @@ def _math_decls() -> list[str]:
         else:
             names.append(tokens[i])
             i += 1
+    return out
+
+
+# The float overloads of <cmath>'s names, which CUDA declares for device code
+# (math_functions.hpp: `float sqrt(float)` is sqrtf), as the float function that computes
+# each; the translator calls that one where clang chose the float overload. An integer
+# argument takes the double one, as libstdc++'s templates for integral types give
+# (`sqrt(2)` is a double): the `template <class T> double sqrt(T)` declarations below.
+CMATH_FLOAT = {n: n + "f" for n in (
+    "sqrt exp log fabs floor ceil tanh sin cos tan log2 exp2 log10 trunc round rsqrt cbrt "
+    "rint nearbyint atan asin acos sinh cosh log1p expm1 exp10 fmin fmax pow fmod "
+    "remainder copysign hypot atan2 fma").split()}
+CMATH_FLOAT["abs"] = "fabsf"
+
+
+def _cmath_overloads() -> list[str]:
+    out = []
+    for name in CMATH_FLOAT:
+        if name == "abs":
+            continue
+        n = {"fmin": 2, "fmax": 2, "pow": 2, "fmod": 2, "remainder": 2, "copysign": 2,
+             "hypot": 2, "atan2": 2, "fma": 3}.get(name, 1)
+        floats = ", ".join(["float"] * n)
+        params = ", ".join(f"T{i}" for i in range(n))
+        tparams = ", ".join(f"class T{i}" for i in range(n))
+        out.append(f"__device__ float {name}({floats}); "
+                   f"template <{tparams}> __device__ double {name}({params});")
     return out
 
 
@@ -165,29 +194,45 @@ extern "C" __device__ int printf(const char *format, ...);
 extern "C" __device__ void *memcpy(void *dst, const void *src, unsigned long count);
 extern "C" __device__ void *memset(void *dst, int value, unsigned long count);
 __device__ void assert(bool condition);
-__device__ int min(int, int); __device__ unsigned int min(unsigned int, unsigned int);
+// min and max: the overloads the CUDA Math API documents (a mixed pair compares in
+// the unsigned or the double type)
+__device__ int min(int, int);
+__device__ unsigned int min(unsigned int, unsigned int);
+__device__ unsigned int min(int, unsigned int);
+__device__ unsigned int min(unsigned int, int);
+__device__ long min(long, long);
+__device__ unsigned long min(unsigned long, unsigned long);
+__device__ unsigned long min(long, unsigned long);
+__device__ unsigned long min(unsigned long, long);
 __device__ long long min(long long, long long);
 __device__ unsigned long long min(unsigned long long, unsigned long long);
-__device__ float min(float, float); __device__ double min(double, double);
-__device__ int max(int, int); __device__ unsigned int max(unsigned int, unsigned int);
-__device__ long long max(long long, long long);
-__device__ unsigned long long max(unsigned long long, unsigned long long);
-__device__ float max(float, float); __device__ double max(double, double);
-__device__ unsigned int min(int, unsigned int); __device__ unsigned int min(unsigned int, int);
-__device__ long min(long, long); __device__ unsigned long min(unsigned long, unsigned long);
-__device__ unsigned long min(long, unsigned long); __device__ unsigned long min(unsigned long, long);
 __device__ unsigned long long min(long long, unsigned long long);
 __device__ unsigned long long min(unsigned long long, long long);
-__device__ double min(float, double); __device__ double min(double, float);
-__device__ unsigned int max(int, unsigned int); __device__ unsigned int max(unsigned int, int);
-__device__ long max(long, long); __device__ unsigned long max(unsigned long, unsigned long);
-__device__ unsigned long max(long, unsigned long); __device__ unsigned long max(unsigned long, long);
+__device__ float min(float, float);
+__device__ double min(double, double);
+__device__ double min(float, double);
+__device__ double min(double, float);
+__device__ int max(int, int);
+__device__ unsigned int max(unsigned int, unsigned int);
+__device__ unsigned int max(int, unsigned int);
+__device__ unsigned int max(unsigned int, int);
+__device__ long max(long, long);
+__device__ unsigned long max(unsigned long, unsigned long);
+__device__ unsigned long max(long, unsigned long);
+__device__ unsigned long max(unsigned long, long);
+__device__ long long max(long long, long long);
+__device__ unsigned long long max(unsigned long long, unsigned long long);
 __device__ unsigned long long max(long long, unsigned long long);
 __device__ unsigned long long max(unsigned long long, long long);
-__device__ double max(float, double); __device__ double max(double, float);
+__device__ float max(float, float);
+__device__ double max(double, double);
+__device__ double max(float, double);
+__device__ double max(double, float);
 __device__ unsigned int umin(unsigned int, unsigned int);
 __device__ unsigned int umax(unsigned int, unsigned int);
-__device__ int abs(int); __device__ long long llabs(long long);
+__device__ int abs(int); __device__ long abs(long); __device__ long long abs(long long);
+__device__ float abs(float); __device__ double abs(double);
+__device__ long long llabs(long long);
 template <class T> __device__ T __ldg(const T *address);
 template <class T> __device__ T __shfl_sync(unsigned int mask, T var, int srcLane, int width = 32);
 template <class T> __device__ T __shfl_up_sync(unsigned int mask, T var, unsigned int delta, int width = 32);
@@ -511,7 +556,8 @@ _ALWAYS = {"uint3", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim"}
 
 def _items(cooperative_groups: bool) -> list[tuple[set, str]]:
     items = []
-    for text in _vector_decls() + _FIXED.splitlines() + _math_decls() + _atomic_decls():
+    for text in (_vector_decls() + _FIXED.splitlines() + _math_decls() + _cmath_overloads()
+                 + _atomic_decls()):
         if not text.strip():
             continue
         if text.startswith("struct"):

@@ -37,7 +37,7 @@ from pycparser.c_parser import Coord
 
 from ..errors import UnsupportedFeatureError
 from .host_prelude import HOST_RECORDS
-from .prelude import PRELUDE_TYPEDEFS, VECTOR_NAMES
+from .prelude import CMATH_FLOAT, PRELUDE_TYPEDEFS, VECTOR_NAMES
 
 SOURCE_NAME = "kernel.cu"
 
@@ -46,6 +46,10 @@ _BUILTIN_WORDS = {"void", "char", "short", "int", "long", "float", "double", "si
 _RECORD_KINDS = ("CXXRecordDecl", "ClassTemplateSpecializationDecl")
 _FUNCTION_KINDS = ("FunctionDecl", "CXXMethodDecl", "CXXConstructorDecl",
                    "CXXConversionDecl", "CXXDestructorDecl")
+# clang's implicit conversions between arithmetic types (the castKinds of ImplicitCastExpr)
+_ARITHMETIC_CASTS = frozenset({"IntegralCast", "IntegralToFloating", "FloatingToIntegral",
+                               "FloatingCast", "IntegralToBoolean", "FloatingToBoolean",
+                               "BooleanToSignedIntegral"})
 _TRANSPARENT = ("ExprWithCleanups", "MaterializeTemporaryExpr", "CXXBindTemporaryExpr",
                 "ConstantExpr", "ParenExpr", "FullExpr", "CXXFunctionalCastExpr_noop")
 
@@ -56,6 +60,16 @@ def _norm(name: str) -> str:
     name = re.sub(r"\b(struct|class|union|enum)\s+", "", name)
     name = re.sub(r"(?<![\w.])(\d+)[uUlL]+\b", r"\1", name)
     return re.sub(r"\s+", "", name)
+
+
+# clang's built-in names of size_t and ptrdiff_t (the type of sizeof and of p - q, where
+# clang writes a type without desugaring it: a deduced return type)
+_CLANG_TYPEDEFS = {"__size_t": "unsigned long", "__ptrdiff_t": "long"}
+# the arithmetic types as _norm spells them
+_ARITHMETIC_TYPES = frozenset(_norm(t) for t in (
+    "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int",
+    "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "float",
+    "double")) | frozenset(PRELUDE_TYPEDEFS)
 
 
 def normalize_kernel_name(name: str) -> str:
@@ -163,6 +177,7 @@ class Translator:
         self._ctors: dict = {}           # record id -> [(ctor type text, node)]
         self._enums: list = []
         self._enum_values: dict = {}     # enumerator -> its value's text, where clang gave it
+        self._enum_types: dict = {}      # enum name -> its integer type (clang's spelling)
         self._defaults: set = set()
         self._tparams: dict = {}         # instantiation id -> its template's parameter types
         self._late: list = []            # functions made by the translator
@@ -179,6 +194,7 @@ class Translator:
         self._device_refs = None         # ids of declarations device code names
         self._file_vars: dict = {}       # id -> file-scope VarDecl
         self._bindings: dict = {}        # BindingDecl id -> its expression
+        self._shared_vars: dict = {}     # a kernel's __shared__ VarDecl id -> its node
 
     # ------------------------------------------------------------------ errors
     def coord(self, n) -> Coord | None:
@@ -519,6 +535,7 @@ class Translator:
 
     def _enum(self, n):
         items = []
+        known = []                           # each enumerator's value, None where unknown
         following = 0                        # the next enumerator's value, where known
         for e in n.get("inner", []):
             if e.get("kind") != "EnumConstantDecl":
@@ -535,8 +552,26 @@ class Translator:
                 self._enum_values[e["name"]] = str(following)
                 following += 1
             items.append(c_ast.Enumerator(e["name"], value, self.coord(e)))
+            known.append(following - 1 if following is not None else None)
+        # the enumeration's integer type (C++ [dcl.enum]): the fixed one (`enum E : long
+        # long`), int for a scoped enum, else the first of int, unsigned int, long,
+        # unsigned long that holds every value; variables of the enum and its
+        # enumerators have it (the emulator's C enums are int)
+        fixed = n.get("fixedUnderlyingType")
+        if fixed:
+            under = self.type_text(fixed)
+        elif n.get("scopedEnumTag") or None in known or not known:
+            under = "int"
+        else:
+            lo, hi = min(known), max(known)
+            under = next((t for t, a, b in (("int", -2**31, 2**31 - 1),
+                                            ("unsigned int", 0, 2**32 - 1),
+                                            ("long", -2**63, 2**63 - 1))
+                          if a <= lo and hi <= b), "unsigned long")
+        if n.get("name"):
+            self._enum_types[n["name"].split("::")[-1]] = under
         # c_ast.Enum's third argument is `underlying_type` in pycparser 3 (required) and
-        # `coord` in 2.x: None is right for both (the emulator's enums are int).
+        # `coord` in 2.x: None is right for both (the translator casts where not int).
         self._enums.append(c_ast.Decl(None, [], [], [], [], c_ast.Enum(
             n.get("name"), c_ast.EnumeratorList(items), None), None, None,
             coord=self.coord(n)))
@@ -682,13 +717,16 @@ class Translator:
         name = " ".join(words)
         if name in ("std::nullptr_t", "nullptr_t"):
             return c_ast.IdentifierType(["long"])
+        if name in _CLANG_TYPEDEFS:     # clang's own name of sizeof's type (a lambda's
+            return c_ast.IdentifierType(_CLANG_TYPEDEFS[name].split())   # deduced return)
         if name in VECTOR_NAMES:
             return c_ast.IdentifierType([name])
         rec = self.record_name(name)
         if rec is not None:
             return c_ast.Struct(rec, None)
         if name.split("::")[-1] in [e.type.name for e in self._enums if e.type.name]:
-            return c_ast.IdentifierType(["int"])
+            return c_ast.IdentifierType(
+                self._enum_types.get(name.split("::")[-1], "int").split())
         if name.startswith("__half") or name in ("half", "half2"):
             raise self.unsupported(n, f"half-precision type '{name}'", "use float")
         raise self.unsupported(n, f"the type '{name}'")
@@ -1119,6 +1157,8 @@ class Translator:
         sc = d.get("storageClass")
         if "CUDASharedAttr" in attrs:
             storage = (["extern"] if sc == "extern" else []) + ["_Thread_local"]
+            if not file_scope:
+                self._shared_vars[d["id"]] = d
         elif "CUDAConstantAttr" in attrs:
             storage = ["register"]
         elif sc == "static":
@@ -1214,8 +1254,51 @@ class Translator:
                                            "write the inner one as a __device__ function")
                 continue
             by_ref = _is_reference(f["type"]["qualType"])
-            captures.append((var["id"], var.get("name"), by_ref, ci,
-                             self.type_text(f["type"])))
+            ftext = self.type_text(f["type"])
+            if ("decltype(" in ftext or "<" in ftext) and \
+                    not re.search(r"\]\s*&?\s*$|\(&\)", ftext) and \
+                    "desugaredQualType" not in f["type"] and ci.get("type"):
+                # clang leaves a capture's type sugared, with no desugared form, where the
+                # variable's type was written with a decltype or a typedef'd template
+                # argument (`decltype(f(x) << 2) &`, `Pair<i64> &`): the variable's own
+                ftext = self.type_text(ci["type"]) + (" &" if by_ref else "")
+            captures.append((var["id"], var.get("name"), by_ref, ci, ftext))
+        # what the lambda names of its function that C++ does not capture, but its own
+        # function needs: a __shared__ variable of the kernel (static storage), passed by
+        # reference; a constant (`constexpr int K = 8;`, `const int k = 7;`: clang marks
+        # the use 'nonOdrUseReason': 'constant'), passed by value
+        seen = {c[0] for c in captures}
+        nodes, todo = [], [x for x in rec.get("inner", []) if isinstance(x, dict)]
+        while todo:
+            x = todo.pop()
+            nodes.append(x)
+            todo.extend(y for y in x.get("inner", []) if isinstance(y, dict))
+        own = {x.get("id") for x in nodes if x.get("kind") in ("VarDecl", "ParmVarDecl")}
+        for x in nodes:
+            ref = x.get("referencedDecl") if x.get("kind") == "DeclRefExpr" else None
+            if ref and x.get("nonOdrUseReason") == "constant" and ref.get("kind") == \
+                    "VarDecl" and ref.get("id") not in own | seen:
+                seen.add(ref["id"])
+                ci = {"kind": "DeclRefExpr", "referencedDecl": ref, "type": ref.get("type"),
+                      "range": x.get("range"), "loc": x.get("loc")}
+                captures.append((ref["id"], ref.get("name"), False, ci,
+                                 re.sub(r"^const\s+", "", self.type_text(ref["type"]))))
+                continue
+            if ref and ref.get("id") in self._shared_vars and ref["id"] not in seen:
+                seen.add(ref["id"])
+                vd = self._shared_vars[ref["id"]]
+                ttext = self.type_text(vd["type"])
+                m = re.match(r"^(.*?)\s*(\[.*\])$", ttext)
+                if m:       # the array decays to a pointer to its first element (a row)
+                    rows = re.findall(r"\[[^\]]*\]", m.group(2))[1:]
+                    ftext = f"{m.group(1)} *" if not rows else f"{m.group(1)} (*){''.join(rows)}"
+                else:
+                    ftext = ttext + " &"
+                ci = {"kind": "DeclRefExpr", "referencedDecl": ref, "type": vd["type"],
+                      "range": x.get("range"), "loc": x.get("loc")}
+                # an array as clang gives a local array captured by reference: a pointer
+                # to its first element, passed as a value; a scalar by address
+                captures.append((ref["id"], ref.get("name"), m is None, ci, ftext))
         methods = []
         for m in rec.get("inner", []):
             if m.get("kind") == "CXXMethodDecl" and m.get("name") == "operator()":
@@ -1242,6 +1325,10 @@ class Translator:
             self.fnodes[m["id"]] = m
             self._lambda_methods[m["id"]] = result
             ret, _ = _split_function_type(m["type"]["qualType"])
+            if "decltype(" in ret:
+                # a return type deduced from a decltype-declared variable: clang writes
+                # its sugar and no desugared form; the returned expression's type is it
+                ret = self._returned_type(body[0]) or ret
             saved = (set(self.ref_vars), getattr(self, "_returns_ref", False), self._this_ptr)
             params = []
             for vid, vname, by_ref, _, ftext in captures:
@@ -1266,6 +1353,16 @@ class Translator:
             decl = c_ast.Decl(fname, [], [], [], ["inline"], fdecl, None, None, coord=c)
             self._late.append(c_ast.FuncDef(decl, None, cbody, coord=c))
         return result
+
+    def _returned_type(self, body):
+        """The type (clang's spelling) of the first `return e;` in `body`, or None."""
+        todo = [body]
+        while todo:
+            n = todo.pop()
+            if n.get("kind") == "ReturnStmt" and n.get("inner"):
+                return self.type_text(n["inner"][0].get("type", {}))
+            todo.extend(c for c in n.get("inner", []) if isinstance(c, dict))
+        return None
 
     def lambda_decl(self, d, lam):
         """`auto f = [..](..) {..};`: the lambda's function is made; its copies (by-value
@@ -1504,10 +1601,7 @@ class Translator:
         if k in _TRANSPARENT or (k == "ImplicitCastExpr"):
             return self.expr(inner[0])
         if k == "IntegerLiteral":
-            t = self.type_text(n["type"])
-            suffix = {"unsigned int": "u", "long": "l", "unsigned long": "ul",
-                      "long long": "ll", "unsigned long long": "ull"}.get(t, "")
-            return c_ast.Constant("int", n["value"] + suffix, coord)
+            return self.integer_literal(n)
         if k == "FloatingLiteral":
             t = self.type_text(n["type"])
             v = n["value"]
@@ -1541,7 +1635,13 @@ class Translator:
                     name = self.fqual.get(ref["id"], ref.get("name"))
                 return c_ast.ID(name, coord)
             if rk == "EnumConstantDecl":
-                return c_ast.ID(ref["name"], coord)
+                node = c_ast.ID(ref["name"], coord)
+                etype = re.sub(r"^enum\s+", "", ref.get("type", {}).get("qualType", ""))
+                under = self._enum_types.get(etype.split("::")[-1], "int")
+                if under != "int":      # an enumerator has its enumeration's integer type
+                    tn = self.type_node(under, None, n)
+                    node = c_ast.Cast(c_ast.Typename(None, [], None, tn), node, coord)
+                return node
             if ref.get("id") in self._range_arrays:    # a range-based for's __range1
                 return self.expr(self._range_arrays[ref["id"]])
             if rk == "BindingDecl":
@@ -1561,7 +1661,15 @@ class Translator:
                 return c_ast.UnaryOp("*", node, coord)
             return node
         if k == "SubstNonTypeTemplateParmExpr":
-            return self.expr(inner[-1])
+            # the argument as the parameter's type (`template <unsigned char C>` with
+            # C = 200: clang converts an int literal; sizeof(C) is 1)
+            arg = inner[-1]
+            e = self.expr(arg)
+            if arg.get("kind") != "IntegerLiteral" and _norm(self.type_text(n["type"])) in \
+                    _ARITHMETIC_TYPES:
+                tn = self.type_node(self.type_text(n["type"]), None, n)
+                e = c_ast.Cast(c_ast.Typename(None, [], None, tn), e, coord)
+            return e
         if k in ("CStyleCastExpr", "CXXStaticCastExpr", "CXXReinterpretCastExpr",
                  "CXXConstCastExpr", "CXXFunctionalCastExpr"):
             sub = inner[0]
@@ -1572,12 +1680,22 @@ class Translator:
                 rid = self.record_id(n)         # T{} of an aggregate: a value-initialized T
                 if rid is not None:
                     return self.default_value(rid, n)
+            if n.get("valueCategory") == "lvalue" and n.get("castKind") == "LValueBitCast":
+                # reinterpret_cast<const int &>(f), (int &)f: f's bytes read as an int
+                ptr = self.type_node(self.type_text(n["type"]) + " *", None, n)
+                return c_ast.UnaryOp("*", c_ast.Cast(
+                    c_ast.Typename(None, [], None, ptr),
+                    c_ast.UnaryOp("&", self.expr(sub), coord), coord), coord)
+            if n.get("valueCategory") == "lvalue" and n.get("castKind") == "NoOp":
+                # const_cast<T &>(r), static_cast<const T &>(x): the same object
+                return self.expr(sub)
             if n.get("castKind") in ("NoOp", "ConstructorConversion", "UserDefinedConversion") \
                     and k != "CStyleCastExpr" and not (
                         # static_cast<float>(i), float(i): clang keeps the conversion in an
                         # ImplicitCastExpr marked part of this cast, which expr() would drop
                         sub.get("kind") == "ImplicitCastExpr"
-                        and sub.get("isPartOfExplicitCast")):
+                        and sub.get("isPartOfExplicitCast")
+                        and sub.get("castKind") in _ARITHMETIC_CASTS):
                 return self.expr(sub)
             ttext = self.type_text(n["type"])
             if n.get("castKind") == "ToVoid":
@@ -1655,6 +1773,16 @@ class Translator:
             if "argType" in n:
                 tn = self.type_node(self.type_text(n["argType"]), None, n)
                 return c_ast.UnaryOp(name, c_ast.Typename(None, [], None, tn), coord)
+            if name == "sizeof" and inner[0].get("type"):
+                # sizeof(expression) is the size of the type clang gives the expression,
+                # which is never evaluated: sizeof('a') is 1, sizeof(c ? ch : ch) 1, and
+                # sizeof(f<3>(x)) needs no body of f<3>
+                try:
+                    tn = self.type_node(self.type_text(inner[0]["type"]), None, n)
+                except UnsupportedFeatureError:
+                    tn = None
+                if tn is not None:
+                    return c_ast.UnaryOp(name, c_ast.Typename(None, [], None, tn), coord)
             return c_ast.UnaryOp(name, self.expr(inner[0]), coord)
         if k == "InitListExpr":
             init = self.init_expr(n, n)
@@ -1689,6 +1817,50 @@ class Translator:
         if k == "RecoveryExpr":
             raise self.unsupported(n, "this expression")
         raise self.unsupported(n, f"the C++ construct '{k}'")
+
+    def integer_literal(self, n):
+        """An IntegerLiteral as a C constant of its C++ type. A template argument clang
+        substituted (`f<-3>`, `template <unsigned char C>`, `template <size_t N>`) is an
+        IntegerLiteral of the parameter's type and may be negative: it becomes
+        ``(T)-(3)``, so the value and the type are the argument's, not C's reading of
+        the digits."""
+        coord = self.coord(n)
+        t = _norm(n["type"].get("desugaredQualType") or n["type"].get("qualType", "int"))
+        t = {"unsignedint": "unsigned int", "unsignedlong": "unsigned long",
+             "longlong": "long long", "unsignedlonglong": "unsigned long long"}.get(t, t)
+        suffix = {"unsigned int": "u", "long": "l", "unsigned long": "ul",
+                  "long long": "ll", "unsigned long long": "ull"}.get(t, "")
+        value = n["value"]
+        negative = value.startswith("-")
+        node = c_ast.Constant("int", value.lstrip("-") + suffix, coord)
+        if negative:
+            node = c_ast.UnaryOp("-", node, coord)
+        if negative or t not in ("int", "unsigned int", "long", "unsigned long", "long long",
+                                 "unsigned long long"):
+            tn = self.type_node(self.type_text(n["type"]), None, n)
+            node = c_ast.Cast(c_ast.Typename(None, [], None, tn), node, coord)
+        return node
+
+    def builtin_name(self, ref) -> str:
+        """The emulator's built-in for the prelude declaration clang chose: its name, or for
+        the float overload of a <cmath> name (``float sqrt(float)``, which CUDA declares for
+        device code) the float function (``sqrtf``)."""
+        name = ref["name"]
+        if name in CMATH_FLOAT and \
+                ref.get("type", {}).get("qualType", "").startswith("float ("):
+            return CMATH_FLOAT[name]
+        return name
+
+    def builtin_arg(self, a):
+        """An argument of a built-in, converted as clang converted it to the parameter of
+        the overload it chose (``min(int, unsigned)`` compares as unsigned, ``umin(x, y)``
+        of floats takes unsigneds, ``llabs(f)`` a long long): the emulator's built-ins
+        take their arguments by name, not by overload."""
+        e = self.expr(a)
+        if a.get("kind") == "ImplicitCastExpr" and a.get("castKind") in _ARITHMETIC_CASTS:
+            tn = self.type_node(self.type_text(a["type"]), None, a)
+            e = c_ast.Cast(c_ast.Typename(None, [], None, tn), e, self.coord(a))
+        return e
 
     def callee_decl(self, callee):
         while callee.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
@@ -1729,8 +1901,8 @@ class Translator:
                                    "call the function by its name")
         if ref.get("id") in self.builtins:
             args = [a for a in args if a.get("kind") != "CXXDefaultArgExpr"]
-            return c_ast.FuncCall(c_ast.ID(ref["name"], coord),
-                                  c_ast.ExprList([self.expr(a) for a in args], coord)
+            return c_ast.FuncCall(c_ast.ID(self.builtin_name(ref), coord),
+                                  c_ast.ExprList([self.builtin_arg(a) for a in args], coord)
                                   if args else None, coord)
         fnode = self.fnodes.get(ref.get("id"))
         if ref.get("id") in self._method_of:   # a static method

@@ -1,0 +1,20 @@
+// difftest case: mismatch
+// class: enumerations (the underlying type of an enumerator and a variable)
+// outs: float int int int int
+// threads: 1
+// inputs: {"i8": [-39, -27, 2, 127, 76, 100], "u8": [36, 127, 131, 127, 63, 3], "i16": [21170, -35, 31, -6, -1393, -27], "u16": [256, 1, 11832, 43, 28, 23], "i32": [-129, -2065456274, 3, -390071877, 648807543, 31], "u32": [1909019374, 4210763392, 2214153004, 46, 3850612228, 0], "i64": [-27, 2073519945729160708, -7308986916615535318, 8839615102247576215, -7476744463305165899, 16], "u64": [4585302990846133324, 3458826021831706727, 2, 719161832034912678, 32, 16], "f32": [9.99994610111476e-41, 0.0010000000474974513, 4.438589096069336, 1.25, 4.823642479192478e-31, -1.3537947063796793e-18], "f64": [255.0, -2147483648.0, -8.247837201730517, 1.212959144246623e+256, -29.071668060054133, 115.45697469862868]}
+// test 0 (shrunk)
+enum E27_0 : long long { K27_0_0 = -32, K27_0_1 = 122 };
+enum class E1 : unsigned char { A = 250, B };
+enum E3 { D = 0xFFFFFFFF, D2 = 3 };
+struct WithE { E1 e; char c; };
+__device__ void t0(const int tid, const signed char* __restrict__ in_i8, const unsigned char* __restrict__ in_u8, const short* __restrict__ in_i16, const unsigned short* __restrict__ in_u16, const int* __restrict__ in_i32, const unsigned int* __restrict__ in_u32, const long long* __restrict__ in_i64, const unsigned long long* __restrict__ in_u64, const float* __restrict__ in_f32, const double* __restrict__ in_f64, unsigned long long* __restrict__ out) {
+  long long a2 = in_i64[tid * 6 + 5];
+  float v21 = ((a2 - (K27_0_0 << 34)) << (a2 & 7));
+  out[0] = __float_as_uint(v21);
+  out[1] = sizeof(E1) * 100 + sizeof(WithE);
+  E1 v = E1::B;
+  out[2] = (int)v + 1;
+  out[3] = D + tid;
+  out[4] = (D2 - 4 < 0);
+}
