@@ -55,9 +55,13 @@ def has_fma() -> bool:
 
 
 def zig_command() -> list[str]:
-    """``[zig, 'c++']`` from the ziglang wheel (the binary the front end runs)."""
-    import ziglang
-    return [os.path.join(os.path.dirname(ziglang.__file__), "zig"), "c++"]
+    """``[zig, 'c++']``: the zig binary ``TILINGLIB_ZIG`` names (with its ``lib/`` folder
+    beside it, as zig needs), else the ziglang wheel's (the binary the front end runs)."""
+    zig = os.environ.get("TILINGLIB_ZIG")
+    if not zig:
+        import ziglang
+        zig = os.path.join(os.path.dirname(ziglang.__file__), "zig")
+    return [zig, "c++"]
 
 
 _VECTORS = {"char": "signed char", "uchar": "unsigned char", "short": "short",
