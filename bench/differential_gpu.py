@@ -73,7 +73,7 @@ CASTS = [
     ("static_cast<int>(-2.7f * one)", "int"), ("int(2.7f * one)", "int"),
     ("sizeof(static_cast<size_t>(a) * b)", "int"), ("sizeof(one ? 'a' : 'b')", "int"),
     ("min(a, 7u)", "int"), ("max(-1ll, 3ull)", "int"), ("umin(fone * 3.5f, 2.5f)", "int"),
-    ("sqrt(fone * 2)", "float"), ("sqrt(two)", "double"), ("abs(-2.5f * one)", "float"),
+    ("sqrt(fone * 2)", "float"), ("sqrt((double)two)", "double"), ("abs(-2.5f * one)", "float"),
     ("static_cast<int>(3e9f * one)", "int"), ("static_cast<unsigned>(-1.0f * one)", "int"),
     ("(int)(fone / (one - 1))", "int"), ("(1 << (31 + one))", "int"), ("a / (one - 1)", "int"),
 ]

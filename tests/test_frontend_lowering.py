@@ -518,3 +518,30 @@ def test_lambdas_name_the_kernels_shared_arrays_of_one_and_two_dimensions():
     tile = t.reshape(4, 8).astype(np.float32)
     expected = tile[3 - t // 8, 7 - t % 8] + tile.sum(axis=1)[t // 8] + (100 + (7 - t % 8))
     np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("call", ["sqrt(n)", "fabs(n)", "floor(n)", "fmin(x, 2.0)", "pow(n, 2)"])
+def test_a_math_function_on_an_integer_is_refused_as_nvcc_refuses_it(call):
+    """sqrt(int) and the like resolve to the C++ library's template for integers, a
+    constexpr host function, which nvcc refuses in device code (seen on the H200: sqrt(two)
+    of an int two is "calling a constexpr __host__ function("sqrt") from a __global__
+    function ... is not allowed"); the message says what to write."""
+    src = 'extern "C" __global__ void k(double *out, int n, float x) { out[0] = %s; }' % call
+    with pytest.raises(CompileError) as e:
+        SourceModule(src).get_function("k")
+    name = call.split("(")[0]
+    assert f'calling a constexpr __host__ function("{name}")' in str(e.value)
+    assert "--expt-relaxed-constexpr" in str(e.value) and f"{name}((double)x)" in str(e.value)
+
+
+def test_pow_of_a_float_or_double_and_an_int_is_cudas_overload():
+    """CUDA declares pow(float, int) and pow(double, int): pow(x, 2) of a float is a float."""
+    src = r"""
+    extern "C" __global__ void k(float *f, double *d, float x, double y) {
+      f[0] = pow(x, 2);
+      d[0] = pow(y, 3);
+      d[1] = sizeof(pow(x, 2));
+    }"""
+    f, d = np.zeros(1, np.float32), np.zeros(2)
+    run(src, "k", Out(f), Out(d), np.float32(1.5), np.float64(-2.0), block=(1, 1, 1))
+    assert f[0] == np.float32(2.25) and d.tolist() == [-8.0, 4.0]

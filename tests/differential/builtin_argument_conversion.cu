@@ -16,5 +16,5 @@ __device__ void t0(const int tid, const signed char* __restrict__ in_i8, const u
   out[2] = umin(a6, 5.5f) % 3;
   out[3] = __float_as_uint(sqrt(a4) * 3.0f + 1e-8f);
   out[4] = __float_as_uint(fabs(a6) * 0.1f);
-  out[5] = __double_as_longlong(sqrt(2) * 1.0);
+  out[5] = __double_as_longlong(sqrt(2.0) * 1.0);
 }

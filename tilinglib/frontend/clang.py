@@ -646,6 +646,7 @@ def compile_error(diagnostics: str, source_lines, offset: int = 0, skip=None,
             if skipping:
                 continue
             msg = re.sub(r" when compiling for sm_\d+", "", msg)
+            msg = re.sub(r"^'[^']*' is unavailable: ", "", msg)     # the prelude's reasons
             ref = re.match(r"^reference to __host__ function '(.*)' in (__\w+__) function$", msg)
             if ref:                     # clang's words for std::numeric_limits<T>::max()
                 caller = function_at(line) if function_at and line else None

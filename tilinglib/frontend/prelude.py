@@ -94,8 +94,9 @@ def _math_decls() -> list[str]:
 # The float overloads of <cmath>'s names, which CUDA declares for device code
 # (math_functions.hpp: `float sqrt(float)` is sqrtf), as the float function that computes
 # each; the translator calls that one where clang chose the float overload. An integer
-# argument takes the double one, as libstdc++'s templates for integral types give
-# (`sqrt(2)` is a double): the `template <class T> double sqrt(T)` declarations below.
+# argument picks libstdc++'s template for integral types, a constexpr host function that
+# nvcc refuses in device code: the `template <class T> double sqrt(T)` declarations below
+# are chosen where it is, and refused with nvcc's words.
 CMATH_FLOAT = {n: n + "f" for n in (
     "sqrt exp log fabs floor ceil tanh sin cos tan log2 exp2 log10 trunc round rsqrt cbrt "
     "rint nearbyint atan asin acos sinh cosh log1p expm1 exp10 fmin fmax pow fmod "
@@ -113,8 +114,21 @@ def _cmath_overloads() -> list[str]:
         floats = ", ".join(["float"] * n)
         params = ", ".join(f"T{i}" for i in range(n))
         tparams = ", ".join(f"class T{i}" for i in range(n))
-        out.append(f"__device__ float {name}({floats}); "
-                   f"template <{tparams}> __device__ double {name}({params});")
+        # nvcc resolves an integer argument to libstdc++'s template for integral types,
+        # a constexpr __host__ function, and refuses the call from device code (seen on
+        # the H200: sqrt(int) in a kernel is a compile error without
+        # --expt-relaxed-constexpr); the same overload is chosen here, and refused
+        why = (f'calling a constexpr __host__ function(\\"{name}\\") from device code is '
+               f"not allowed (nvcc's words; the experimental flag '--expt-relaxed-constexpr' "
+               f"allows it): an integer argument picks the C++ library's template for "
+               f"integers, a host function. Convert the argument: {name}((float)x) or "
+               f"{CMATH_FLOAT[name]}(x) for float, {name}((double)x) for double")
+        # pow also has CUDA's (float, int) and (double, int) overloads (math_functions.hpp)
+        extra = " __device__ float pow(float, int); __device__ double pow(double, int);" \
+            if name == "pow" else ""
+        out.append(f"__device__ float {name}({floats});{extra} "
+                   f"template <{tparams}> __device__ __attribute__((unavailable(\"{why}\"))) "
+                   f"double {name}({params});")
     return out
 
 
