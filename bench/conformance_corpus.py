@@ -1201,17 +1201,20 @@ def render_table(listing: dict, emu: dict, h200: dict | None, as_written: dict |
 
 
 def render_summary(listing: dict, before: dict | None, as_written: dict | None,
-                   emu: dict | None, h200: dict | None) -> str:
+                   emu: dict | None, h200: dict | None,
+                   h200_as_written: dict | None = None) -> str:
     """The summary block of docs/conformance.md: per part of the list, the files as written
-    (before issue 24's work and now), the device code alone, the H200; then each kernel
-    whose file as written does not run on the emulator, with the reason."""
+    (the emulator before issue 24's work and now, the H200), the device code alone (the
+    emulator, the H200); then each kernel whose file as written does not run on the
+    emulator, with the reason and the H200's result for the same file."""
     def by(res):
         return {r["id"]: r for r in (res or {}).get("results", [])}
 
-    sets = [by(before), by(as_written), by(emu), by(h200)]
+    sets = [by(before), by(as_written), by(h200_as_written), by(emu), by(h200)]
     lines = ["| | kernels | file as written, emulator before issue 24 | file as written, "
-             "emulator now | device code alone, emulator | device code alone, H200 |",
-             "|---|---|---|---|---|---|"]
+             "emulator now | file as written, H200 | device code alone, emulator | "
+             "device code alone, H200 |",
+             "|---|---|---|---|---|---|---|"]
     parts = [("the corpus (7 repositories)", [e["id"] for e in listing["kernels"]
                                               if not e.get("heldout")]),
              ("the held-out sample (6 more repositories)", [e["id"] for e in listing["kernels"]
@@ -1221,15 +1224,33 @@ def render_summary(listing: dict, before: dict | None, as_written: dict | None,
         cells = [_tally(ids, s) if s else "not run" for s in sets]
         lines.append(f"| {label} | {len(ids)} | " + " | ".join(cells) + " |")
     now = sets[1]
+    gpu_ok = [e["id"] for e in listing["kernels"]
+              if sets[2].get(e["id"], {}).get("result") == "ok"]
+    if gpu_ok and now:
+        c: dict = {}
+        for i in gpu_ok:
+            c[now.get(i, {}).get("result", "not run")] = \
+                c.get(now.get(i, {}).get("result", "not run"), 0) + 1
+        lines += ["", f"Of the {len(gpu_ok)} files as written that the H200 runs correctly, the "
+                      f"emulator runs {c.get('ok', 0)} with every output correct"
+                  + "".join(f"; {v} {k}" for k, v in sorted(c.items()) if k != "ok")
+                  + " (each listed below)."]
     stops = [(e, now[e["id"]]) for e in listing["kernels"]
              if e["id"] in now and now[e["id"]]["result"] != "ok"]
     if stops:
-        lines += ["", "What does not run as written now (the H200 column is the device code "
-                      "alone's; the files as written have yet to run there):", ""]
+        lines += ["", "What does not run as written now on the emulator, and what the H200 "
+                      "did with the same file:", ""]
         for e, r in stops:
-            gpu = sets[3].get(e["id"], {}).get("result", "not run")
-            lines.append(f"- `{lookup_name(e)}` ({e['repo']}): {_short(r)}; H200, device "
-                         f"code alone: {gpu}")
+            gpu = sets[2].get(e["id"], {}).get("result", "not run")
+            lines.append(f"- `{lookup_name(e)}` ({e['repo']}): {_short(r)}; H200, file as "
+                         f"written: {gpu}")
+    wrong_way = [e for e in listing["kernels"] if sets[2].get(e["id"], {}).get("result")
+                 not in (None, "ok") and now.get(e["id"], {}).get("result") == "ok"]
+    if wrong_way:
+        lines += ["", "Files as written that the emulator runs and nvcc refused:", ""]
+        for e in wrong_way:
+            lines.append(f"- `{lookup_name(e)}` ({e['repo']}): "
+                         f"{_short(sets[2][e['id']])}")
     return "\n".join(lines) + "\n"
 
 
@@ -1256,7 +1277,8 @@ def write_doc(listing: dict) -> None:
         head, rest = text.split(SUMMARY_BEGIN, 1)
         _, tail = rest.split(SUMMARY_END, 1)
         text = (head + SUMMARY_BEGIN + "\n" + render_summary(
-            listing, read(RESULTS_AS_WRITTEN_BEFORE), read(RESULTS_AS_WRITTEN), emu, h200)
+            listing, read(RESULTS_AS_WRITTEN_BEFORE), read(RESULTS_AS_WRITTEN), emu, h200,
+            read(H200_RESULTS_AS_WRITTEN))
             + SUMMARY_END + tail)
     DOC.write_text(text)
     print("wrote the table of", DOC)

@@ -37,8 +37,6 @@ NOT_REPOSITORY_FILES = {
     "grades.json": "written by `python -m tilinglib.grading` (its results file)",
     "h200.json": "the file `python -m tilinglib.bench --out h200.json` writes",
     "run_gpu.py": "written by `bench/conformance_corpus.py --pycuda-script DIR` into DIR",
-    "conformance_h200_as_written.json": "written on the GPU by that run_gpu.py for the files "
-                                        "as written (docs/conformance.md: yet to run there)",
 }
 
 

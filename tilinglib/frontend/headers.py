@@ -19,9 +19,11 @@ Each `Header` says:
   ``extern "C" { }`` that PyCUDA's `SourceModule` wraps a source in by default, nvcc
   refuses such a header ("this declaration may not have extern "C" linkage"), so the
   emulator refuses it there too, saying to pass ``no_extern_c=True``. The C headers and the
-  CUDA runtime's C headers compile inside the wrapping. (bench/gpu_cu_files.py compiles a
+  CUDA runtime's C headers compile inside the wrapping, and so do the C++ headers that
+  libstdc++ wraps in ``extern "C++"`` itself (`EXTERN_C_COMPILES`: <limits>, <utility>,
+  <type_traits>, ...), as nvcc 13.0 showed on an H200 (bench/gpu_cu_files.py compiles a
   kernel after each header with nvcc in both modes and prints where nvcc and this table
-  differ.)
+  differ; its run is bench/results/gpu_cu_files_h200.json).
 """
 
 from __future__ import annotations
@@ -175,6 +177,18 @@ _CUDA_CXX = {
 }
 
 
+# Measured with nvcc 13.0 on the H200 (bench/gpu_cu_files.py, bench/results/gpu_cu_files_h200.json):
+# these C++ headers compile inside PyCUDA's extern "C" wrapping, since libstdc++ wraps their
+# declarations in extern "C++" itself (<vector>, <iostream>, <algorithm> ... do not); and
+# these C API headers of the toolkit do not, since they declare C++ under __cplusplus.
+EXTERN_C_COMPILES = frozenset({
+    "barrier", "bit", "ccomplex", "compare", "complex.h", "concepts", "ctgmath", "exception",
+    "format", "initializer_list", "latch", "limits", "new", "numbers", "ranges", "semaphore",
+    "source_location", "span", "stdatomic.h", "stop_token", "syncstream", "tgmath.h",
+    "type_traits", "typeinfo", "utility", "version"})
+EXTERN_C_REFUSED = frozenset({"cuda_occupancy.h", "cusolverDn.h", "cusparse.h"})
+
+
 def _table() -> dict:
     out = {}
     for group, library, cxx in ((_C, "C standard library", False),
@@ -186,7 +200,8 @@ def _table() -> dict:
                                 (_CUDA_C, "CUDA toolkit (C API)", False),
                                 (_CUDA_CXX, "CUDA toolkit (C++)", True)):
         for name, device in group.items():
-            out[name] = Header(name, library, device, cxx)
+            out[name] = Header(name, library, device,
+                               (cxx or name in EXTERN_C_REFUSED) and name not in EXTERN_C_COMPILES)
     return out
 
 
