@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import pcpp
 
 from ..errors import CompileError, UnsupportedFeatureError
-from .headers import COOPERATIVE_GROUPS_HEADERS, HEADERS
+from .headers import COOPERATIVE_GROUPS_HEADERS, HEADERS, NVCC_REFUSED
 
 SOURCE_NAME = "kernel.cu"
 
@@ -271,6 +271,8 @@ class _Preprocessor(pcpp.Preprocessor):
             name = tokens[0].value[1:-1]
         if name is None:
             raise _Stop(line, f"malformed #include: {NO_FILES}")
+        if name in NVCC_REFUSED:
+            raise _Stop(line, f"#include <{name}>: nvcc refuses this header: {NVCC_REFUSED[name]}")
         known = HEADERS.get(name)
         if known is not None:
             if known.cxx and self.extern_c:
