@@ -143,28 +143,51 @@ def _kill_group(proc: subprocess.Popen) -> None:
 WATCH_SECONDS = 0.2    # how often the memory watch looks (where the kernel has no RLIMIT_AS)
 
 
+class _MemoryWatch:
+    """Where the kernel does not enforce RLIMIT_AS (`platform_support.memory_limit_enforced`):
+    a thread of the parent that looks at the grading process's resident memory every
+    `WATCH_SECONDS` and kills its process group past `limit` bytes (`tripped` then True)."""
+
+    def __init__(self, proc: subprocess.Popen, limit: int):
+        import threading
+
+        self.proc, self.limit, self.tripped = proc, limit, False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tilinglib-memory-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from ..platform_support import process_rss_bytes
+
+        while not self._done.wait(WATCH_SECONDS):
+            if self.proc.poll() is not None:
+                return
+            rss = process_rss_bytes(self.proc.pid)
+            if rss is not None and rss > self.limit:
+                self.tripped = True
+                _kill_group(self.proc)
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
 def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits) -> tuple:
     """Send `data`, collect stdout within the wall-clock limit: (stdout or None, "" if the
-    process ended, "wall" or "memory" if it must be killed). Where the kernel does not
-    enforce RLIMIT_AS, the process's resident memory is looked at every `WATCH_SECONDS`."""
-    from ..platform_support import memory_limit_enforced, process_rss_bytes
+    process ended by itself, "wall" or "memory" if it was or must be killed)."""
+    from ..platform_support import memory_limit_enforced
 
-    if memory_limit_enforced():
-        try:
-            return proc.communicate(data, timeout=limits.wall_seconds)[0], ""
-        except subprocess.TimeoutExpired:
-            return None, "wall"
-    deadline = time.monotonic() + limits.wall_seconds
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None, "wall"
-        try:            # a second call sends nothing more and loses no output
-            return proc.communicate(data, timeout=min(WATCH_SECONDS, left))[0], ""
-        except subprocess.TimeoutExpired:
-            rss = process_rss_bytes(proc.pid)
-            if rss is not None and rss > limits.memory_bytes:
-                return None, "memory"
+    watch = None if memory_limit_enforced() else _MemoryWatch(proc, limits.memory_bytes)
+    try:
+        out = proc.communicate(data, timeout=limits.wall_seconds)[0]
+    except subprocess.TimeoutExpired:
+        return None, "wall"
+    finally:
+        if watch is not None:
+            watch.stop()
+    return (None, "memory") if watch is not None and watch.tripped else (out, "")
 
 
 def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
