@@ -43,6 +43,14 @@ def _grade_class():
     return module
 
 
+def _load() -> str:
+    """The 1-minute load average (other work on the machine slows every run alike)."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except (AttributeError, OSError):
+        return "unknown"
+
+
 def rows_of(csv_path: Path) -> dict:
     """{(student, assignment): (status, score)} of a grades.csv."""
     with open(csv_path, newline="") as fh:
@@ -92,7 +100,7 @@ def main(argv=None) -> int:
         print(f"class: {len(plan)} submissions of {gc.ASSIGNMENT} "
               f"({sum(k.hostile for k in plan.values())} hostile, "
               f"{sum(k.deterministic for k in plan.values())} deterministic) on "
-              f"{os.cpu_count()} cores", flush=True)
+              f"{os.cpu_count()} cores; load average {_load()}", flush=True)
 
         wall, proc = command([base / "submitted", "--jobs", args.jobs, *limits,
                               *outputs(base / "jobs")], env)
@@ -153,6 +161,7 @@ def main(argv=None) -> int:
                           f"{args.jobs}: {d_all} (deterministic: {d_det})", flush=True)
                     if d_det:
                         problems.append(f"dask: {d_det} deterministic rows differ")
+    print(f"load average at the end: {_load()}")
     for line in problems:
         print("problem: " + line)
     return 1 if problems else 0

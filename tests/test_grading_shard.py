@@ -352,6 +352,9 @@ def test_merge_takes_no_directory_or_grading_options(graded, capsys):
     assert rc == 2 and "leave out DIR" in err
     rc, _, err = run([*merge_argv(base, [runs[1] / "grades.json"]), "--shard", "1/3"], capsys)
     assert rc == 2 and "--shard chooses what a grading run grades" in err
+    rc, _, err = run(["--from", runs[1] / "grades.json", "--gradebook", base / "gb.db",
+                      "--students", "ada"], capsys)
+    assert rc == 2 and "--students chooses what a grading run grades; --from" in err
 
 
 def test_scheduler_without_dask_says_what_to_install(tmp_path, monkeypatch, capsys):

@@ -570,6 +570,8 @@ def main(argv=None) -> int:
             if not args.gradebook:
                 raise GradingError("--from RESULTS writes saved results into a gradebook: "
                                    "add --gradebook gradebook.db")
+            from .shard import refuse_grading_options
+            refuse_grading_options(args, "--from")
             run_setup_files(setup)
             results = read_results(args.from_results, args.sha256)
             write_gradebook(results, args.gradebook)

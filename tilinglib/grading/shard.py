@@ -34,7 +34,8 @@ from pathlib import Path
 from ..errors import GradingError
 
 __all__ = ["shard_of", "parse_shard", "parse_students", "Selection", "grader_fingerprint",
-           "run_settings", "sha256_file_line", "merge", "add_arguments", "merge_main"]
+           "run_settings", "sha256_file_line", "merge", "add_arguments", "merge_main",
+           "refuse_grading_options"]
 
 # What a merge compares between results files (all must be equal), in the order the message
 # names the first difference.
@@ -316,7 +317,17 @@ def add_arguments(p) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="grade on this Dask cluster (e.g. tcp://10.0.0.5:8786; needs the "
                         "'cluster' extra), each submission still in its own sandboxed "
-                        "process on a worker")
+                        "process on a worker; --jobs is then how many are in flight "
+                        "(default: twice the cluster's threads)")
+
+
+def refuse_grading_options(args, mode: str) -> None:
+    """Raise `GradingError` if --shard, --students or --scheduler is given with `mode`
+    (--merge, --from), which grade nothing."""
+    for option in ("shard", "students", "scheduler"):
+        if getattr(args, option, None):
+            raise GradingError(f"--{option} chooses what a grading run grades; {mode} grades "
+                               f"nothing: leave it out")
 
 
 def merge_main(args, setup=()) -> int:
@@ -329,10 +340,7 @@ def merge_main(args, setup=()) -> int:
 
     if args.directory is not None or args.from_results is not None:
         raise GradingError("--merge takes results files only: leave out DIR and --from")
-    for option in ("shard", "students", "scheduler"):
-        if getattr(args, option):
-            raise GradingError(f"--{option} chooses what a grading run grades; --merge grades "
-                               f"nothing: leave it out")
+    refuse_grading_options(args, "--merge")
     run_setup_files(setup)
     results, settings = merge(args.merge)
     write_grades_csv(results, args.out)
