@@ -298,3 +298,27 @@ def test_without_glibcs_mallopt_the_emulator_keeps_the_default_allocator(monkeyp
     assert execute.keep_temporaries_in_process() is False
     x, y = run_kernel()
     np.testing.assert_array_equal(y, 2 * x + 1)
+
+
+# ------------------------------------------------------------------------------ what is said
+def test_the_command_says_what_this_system_cannot_enforce_and_records_it(tmp_path,
+                                                                        monkeypatch, capsys):
+    import json
+
+    from tilinglib.grading.cli import main
+
+    (tmp_path / "submitted" / "ada" / "a1_tiled_sgemm").mkdir(parents=True)
+    monkeypatch.setattr(ps, "memory_limit_enforced", lambda: False)      # macOS
+    monkeypatch.delattr(os, "killpg")
+    argv = [str(tmp_path / "submitted"), "--quiet", "--results", str(tmp_path / "g.json"),
+            "--out", str(tmp_path / "g.csv"), "--feedback-dir", str(tmp_path / "fb")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "tilinglib.grading: the memory limit (--memory) is not enforced by the kernel" in err
+    assert "only the process itself is killed" in err
+    settings = json.loads((tmp_path / "g.json").read_text())["settings"]
+    assert settings["unenforced"] == ["memory_watched", "process_group"]
+    monkeypatch.undo()
+    assert main(argv) == 0
+    assert "tilinglib.grading: the" not in capsys.readouterr().err
+    assert json.loads((tmp_path / "g.json").read_text())["settings"]["unenforced"] == []
