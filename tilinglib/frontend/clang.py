@@ -180,7 +180,8 @@ class _Clang:
             self._dir.cleanup()
             raise
         if late:
-            import resource
+            from ..platform_support import resource_module
+            resource = resource_module()
             try:
                 for which, value in limits:
                     resource.prlimit(self.proc.pid, which, value)
