@@ -75,16 +75,20 @@ def main() -> int:
     # clang (the C++ front end) runs in a child forked now: past apply_limits, RLIMIT_NPROC 0
     # forbids this process to start one.
     from ..frontend.clang import start_server
+    from ..platform_support import signal_number, start_wall_timer, stop_wall_timer
     start_server()
-    apply_limits(limits)
+    apply_limits(limits)        # where one cannot be set, the parent's deadline still holds
+    sigxcpu = signal_number("SIGXCPU")
 
     def stop(signum, frame):
-        raise _Stop("cpu" if signum == signal.SIGXCPU else "wall")
+        raise _Stop("cpu" if signum == sigxcpu else "wall")
 
-    signal.signal(signal.SIGXCPU, stop)
-    signal.signal(signal.SIGALRM, stop)
-    # A clean stop a little before the parent's hard kill, so the reply says what happened.
-    signal.setitimer(signal.ITIMER_REAL, max(1.0, limits.wall_seconds - 2.0))
+    for sig in (sigxcpu, signal_number("SIGALRM")):
+        if sig is not None:
+            signal.signal(sig, stop)
+    # A clean stop a little before the parent's hard kill, so the reply says what happened
+    # (where there is no setitimer, the parent's kill alone: status timeout all the same).
+    start_wall_timer(max(1.0, limits.wall_seconds - 2.0))
 
     captured = _CappedText(limits.output_bytes)
     sys.stdout = captured
@@ -134,8 +138,9 @@ def main() -> int:
         reply["message"] = f"the grader failed on this submission: {type(exc).__name__}: " \
                            f"{str(exc)[:500]}"
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+        stop_wall_timer()
+        if sigxcpu is not None:
+            signal.signal(sigxcpu, signal.SIG_IGN)
     reply["output"] = captured.text()
     reply["printed"] = captured.total
     _reply(report_fd, reply)
