@@ -263,11 +263,12 @@ class Function:
     def _launch(self, args, *, block, grid, shared=0, hazards="warn", max_steps=None,
                 check_uninitialized=True, batch_threads=None, trace=False,
                 max_seconds=_DEFAULT, schedule="lockstep", seed=None, plan=None,
-                restriction=None):
+                restriction=None, follow_writers=False):
         """One launch (`__call__`'s work). Under schedule="adversarial", `plan` (a
         schedule.Plan) gives the lockstep hazards, else a lockstep run of the same launch
         on copies of the arguments finds them first; `restriction` (schedule.Restriction)
-        narrows the schedule (the race search, find_race_failure)."""
+        narrows the schedule and `follow_writers` records who stored each global element
+        (both for the race search, find_race_failure)."""
         from ..launch import check_launch
 
         check_launch(self.name, self.params, args, block=block, grid=grid, shared=shared,
@@ -297,7 +298,7 @@ class Function:
         values, copies = self._bind(launch, args)
         self._constants(launch)
         if schedule == "adversarial":
-            adversary = Adversary(launch, seed, plan, restriction)
+            adversary = Adversary(launch, seed, plan, restriction, follow_writers)
         try:
             launch.run(values, runner=None if adversary is None else adversary.run)
         except KernelRuntimeError as exc:

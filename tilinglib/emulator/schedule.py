@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -167,14 +167,17 @@ class Flip:
 class ScheduleReport:
     """What an adversarial launch did: `seed`, the `restriction` it ran under (None: the
     whole seed), the first `MAX_FLIPS` reversals of lockstep hazards (`flips`) and how many
-    there were in all (`flip_count`), and `switches`, how many times control passed from
-    one warp to another."""
+    there were in all (`flip_count`), `switches`, how many times control passed from
+    one warp to another, and, when the launch was asked to follow them (the race search),
+    `writers`: for each global array by name, the warp that stored each element last
+    (linear block id x warps per block + warp; -1: none), an int64 array."""
 
     seed: int
     restriction: Restriction | None
     flips: tuple
     flip_count: int
     switches: int
+    writers: dict | None = field(default=None, compare=False, repr=False)
 
 
 # ----------------------------------------------------------------------------- policies
@@ -463,6 +466,7 @@ class WarpContext(Context):
     memory access and after every loop iteration (`point`, the warp's `_Worker.point`)."""
 
     point = None
+    writers = None          # the Adversary's writers dict, when followed
 
     def load(self, addr, t, line):
         self.point()
@@ -471,6 +475,30 @@ class WarpContext(Context):
     def store(self, addr, t, value, line):
         self.point()
         Context.store(self, addr, t, value, line)
+        if self.writers is not None and self.any:
+            self._stored(addr)
+
+    def _stored(self, addr):
+        """Record this warp as the last writer of the global elements at `addr` (active
+        lanes), for `ScheduleReport.writers`."""
+        w = self.warps
+        lanes = np.flatnonzero(self.mask)
+        a = addr[lanes] if isinstance(addr, np.ndarray) else np.full(lanes.shape[0], addr,
+                                                                   dtype=np.int64)
+        region = a >> M.REGION_SHIFT
+        ids = w.block_ids[w.blk[lanes]] * w.warps_per_block + w.tib[lanes] // M.WARP
+        for r in np.unique(region[region >= M.FIRST_GLOBAL_REGION]).tolist():
+            alloc = self.gmem.lookup(int(r))
+            if alloc is None or alloc.readonly:
+                continue
+            sel = region == r
+            e = (a[sel] - M.make_address(int(r))) // max(1, alloc.elem_size)
+            arr = self.writers.get(alloc.name)
+            if arr is None:
+                arr = self.writers[alloc.name] = np.full(
+                    alloc.size // max(1, alloc.elem_size), -1, dtype=np.int64)
+            ok = (e >= 0) & (e < arr.shape[0])
+            arr[e[ok]] = ids[sel][ok]
 
     def load_struct(self, addr, t, line):
         self.point()
@@ -515,6 +543,7 @@ class _Worker:
         self.lanes = ctx.warps.tib // M.WARP == index
         ctx.set_mask(self.lanes)
         ctx.point = self.point
+        ctx.writers = run.adversary.writers
         self.ctx = ctx
         self.thread = threading.Thread(target=self._main, daemon=True,
                                        name=f"tilinglib warp {index}")
@@ -718,8 +747,9 @@ class Adversary:
     """Runs a launch under an adversarial schedule (see the module docstring): `seed`, the
     lockstep hazards `plan` (a `Plan`), an optional `restriction` (`Restriction`)."""
 
-    def __init__(self, launch, seed, plan, restriction=None):
+    def __init__(self, launch, seed, plan, restriction=None, follow_writers=False):
         self.launch = launch
+        self.writers = {} if follow_writers else None
         self.seed = seed
         self.pairs = plan.pairs()
         self.restriction = restriction
@@ -752,7 +782,7 @@ class Adversary:
 
     def report(self) -> ScheduleReport:
         return ScheduleReport(self.seed, self.restriction, tuple(self.flips), self.flip_count,
-                              self.switches)
+                              self.switches, self.writers)
 
 
 __all__ = ["SCHEDULES", "check_schedule", "Plan", "Restriction", "Flip", "ScheduleReport",
