@@ -302,10 +302,12 @@ class Launch:
         return max(1, min(nblocks, self.options.batch_threads // tpb,
                           BATCH_BYTES // max(per_block, 1)))
 
-    def run(self, env_values) -> None:
+    def run(self, env_values, runner=None) -> None:
+        """Run the launch's blocks in batches in lockstep, or with `runner(env_values)`
+        instead (schedule.Adversary.run: one warp at a time)."""
         try:
             with recursion_room():
-                self._run(env_values)
+                (runner or self._run)(env_values)
         except RecursionError:
             raise KernelRuntimeError(
                 f"{self.kernel.name}: the kernel nests __device__ calls more than 64 deep (a "
