@@ -448,6 +448,10 @@ def preprocess(source: str, options=None, extern_c: bool = False) -> Preprocesse
         raise CompileError(f"the source (with its -D options) has {size:,} characters, over "
                            f"the emulator's {MAX_SOURCE_CHARS:,}: a kernel is a few hundred "
                            f"lines")
+    # A file saved with a UTF-8 byte-order mark (Visual Studio's default) starts with
+    # U+FEFF; gcc and clang, hence nvcc, skip it at the start of a file. Anywhere else it
+    # stays a character clang refuses, as nvcc does.
+    source = source.removeprefix("\ufeff")
     source_lines = tuple(source.split("\n"))
     _check_text(source, source_lines)
     pp = _Preprocessor(extern_c)
