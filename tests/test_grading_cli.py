@@ -209,9 +209,12 @@ def test_unreadable_notebooks_are_refused(tmp_path, monkeypatch):
     (tmp_path / "bad.ipynb").write_text('{"cells": [')
     os.symlink("/dev/zero", tmp_path / "link.ipynb")
     (tmp_path / "binary.ipynb").write_bytes(b"\xff\xfe\x00")
-    (tmp_path / "big.ipynb").write_text(" " * 2000)
+    (tmp_path / "big.ipynb").write_text(" " * 8000)
+    nbformat.write(notebook([(None, "x = 1\n" * 200)]), tmp_path / "long.ipynb")
     cases = {"bad.ipynb": "not valid notebook JSON", "link.ipynb": "not a regular file",
-             "binary.ipynb": "not UTF-8", "big.ipynb": "over the 0 MiB"}
+             "binary.ipynb": "not UTF-8", "big.ipynb": "over the 0 MiB a submitted file",
+             "long.ipynb": r"cells hold 0.0 MiB of source, over the 0 MiB"}
+    monkeypatch.setattr("tilinglib.grading.extract.MAX_FILE_BYTES", 6000)
     monkeypatch.setattr("tilinglib.grading.extract.MAX_NOTEBOOK_BYTES", 1000)
     for name, says in cases.items():
         with pytest.raises(BadNotebook, match=says):

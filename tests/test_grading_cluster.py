@@ -74,11 +74,13 @@ def command(directory, out, *extra):
 
 
 def outcomes(out):
-    """{(student, assignment): the outcome without its seconds} of a results file."""
+    """{(student, assignment): the outcome without what this run measured (its seconds and
+    the grading process's peak memory)} of a results file."""
     got = {}
     for r in json.loads((out / "grades.json").read_text())["results"]:
         o = dict(r["outcome"])
         o.pop("seconds")
+        o.pop("peak_memory_bytes")
         got[(r["student"], r["assignment"])] = o
     return got
 

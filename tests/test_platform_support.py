@@ -179,22 +179,31 @@ def test_memory_watch_kills_past_the_limit_where_rlimit_as_is_not_enforced(tmp_p
 
 
 def test_resident_memory_is_read_without_proc(monkeypatch):
-    here = ps.process_rss_bytes(os.getpid())
-    big = np.ones(64 * 2**20 // 8)                        # 64 MiB resident, held
-    now = ps.process_rss_bytes(os.getpid())
-    assert now - here > 60 * 2**20
-    monkeypatch.setattr(ps, "PROC", Path("/nonexistent-proc"))
+    """A child holding 64 MiB of touched memory (a fresh process: in this one, memory freed
+    by earlier tests may be reused without the resident size growing) is read as resident
+    by /proc, psutil and ps alike."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time, numpy as np\n"
+         "big = np.ones(64 * 2**20 // 8)\nprint('ready', flush=True)\nsys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        import psutil  # noqa: F401
-        by_psutil = ps.process_rss_bytes(os.getpid())
-        assert abs(by_psutil - now) < 16 * 2**20
-    except ImportError:
-        pass
-    monkeypatch.setitem(sys.modules, "psutil", None)      # macOS without psutil: ps
-    by_ps = ps.process_rss_bytes(os.getpid())
-    assert abs(by_ps - now) < 16 * 2**20
-    assert ps.process_rss_bytes(2**22 + 12345) is None     # no such process
-    del big
+        assert child.stdout.readline().strip() == "ready"
+        now = ps.process_rss_bytes(child.pid)
+        assert now > 64 * 2**20
+        monkeypatch.setattr(ps, "PROC", Path("/nonexistent-proc"))
+        try:
+            import psutil  # noqa: F401
+            by_psutil = ps.process_rss_bytes(child.pid)
+            assert abs(by_psutil - now) < 16 * 2**20
+        except ImportError:
+            pass
+        monkeypatch.setitem(sys.modules, "psutil", None)      # macOS without psutil: ps
+        by_ps = ps.process_rss_bytes(child.pid)
+        assert abs(by_ps - now) < 16 * 2**20
+        assert ps.process_rss_bytes(2**22 + 12345) is None     # no such process
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
 
 
 # ------------------------------------------------------------------------------ prlimit, fork

@@ -2,11 +2,15 @@
 
 Input, on stdin (read once, then closed): one JSON object ``{"assignment": name, "answers":
 {answer name: source text of a Python literal}, "limits": Limits fields, "setup": [paths of
-the instructor's Python files to run first]}``. Output, on the stdout it was started with:
-one JSON object ``{"status", "score", "max_score", "checks": [{name, points, max_points,
-passed, message}], "notes", "message", "output"}``. Nothing else ever reaches that stdout:
-file descriptor 1 is pointed at /dev/null before anything is graded, and Python-level
-printing (the emulator's printf) goes to a buffer that keeps the first `output_bytes`.
+the instructor's Python files to run first]}``, or with ``"notebook": {"fd": an inherited file
+descriptor open on the submitted notebook, "name": its name}`` instead of "answers": then the
+notebook is read here, under the limits (`extract.read_notebook_fd`, IPython's transforms,
+`extract.extract_from_notebook`). Output, on the stdout it was started with: one JSON object
+``{"status", "score", "max_score", "checks": [{name, points, max_points, passed, message}],
+"notes", "message", "output", "printed", "cells", "read_notes", "peak_memory_bytes"}``.
+Nothing else ever reaches that stdout: file descriptor 1 is pointed at /dev/null before
+anything is graded, and Python-level printing (the emulator's printf) goes to a buffer that
+keeps the first `output_bytes`.
 
 The answers are re-read with `ast.literal_eval`, so no student code runs here either; what
 runs is the assignment's grader (the CPU emulator executing the student's CUDA C).
@@ -105,18 +109,14 @@ def main() -> int:
 
         spec = ASSIGNMENTS[name]
         reply["max_score"] = float(spec.max_score)
-        answers = {k: ast.literal_eval(v) for k, v in request["answers"].items()}
-        report, cells = spec.grade_cells(answers)
-        reply["cells"] = {str(k): float(v) for k, v in cells.items()}
-        reply["checks"] = [{"name": str(c.name), "points": float(c.points),
-                            "max_points": float(c.max_points), "passed": bool(c.passed),
-                            "message": str(c.message)} for c in report.checks]
-        reply["notes"] = [str(n) for n in report.notes]
-        reply["score"] = float(report.score)
-        reply["max_score"] = float(report.max_score)
-        compile_failed = any(not c["passed"] and "the source does not compile" in c["message"]
-                             for c in reply["checks"])
-        reply["status"] = "compile_error" if compile_failed else "graded"
+        if "notebook" in request:
+            sources, why = _read_answers(request["notebook"], spec, reply)
+        else:
+            sources, why = request["answers"], None
+        if why is not None:
+            reply["status"], reply["message"] = why
+        else:
+            _grade(spec, sources, reply)
     except _Stop as exc:
         reply["status"] = "timeout"
         reply["message"] = (f"grading was stopped after {limits.cpu_seconds} s of CPU time "
@@ -128,7 +128,8 @@ def main() -> int:
         reply["status"] = "memory"
         reply["message"] = (f"grading ran out of memory (the limit is "
                             f"{limits.memory_bytes / 2**30:g} GiB): far more memory than the "
-                            f"assignment needs (a huge local array or launch?)")
+                            f"assignment needs (a huge local array or launch, or an answer "
+                            f"cell with far more code than the answer?)")
     except RecursionError:
         reply["status"] = "crashed"
         reply["message"] = ("the grader ran out of stack on this submission (a very deeply "
@@ -141,10 +142,66 @@ def main() -> int:
         stop_wall_timer()
         if sigxcpu is not None:
             signal.signal(sigxcpu, signal.SIG_IGN)
+    return _finish(report_fd, reply, captured)
+
+
+def _grade(spec, sources: dict, reply: dict) -> None:
+    """Grade the answers `sources` (name -> source text of a literal) with `spec`; fills
+    `reply`."""
+    from .names import capped
+
+    answers = {k: ast.literal_eval(v) for k, v in sources.items()}
+    report, cells = spec.grade_cells(answers)
+    reply["cells"] = {str(k): float(v) for k, v in cells.items()}
+    reply["checks"] = [{"name": str(c.name), "points": float(c.points),
+                        "max_points": float(c.max_points), "passed": bool(c.passed),
+                        "message": str(c.message)} for c in report.checks]
+    reply["notes"] = capped([str(n) for n in report.notes], what="more notes")
+    reply["score"] = float(report.score)
+    reply["max_score"] = float(report.max_score)
+    compile_failed = any(not c["passed"] and "the source does not compile" in c["message"]
+                         for c in reply["checks"])
+    reply["status"] = "compile_error" if compile_failed else "graded"
+
+
+def _finish(report_fd: int, reply: dict, captured) -> int:
+    """Send `reply`, with what was printed and this process's peak memory (0 where Python
+    has no `resource` module)."""
+    from ..platform_support import resource_module
+
+    resource = resource_module()
+
     reply["output"] = captured.text()
     reply["printed"] = captured.total
+    # ru_maxrss: KiB on Linux, bytes on macOS
+    scale = 1 if sys.platform == "darwin" else 1024
+    reply["peak_memory_bytes"] = (int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+                                  if resource is not None else 0)
     _reply(report_fd, reply)
     return 0
+
+
+def _read_answers(notebook: dict, spec, reply: dict):
+    """Read `spec`'s answers from the notebook whose open file descriptor the request names
+    (`extract.read_notebook_fd`, `extract.extract_from_notebook`); puts what was read in
+    ``reply["read_notes"]``. Returns (sources, None), or (None, (status, message)) when
+    there is nothing to grade."""
+    from .extract import BadNotebook, extract_from_notebook, read_notebook_fd
+
+    try:
+        nb = read_notebook_fd(int(notebook["fd"]), str(notebook["name"]))
+    except BadNotebook as exc:
+        return None, ("bad_notebook", str(exc))
+    ex = extract_from_notebook(nb, spec)
+    del nb
+    reply["read_notes"] = ex.notes
+    if ex.sources:
+        return ex.sources, None
+    kernels = all(a.name.endswith("KERNEL") for a in spec.answers)
+    what = "kernel" if kernels else "answer"
+    return None, ("no_kernel" if kernels else "no_answer",
+                  f"no literal {what} was found in the notebook, so nothing was graded "
+                  f"(see above)")
 
 
 if __name__ == "__main__":

@@ -5,11 +5,13 @@ machine, ``dask worker ADDRESS --nthreads 1`` on each grading machine; the ``clu
 installs both) and the submissions `cli.grade_directory` would grade. Output: the same
 `Outcome` per submission as ``--jobs`` gives.
 
-What moves where: the instructor's machine reads every notebook (as JSON, never run:
-`extract`) and sends each submission's answers, its `Limits` and the contents of the
-``--setup`` files to a worker; the worker runs `sandbox.grade_in_sandbox` there, so each
-submission is still graded in a fresh, resource-limited process of its own, started on the
-worker with the worker's tilinglib. A worker needs tilinglib installed, not the submissions.
+What moves where: the instructor's machine opens each submitted notebook (the checks of
+`extract.open_notebook`: a regular file with one link, at most `extract.MAX_FILE_BYTES`)
+and sends its bytes, its `Limits` and the contents of the ``--setup`` files to a worker;
+the worker writes the bytes to a private file and runs
+`sandbox.grade_notebook_in_sandbox` on it, so each notebook is still parsed, transformed
+and graded in a fresh, resource-limited process of its own, started on the worker with the
+worker's tilinglib. A worker needs tilinglib installed, not the submissions.
 Before any grading, every worker's `shard.grader_fingerprint` must equal this machine's (a
 cluster of mixed versions is refused: it could grade one notebook two ways). A task the
 cluster loses (a worker gone) ends that submission as crashed, with a message saying so.
@@ -25,7 +27,7 @@ import uuid
 from pathlib import Path
 
 from ..errors import GradingError
-from .sandbox import Limits, Outcome, grade_in_sandbox
+from .sandbox import Limits, Outcome, grade_notebook_in_sandbox
 
 __all__ = ["DaskSandbox", "sandbox_for", "connect"]
 
@@ -84,23 +86,49 @@ def _systems(systems: dict) -> str:
                      for w, v in sorted(systems.items()))
 
 
-def _grade_on_worker(assignment: str, sources: dict, max_score: float, limits: Limits,
-                     setup_files: list) -> Outcome:
-    """On a worker: write the --setup files' contents (name, text) to a private folder, then
-    grade in a sandboxed process of this machine (`grade_in_sandbox`)."""
+def _grade_on_worker(assignment: str, data: bytes, name: str, max_score: float,
+                     limits: Limits, setup_files: list) -> tuple:
+    """On a worker: write the --setup files' contents (name, text) and the notebook's bytes
+    to a private folder, then read and grade it in a sandboxed process of this machine
+    (`grade_notebook_in_sandbox`). Returns (`Outcome`, read notes)."""
+    import os
+
     with tempfile.TemporaryDirectory(prefix="tilinglib-setup-") as folder:
         paths = []
-        for i, (name, text) in enumerate(setup_files):
-            path = Path(folder) / f"{i}_{Path(name).name}"
+        for i, (setup_name, text) in enumerate(setup_files):
+            path = Path(folder) / f"{i}_{Path(setup_name).name}"
             path.write_text(text, encoding="utf-8")
             paths.append(str(path))
-        return grade_in_sandbox(assignment, sources, max_score, limits=limits,
-                                setup=tuple(paths))
+        notebook = Path(folder) / "submission.ipynb"
+        notebook.write_bytes(data)
+        fd = os.open(notebook, os.O_RDONLY)
+        return grade_notebook_in_sandbox(assignment, fd, name, max_score, limits=limits,
+                                         setup=tuple(paths))
+
+
+def _read_all(fd: int) -> bytes:
+    """The bytes of the open file `fd` (closed here); `open_notebook` already refused a file
+    over `extract.MAX_FILE_BYTES`."""
+    import os
+
+    from .extract import MAX_FILE_BYTES
+
+    chunks, total = [], 0
+    try:
+        while total <= MAX_FILE_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 class DaskSandbox:
-    """Called as `grade_in_sandbox` is (see `cli.grade_submission`), it runs it on a worker of
-    `client` and waits for the `Outcome`. Thread-safe: `cli.grade_directory` calls it from
+    """Called as `grade_notebook_in_sandbox` is (see `cli.grade_submission`), it runs it on a
+    worker of `client` and waits for the (`Outcome`, read notes). Thread-safe: `cli.grade_directory` calls it from
     several threads, each waiting on one submission."""
 
     def __init__(self, client):
@@ -119,9 +147,10 @@ class DaskSandbox:
             self._setup_cache[key] = [(p, Path(p).read_text(encoding="utf-8")) for p in setup]
         return self._setup_cache[key]
 
-    def __call__(self, assignment, sources, max_score, *, limits: Limits = Limits(),
-                 setup=()) -> Outcome:
-        future = self.client.submit(_grade_on_worker, assignment, dict(sources),
+    def __call__(self, assignment, fd, name, max_score, *, limits: Limits = Limits(),
+                 setup=()) -> tuple:
+        data = _read_all(fd)
+        future = self.client.submit(_grade_on_worker, assignment, data, str(name),
                                     float(max_score), limits, self._setup(setup),
                                     key=f"tilinglib-grade-{uuid.uuid4().hex}", pure=False,
                                     retries=0)
@@ -131,7 +160,7 @@ class DaskSandbox:
             return Outcome("crashed", 0.0, float(max_score),
                            message=f"the Dask cluster did not grade this submission "
                                    f"({type(exc).__name__}: {str(exc)[:300]}); grade it "
-                                   f"again")
+                                   f"again"), []
         finally:
             future.release()
 

@@ -21,9 +21,15 @@ graded code prints (the emulator's printf) is kept up to 64 KiB and otherwise di
 The parent adds the one limit a process cannot escape: a wall-clock deadline after which it
 kills the whole process group with SIGKILL (status timeout).
 
+With `grade_notebook_in_sandbox`, the grading process also reads the notebook itself (from a
+file descriptor the parent opened and checked), so nothing of a notebook's content is
+parsed, transformed or kept outside these limits.
+
 Statuses: graded, compile_error (graded, the kernel did not compile), no_kernel / no_answer
-(nothing to grade: decided before any process starts), timeout, memory, crashed (the grading
-process died or its reply was unreadable; the message says how).
+(nothing to grade), missing_notebook, bad_notebook (not a notebook that can be read),
+bad_name (a student folder whose name is not valid UTF-8: decided before any process
+starts), timeout, memory, crashed (the grading process died or its reply was unreadable;
+the message says how).
 """
 
 from __future__ import annotations
@@ -39,10 +45,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ["Limits", "Outcome", "STATUSES", "apply_limits", "grade_in_sandbox"]
+from .names import capped
+
+__all__ = ["Limits", "Outcome", "STATUSES", "apply_limits", "grade_in_sandbox",
+           "grade_notebook_in_sandbox"]
 
 STATUSES = ("graded", "compile_error", "no_kernel", "no_answer", "missing_notebook",
-            "bad_notebook", "timeout", "memory", "crashed")
+            "bad_notebook", "bad_name", "timeout", "memory", "crashed")
 
 _TAIL = 4096          # bytes of the grading process's stderr kept for a crash message
 
@@ -79,8 +88,10 @@ class Outcome:
     `max_score`, `checks` (dicts with name, points, max_points, passed, message), `notes`,
     `message` (why, for any status but graded), `output` (the start of what the graded code
     printed), `printed` (how many characters it printed in all), `seconds` (wall-clock
-    time of the grading process) and `cells` (points earned per nbgrader test cell, by
-    grade_id, where the assignment says which cell grades what)."""
+    time of the whole submission: reading it, its grading process, everything), `cells`
+    (points earned per nbgrader test cell, by grade_id, where the assignment says which cell
+    grades what) and `peak_memory_bytes` (the grading process's peak resident set size,
+    ``ru_maxrss``; 0 where no process ran)."""
 
     status: str
     score: float
@@ -92,6 +103,7 @@ class Outcome:
     seconds: float = 0.0
     printed: int = 0
     cells: dict = field(default_factory=dict)
+    peak_memory_bytes: int = 0
 
 
 def apply_limits(limits: Limits) -> list:
@@ -199,11 +211,42 @@ def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
     grading (the instructor's own code, e.g. one that adds an `Assignment` to `ASSIGNMENTS`;
     never a student's). Returns an `Outcome`; never raises for anything the submission does.
     """
-    request = json.dumps({"assignment": assignment, "answers": dict(sources),
-                          "limits": asdict(limits), "setup": [str(p) for p in setup]})
+    request = {"assignment": assignment, "answers": dict(sources),
+               "limits": asdict(limits), "setup": [str(p) for p in setup]}
+    return _run_worker(request, max_score, limits)[0]
+
+
+def grade_notebook_in_sandbox(assignment: str, fd: int, name: str, max_score: float, *,
+                              limits: Limits = Limits(), setup: tuple = ()) -> tuple:
+    """Read and grade one submitted notebook of `assignment` in a fresh process under
+    `limits`: reading the file, its JSON, IPython's transforms of every cell and the
+    literals (`tilinglib.grading.extract`) happen in the grading process, under the same
+    limits as grading.
+
+    `fd`: the notebook's file descriptor, open for reading (`extract.open_notebook`; the
+    grading process inherits it, and this function closes it); `name`: the file's name for
+    messages. Returns (`Outcome`, read_notes: the sentences on what was read from the
+    notebook, at most `names.MAX_LISTED` and a count); never raises for anything the
+    submission does."""
+    request = {"assignment": assignment, "notebook": {"fd": int(fd), "name": str(name)},
+               "limits": asdict(limits), "setup": [str(p) for p in setup]}
+    try:
+        outcome, reply = _run_worker(request, max_score, limits, pass_fds=(int(fd),))
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    notes = reply.get("read_notes", []) if isinstance(reply, dict) else []
+    return outcome, [str(n) for n in notes] if isinstance(notes, list) else []
+
+
+def _run_worker(request: dict, max_score: float, limits: Limits, pass_fds=()) -> tuple:
+    """Run the grading process on `request`; returns (`Outcome`, its reply or None)."""
+    request = json.dumps(request)
     work = tempfile.mkdtemp(prefix="tilinglib-grade-")        # the child's cwd and HOME
     private = tempfile.mkdtemp(prefix="tilinglib-grade-log-")  # its stderr, outside its cwd
-    from ..platform_support import session_options, signal_number
+    from ..platform_support import session_options
 
     t0 = time.monotonic()
     killed = ""
@@ -212,7 +255,8 @@ def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
             proc = subprocess.Popen(
                 [sys.executable, "-s", "-B", "-m", "tilinglib.grading._worker"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=work,
-                env=_environment(work), close_fds=True, **session_options())
+                env=_environment(work), close_fds=True, pass_fds=tuple(pass_fds),
+                **session_options())
             try:
                 out, killed = _communicate(proc, request.encode(), limits)
                 if killed:
@@ -228,17 +272,24 @@ def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
+    outcome, reply = _outcome(proc, out, killed, seconds, tail, max_score, limits)
+    return outcome, reply
+
+
+def _outcome(proc, out, killed, seconds, tail, max_score, limits) -> tuple:
+    """The `Outcome` of a finished grading process, and its reply (None if it sent none)."""
+    from ..platform_support import signal_number
 
     if killed == "memory":
         return Outcome("memory", 0.0, max_score, seconds=seconds,
                        message=f"grading was stopped past {limits.memory_bytes / 2**30:g} GiB "
                                f"of memory (the limit): far more memory than the assignment "
-                               f"needs (a huge local array or launch?)")
+                               f"needs (a huge local array or launch?)"), None
     if killed:
         return Outcome("timeout", 0.0, max_score, seconds=seconds,
                        message=f"grading was stopped after {limits.wall_seconds:g} s of "
                                f"wall-clock time (the limit): a loop that never ends, or far "
-                               f"more work than the assignment needs")
+                               f"more work than the assignment needs"), None
     reply = None
     if proc.returncode == 0:
         try:
@@ -248,18 +299,20 @@ def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
     if isinstance(reply, dict) and reply.get("status") in STATUSES:
         return Outcome(reply["status"], float(reply.get("score", 0.0)),
                        float(reply.get("max_score", max_score)), list(reply.get("checks", [])),
-                       list(reply.get("notes", [])), str(reply.get("message", "")),
+                       capped(map(str, reply.get("notes", [])), what="more notes"),
+                       str(reply.get("message", "")),
                        str(reply.get("output", "")), seconds, int(reply.get("printed", 0)),
-                       {str(k): float(v) for k, v in dict(reply.get("cells") or {}).items()})
+                       {str(k): float(v) for k, v in dict(reply.get("cells") or {}).items()},
+                       int(reply.get("peak_memory_bytes", 0))), reply
     rc = proc.returncode
     if rc < 0 and -rc in {signal_number("SIGXCPU"), signal_number("SIGKILL")}:
         return Outcome("timeout", 0.0, max_score, seconds=seconds,
                        message=f"grading was stopped by the system after using "
-                               f"{limits.cpu_seconds} s of CPU time (the limit)")
+                               f"{limits.cpu_seconds} s of CPU time (the limit)"), None
     if "MemoryError" in tail or "Cannot allocate memory" in tail:
         return Outcome("memory", 0.0, max_score, seconds=seconds,
                        message=f"grading ran out of memory (the limit is "
-                               f"{limits.memory_bytes / 2**30:g} GiB)")
+                               f"{limits.memory_bytes / 2**30:g} GiB)"), None
     try:
         signame = signal.Signals(-rc).name if rc < 0 else ""
     except ValueError:
@@ -269,4 +322,4 @@ def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
     last = [line for line in tail.strip().splitlines() if line.strip()][-3:]
     return Outcome("crashed", 0.0, max_score, seconds=seconds,
                    message=f"the grading process {how}" +
-                           (": " + " / ".join(last) if last else ""))
+                           (": " + " / ".join(last) if last else "")), None
