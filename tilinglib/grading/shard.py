@@ -18,8 +18,9 @@ packages grading runs on), a SHA-256 of each ``--setup`` file, the class (every 
 in DIR, graded or not), what this run selected, and which limits this system could not
 enforce (`tilinglib.platform_support.unenforced_limits`). `merge` refuses, saying what to
 change: a file whose SHA-256 is not the one given (``FILE=HEX``) or the one in its
-``.sha256`` file; files whose settings differ in any of those; a student graded in two files;
-a shard, or a student of the class, that no file graded.
+``.sha256`` file; files whose settings differ in any of those; a row that its file's own
+shard or list could not hold (an edited file); a student graded in two files; a shard, or a
+student of the class, that no file graded.
 """
 
 from __future__ import annotations
