@@ -146,7 +146,7 @@ def main(argv=None) -> int:
                 os.environ["PYTHONPATH"] = env["PYTHONPATH"]     # the workers' tilinglib
                 t0 = time.monotonic()
                 with LocalCluster(n_workers=args.jobs, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
                     start = time.monotonic() - t0
                     wall_d, proc = command([base / "submitted", "--scheduler",
                                             cluster.scheduler_address, *limits,

@@ -63,7 +63,7 @@ ASSIGNMENTS["fake_where"] = Assignment("fake_where", ANSWERS, 1.0, where)
 def local_cluster():
     """A LocalCluster of 2 worker processes (not threads of this process), 1 thread each."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as c:
+                                  dashboard_address=":0") as c:
         yield c
 
 
@@ -179,3 +179,29 @@ def test_no_scheduler_at_the_address_is_refused(tmp_path, monkeypatch, capsys):
     rc = command(tmp_path / "submitted", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:9")
     err = capsys.readouterr().err
     assert rc == 2 and "no Dask scheduler answered there" in err and "Traceback" not in err
+
+
+def test_a_worker_that_cannot_import_tilinglib_is_refused(tmp_path, local_cluster, capsys):
+    client = distributed.Client(local_cluster)
+
+    def hide_tilinglib():
+        import sys
+        sys.modules["tilinglib.grading.shard"] = None         # import fails there
+
+    def restore():
+        import importlib
+        import sys
+        del sys.modules["tilinglib.grading.shard"]
+        importlib.import_module("tilinglib.grading.shard")
+
+    (tmp_path / "submitted" / "ada" / A1).mkdir(parents=True)
+    workers = sorted(client.scheduler_info()["workers"])
+    client.run(hide_tilinglib, workers=workers[-1:])
+    try:
+        rc = command(tmp_path / "submitted", tmp_path / "out",
+                     "--scheduler", local_cluster.scheduler_address)
+    finally:
+        client.run(restore, workers=workers[-1:])
+        client.close()
+    err = capsys.readouterr().err
+    assert rc == 2 and "a worker could not run tilinglib" in err and "Traceback" not in err

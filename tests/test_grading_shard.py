@@ -293,6 +293,14 @@ def test_merge_refuses_a_missing_shard_or_student(graded, capsys):
                       lambda p: p.update(results=[r for r in p["results"]
                                                   if r["student"] != "eve"]))
     refused(base, [dropped], capsys, "1 student of the class graded in no file (eve)")
+    # a row its file's shard could not hold (moved between files by hand)
+    def steal(p):
+        other = json.loads((runs[3] / "grades.json").read_text())["results"][0]
+        p["results"].append(other)
+    stolen = rewrite(runs[1] / "grades.json", steal)
+    thief = json.loads((runs[3] / "grades.json").read_text())["results"][0]["student"]
+    refused(base, [stolen, runs[2] / "grades.json", runs[3] / "grades.json"], capsys,
+            f"student {thief!r} is in shard 3/3, not this file's 1/3")
     other_n = rewrite(runs[1] / "grades.json",
                       lambda p: p["settings"]["selection"].update(shard="1/2"))
     refused(base, [other_n, runs[2] / "grades.json", runs[3] / "grades.json"], capsys,

@@ -63,7 +63,14 @@ def connect(address: str):
                                f"'dask worker {address} --nthreads 1' on each grading "
                                f"machine") from None
         mine = grader_fingerprint()
-        for worker, theirs in sorted(client.run(grader_fingerprint).items()):
+        try:
+            fingerprints = client.run(grader_fingerprint)
+        except Exception as exc:      # a worker without tilinglib cannot even unpickle it
+            raise GradingError(f"--scheduler {address}: a worker could not run tilinglib "
+                               f"({type(exc).__name__}: {str(exc)[:200]}): install this "
+                               f"commit of tilinglib (pip install -e '.[cluster]') on every "
+                               f"worker") from None
+        for worker, theirs in sorted(fingerprints.items()):
             if theirs != mine:
                 diff = [f"{k}: {theirs.get(k)!r} there, {mine.get(k)!r} here"
                         for k in sorted(set(mine) | set(theirs)) if theirs.get(k) != mine.get(k)]

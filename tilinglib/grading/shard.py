@@ -18,8 +18,9 @@ packages grading runs on), a SHA-256 of each ``--setup`` file, the class (every 
 in DIR, graded or not), what this run selected, and which limits this system could not
 enforce (`tilinglib.platform_support.unenforced_limits`). `merge` refuses, saying what to
 change: a file whose SHA-256 is not the one given (``FILE=HEX``) or the one in its
-``.sha256`` file; files whose settings differ in any of those; a student graded in two files;
-a shard, or a student of the class, that no file graded.
+``.sha256`` file; files whose settings differ in any of those; a row that its file's own
+shard or list could not hold (an edited file); a student graded in two files; a shard, or a
+student of the class, that no file graded.
 """
 
 from __future__ import annotations
@@ -220,6 +221,25 @@ _WHAT_TO_DO = {
 }
 
 
+def _check_belongs(path, student: str, selection: dict, class_students: list) -> None:
+    """Refuse a row that its file's own selection could not have graded (an edited file, or
+    another shard rule): a student not in the class, outside the file's shard or list."""
+    if student not in class_students:
+        raise GradingError(f"--merge {path}: student {student!r} is not in the class its "
+                           f"settings list: the file was edited; grade that shard again")
+    shard, students = selection.get("shard"), selection.get("students")
+    if shard:
+        k, n = parse_shard(shard)
+        if shard_of(student, n) != k:
+            raise GradingError(f"--merge {path}: student {student!r} is in shard "
+                               f"{shard_of(student, n)}/{n}, not this file's {shard}: the "
+                               f"file was edited or graded by another shard rule; grade that "
+                               f"shard again")
+    elif students is not None and student not in students:
+        raise GradingError(f"--merge {path}: student {student!r} is not in this file's "
+                           f"--students list: the file was edited; grade that list again")
+
+
 def merge(specs) -> tuple[list, dict]:
     """Merge the results files `specs` (each ``PATH`` or ``PATH=SHA256HEX``) of runs over one
     class into one: (the `Result`s in the order one run over the class would give: students
@@ -264,8 +284,10 @@ def merge(specs) -> tuple[list, dict]:
             read = read_results(path, digest)
         except GradingError as exc:
             raise GradingError(str(exc).replace("--from ", "--merge ", 1)) from None
+        selection = payload["settings"].get("selection") or {}
         for r in read:
             key = r.submission.student
+            _check_belongs(path, key, selection, base.get("class", []))
             if key in owner and owner[key] != path:
                 raise GradingError(f"--merge: student {key!r} is graded in both {owner[key]} "
                                    f"and {path}: each student must be in one shard only "
@@ -286,7 +308,8 @@ def merge(specs) -> tuple[list, dict]:
         raise GradingError(f"--merge: {len(ungraded)} student{'s' if len(ungraded) > 1 else ''} "
                            f"of the class graded in no file ({', '.join(ungraded[:10])}"
                            f"{', ...' if len(ungraded) > 10 else ''}): grade them (--students "
-                           f"{','.join(ungraded[:3])}...) and merge again")
+                           f"{','.join(ungraded[:3])}{',...' if len(ungraded) > 3 else ''}) "
+                           f"and merge again")
     order = {a: i for i, a in enumerate(base.get("assignments", []))}
     results.sort(key=lambda r: (r.submission.student, order.get(r.submission.assignment, 0)))
     settings = {k: base.get(k) for k in COMPARED}
