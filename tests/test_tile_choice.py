@@ -134,3 +134,46 @@ def test_shape_labels():
     assert tc.shape_label("tuned", {"SPLITK": 4}) == "tuned 128x256x12, warp 32x128, split-K 4"
     assert tc.shape_label("vec4", {}) == "vec4 64x128x16, thread 8x4"
     assert "swizzled" in tc.shape_label("tuned", {"BK": 16, "APAD": 0, "SWIZZLE": 1})
+
+
+def test_compare_puts_model_and_measurement_side_by_side(tmp_path):
+    rows = tc.compare(1024, data=None)
+    assert [r["label"] for r in rows[:3]] == ["vec4 64x128x16, thread 8x4",
+                                              "warptile 128x128x8, warp 64x32",
+                                              "warptile_db 128x256x12, warp 32x128"]
+    db = rows[2]
+    assert (db["registers"], db["blocks_per_sm"], db["waves"].blocks) == (221, 1, 32)
+    assert db["gflops"] is None and db["cublas_gflops"] is None
+    data = tc.load_sizes(_sizes_file(tmp_path, [dict(
+        step="warptile_db", kernel="sgemm_warptile_db", params=ladder.WARPTILE_DB.resolve(),
+        M=1024, N=1024, K=1024, gflops=9000.0, correct=True, registers=221)],
+        [dict(M=1024, N=1024, K=1024, gflops=22000.0, median_ms=0.1, when="before")]))
+    rows = tc.compare(1024, data=data)
+    assert rows[2]["gflops"] == 9000.0 and rows[0]["gflops"] is None
+    assert rows[2]["cublas_gflops"] == 22000.0
+
+
+def test_the_size_explorer_shows_the_choice_per_size():
+    from tilinglib import widgets
+
+    ex = widgets.size_explorer(data=None)
+    assert ex.menu.value == (1024, 1024, 1024)
+    assert ex.values["step"] == "tuned" and ex.values["blocks"] == 128
+    assert ex.values["shape"] == "tuned 128x256x12, warp 32x128, split-K 4"
+    assert widgets.read_values(ex.readout.value)["waves"] == "1"
+    ex.select(4096, 4096, 4096)
+    assert ex.values["step"] == "warptile_db" and ex.values["waves"] == 4
+    assert ex.values["busy"] == round(512 / 528, 4)
+    with pytest.raises(widgets.WidgetArgumentError, match="not in the menu"):
+        ex.select(5, 5, 5)
+    with pytest.raises(widgets.WidgetArgumentError, match="whole numbers"):
+        widgets.size_explorer([(0, 1, 1)])
+
+
+def test_the_models_winner_at_1024_is_the_h200s():
+    # lesson 08, section 8 says so ("The model names the right winner"); both from the data
+    ref = reference.load("h200")
+    names = ("vec4", "warptile", "warptile_db")
+    model = {n: tc.model_gflops(n, {}, 1024, 1024, 1024)[0] for n in names}
+    measured = {n: ref.step(n, 1024).gflops for n in names}
+    assert max(names, key=model.get) == max(names, key=measured.get) == "vec4"

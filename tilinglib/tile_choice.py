@@ -45,7 +45,7 @@ from .errors import ArgumentError
 
 __all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS", "sweep_configurations",
            "SizesData", "load_sizes", "model_gflops", "Choice", "pick_per_size",
-           "candidates", "DATA_FILE", "MAX_RELATIVE_ERROR"]
+           "candidates", "compare", "DATA_FILE", "MAX_RELATIVE_ERROR"]
 
 SMS = 132                      # streaming multiprocessors of an H200 (reference data: device.sms)
 #: The problem sizes (M, N, K) the bench measures: four squares and one that is neither square
@@ -447,3 +447,29 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
         reason += (f" (fewer K chunks within {100 * SPLIT_GAIN:.0f}% of the best prediction, "
                    f"{top:,.0f}: the model does not charge split-K for its atomic additions)")
     return Choice(M, N, K, name, p, "wave model", g, None, w, reason)
+
+
+def compare(N: int, M: int | None = None, K: int | None = None, *, data=..., ref=None,
+            configs=None) -> list[dict]:
+    """One dict per configuration (default: `candidates`) at M x N x K (M and K default to
+    N): ``step``, ``params``, ``label`` (`shape_label`), ``registers`` and their ``source``,
+    ``blocks_per_sm``, ``waves`` (a `Waves`), ``model_gflops`` (`model_gflops`), and from the
+    measured `data` (default `load_sizes()`) ``gflops`` and ``cublas_gflops`` (None where not
+    measured). The side-by-side table of lesson 08, section 8."""
+    M = N if M is None else M
+    K = N if K is None else K
+    data = load_sizes() if data is ... else data
+    out = []
+    for name, p in (candidates() if configs is None else configs):
+        s = ladder.get(name)
+        p = s.resolve(p)
+        regs, source = registers(s, p, data=data)
+        per_sm, _ = blocks_per_sm(s, p, regs)
+        g, w = model_gflops(name, p, M, N, K, ref=ref, data=data)
+        row = data.row(name, p, M, N, K) if data is not None else None
+        out.append({"step": name, "params": p, "label": shape_label(name, p),
+                    "registers": regs, "registers_source": source, "blocks_per_sm": per_sm,
+                    "waves": w, "model_gflops": g,
+                    "gflops": None if row is None or not row.get("correct") else row["gflops"],
+                    "cublas_gflops": None if data is None else data.cublas(M, N, K)})
+    return out
