@@ -117,7 +117,7 @@ def test_the_choice_from_data_is_the_fastest_correct_row(tmp_path):
     c = tc.pick_per_size(1024, data=data)
     assert (c.step, c.params, c.source, c.gflops) == ("tuned", tuned, "measured", 21000.0)
     assert c.percent_of_cublas == pytest.approx(100 * 21000 / 23000)
-    assert c.waves.blocks == 64 and "fastest of 2 correct" in c.reason
+    assert c.waves.blocks == 64 and "fastest of 2 correct, unspilled" in c.reason
     # a size the data did not time falls back on the model
     assert tc.pick_per_size(4096, data=data).source == "wave model"
 
@@ -177,3 +177,16 @@ def test_the_models_winner_at_1024_is_the_h200s():
     model = {n: tc.model_gflops(n, {}, 1024, 1024, 1024)[0] for n in names}
     measured = {n: ref.step(n, 1024).gflops for n in names}
     assert max(names, key=model.get) == max(names, key=measured.get) == "vec4"
+
+
+def test_a_spilling_row_is_never_chosen(tmp_path):
+    vec4, db = ladder.VEC4.resolve(), ladder.WARPTILE_DB.resolve()
+    row = dict(M=1024, N=1024, K=1024, correct=True, registers=72)
+    rows = [dict(row, step="vec4", kernel="sgemm_vec4", params=vec4, gflops=17000.0,
+                 spill_stores=0, spill_loads=0),
+            dict(row, step="warptile_db", kernel="sgemm_warptile_db", params=db,
+                 gflops=18000.0, spill_stores=16, spill_loads=16)]
+    data = tc.load_sizes(_sizes_file(tmp_path, rows, []))
+    assert not tc.usable(rows[1]) and tc.usable(rows[0])
+    assert tc.pick_per_size(1024, data=data).step == "vec4"
+    assert len(data.rows_at(1024, 1024, 1024, usable_only=False)) == 2

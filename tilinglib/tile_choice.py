@@ -12,10 +12,10 @@ fraction of the SM slots that work over those waves is ``B / (waves x per wave)`
     w.blocks, w.per_wave, w.waves, w.efficiency     # 32, 132, 1, 0.2424...
 
 The choice per size (`pick_per_size`) comes from the H200's measurements when the course has
-them (``ladder_sizes_h200.json`` in ``tilinglib/data``, written by ``bench/ladder_sizes.py``: the
-fastest correct configuration at that size), and otherwise from the wave model: each
-candidate's rate at N = 4096 in the reference data, scaled by its wave efficiency at the
-size over its efficiency at 4096 (`model_gflops`). The model's limits, said with its
+them (``ladder_sizes_h200.json`` in ``tilinglib/data``, written by ``bench/ladder_sizes.py``:
+the fastest correct configuration without register spills at that size), and otherwise from
+the wave model: each candidate's rate at N = 4096 in the reference data, scaled by its wave
+efficiency at the size over its efficiency at 4096 (`model_gflops`). The model's limits, said with its
 figures: it takes blocks as equally long, ignores that one block alone on an SM runs faster
 than one of several sharing it, and charges split-K nothing for its atomic additions.
 
@@ -43,9 +43,10 @@ from typing import Mapping
 from . import ladder
 from .errors import ArgumentError
 
-__all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS", "sweep_configurations",
+__all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS",
+           "sweep_configurations",
            "SizesData", "load_sizes", "model_gflops", "Choice", "pick_per_size",
-           "candidates", "compare", "DATA_FILE", "MAX_RELATIVE_ERROR"]
+           "candidates", "compare", "usable", "DATA_FILE", "MAX_RELATIVE_ERROR"]
 
 SMS = 132                      # streaming multiprocessors of an H200 (reference data: device.sms)
 #: The problem sizes (M, N, K) the bench measures: four squares and one that is neither square
@@ -254,11 +255,11 @@ class SizesData:
     cublas_runs: tuple
     label: str
 
-    def rows_at(self, M: int, N: int, K: int, *, correct_only: bool = True) -> list[dict]:
-        """The configurations timed at M x N x K, fastest first (correct ones only unless
-        `correct_only` is False)."""
+    def rows_at(self, M: int, N: int, K: int, *, usable_only: bool = True) -> list[dict]:
+        """The configurations timed at M x N x K, fastest first; unless `usable_only` is
+        False, only the usable ones (`usable`)."""
         out = [r for r in self.rows if (r["M"], r["N"], r["K"]) == (M, N, K)
-               and "gflops" in r and (r.get("correct") or not correct_only)]
+               and "gflops" in r and (usable(r) or not usable_only)]
         return sorted(out, key=lambda r: -r["gflops"])
 
     def cublas(self, M: int, N: int, K: int) -> float | None:
@@ -269,7 +270,7 @@ class SizesData:
         return statistics.median(g) if g else None
 
     def best(self, M: int, N: int, K: int, step: str | None = None) -> dict | None:
-        """The fastest correct row at M x N x K (of `step` only, when given), or None."""
+        """The fastest usable row at M x N x K (of `step` only, when given), or None."""
         rows = [r for r in self.rows_at(M, N, K) if step is None or r["step"] == step]
         return rows[0] if rows else None
 
@@ -281,6 +282,13 @@ class SizesData:
                     ladder.get(step).resolve(r["params"]) == p:
                 return r
         return None
+
+
+def usable(row: Mapping) -> bool:
+    """True for a measured row the course may choose: correct (both errors under
+    `MAX_RELATIVE_ERROR`) and without register spills (ptxas's spill stores and loads 0)."""
+    return bool(row.get("correct")) and not (row.get("spill_stores") or 0) \
+        and not (row.get("spill_loads") or 0)
 
 
 def _data_path(path) -> Path | None:
@@ -400,9 +408,8 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
     default to N), with the reason.
 
     `data`: a `SizesData` (default: `load_sizes()`; None forces the model). From the data
-    when it timed this size: its fastest correct row. Otherwise the wave model
-    (`model_gflops` over `candidates`). Raises ArgumentError for
-    sizes below 1.
+    when it timed this size: its fastest `usable` row (correct, no spills). Otherwise the
+    wave model (`model_gflops` over `candidates`). Raises ArgumentError for sizes below 1.
 
     The model's rules: split-K is a candidate only where the unsplit grid is smaller than one
     wave (it cannot fill the GPU); within `SPLIT_GAIN` of the best prediction the fewest K
@@ -424,8 +431,8 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
                       p.get("SPLITK", 1))
             cub = data.cublas(M, N, K)
             others = {r["step"] for r in data.rows_at(M, N, K)}
-            reason = (f"the fastest of {len(data.rows_at(M, N, K))} correct configurations "
-                      f"({', '.join(sorted(others))}) timed at {M} x {N} x {K} "
+            reason = (f"the fastest of {len(data.rows_at(M, N, K))} correct, unspilled "
+                      f"configurations ({', '.join(sorted(others))}) timed at {M} x {N} x {K} "
                       f"({data.label}): {w}")
             return Choice(M, N, K, s.name, p, "measured", float(best["gflops"]), cub, w, reason)
     scored = []
@@ -470,6 +477,6 @@ def compare(N: int, M: int | None = None, K: int | None = None, *, data=..., ref
         out.append({"step": name, "params": p, "label": shape_label(name, p),
                     "registers": regs, "registers_source": source, "blocks_per_sm": per_sm,
                     "waves": w, "model_gflops": g,
-                    "gflops": None if row is None or not row.get("correct") else row["gflops"],
+                    "gflops": None if row is None or not usable(row) else row["gflops"],
                     "cublas_gflops": None if data is None else data.cublas(M, N, K)})
     return out

@@ -41,7 +41,8 @@ from .errors import ArgumentError
 from .formatting import percent
 
 __all__ = ["RooflineExplorer", "TileExplorer", "LadderExplorer", "SizeExplorer",
-           "roofline_explorer", "tile_explorer", "ladder_explorer", "size_explorer", "read_values", "WidgetArgumentError",
+           "roofline_explorer", "tile_explorer", "ladder_explorer", "size_explorer",
+           "read_values", "WidgetArgumentError",
            "BUSY_AFTER_S"]
 
 BUSY_AFTER_S = 1.0     # show "working" when a recompute takes longer than this
