@@ -190,3 +190,14 @@ def test_a_spilling_row_is_never_chosen(tmp_path):
     assert not tc.usable(rows[1]) and tc.usable(rows[0])
     assert tc.pick_per_size(1024, data=data).step == "vec4"
     assert len(data.rows_at(1024, 1024, 1024, usable_only=False)) == 2
+
+
+def test_the_models_tuned_shapes_have_ptxas_counts_and_do_not_spill():
+    # tilinglib/data/ptxas_sm90.json (bench/ptxas_registers.py, CUDA 13.0 for sm_90)
+    for name, p in tc.candidates() + [("tuned", {})]:
+        if name != "tuned":
+            continue
+        row = ladder.ptxas_registers(name, p)
+        assert row is not None, p
+        assert row["spill_store_bytes"] == row["spill_load_bytes"] == 0
+        assert tc.registers(name, p)[0] == row["registers"] <= ladder.MAX_REGISTERS
