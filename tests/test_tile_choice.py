@@ -131,16 +131,20 @@ def test_a_file_of_another_format_is_refused(tmp_path):
 
 
 def test_shape_labels():
-    assert tc.shape_label("tuned", {"SPLITK": 4}) == "tuned 128x256x12, warp 32x128, split-K 4"
+    assert tc.shape_label("tuned", {"SPLITK": 4}) == \
+        "tuned 128x256x12, warp 32x128 in 2x2, thread 8x4, split-K 4"
     assert tc.shape_label("vec4", {}) == "vec4 64x128x16, thread 8x4"
+    assert tc.shape_label("warptile", {"WMITER": 1, "WNITER": 1, "WM": 32, "WN": 16,
+                                       "BM": 32, "BN": 32}) == \
+        "warptile 32x32x8, warp 32x16, thread 4x4"
     assert "swizzled" in tc.shape_label("tuned", {"BK": 16, "APAD": 0, "SWIZZLE": 1})
 
 
 def test_compare_puts_model_and_measurement_side_by_side(tmp_path):
     rows = tc.compare(1024, data=None)
-    assert [r["label"] for r in rows[:3]] == ["vec4 64x128x16, thread 8x4",
-                                              "warptile 128x128x8, warp 64x32",
-                                              "warptile_db 128x256x12, warp 32x128"]
+    assert [r["label"] for r in rows[:3]] == [
+        "vec4 64x128x16, thread 8x4", "warptile 128x128x8, warp 64x32 in 1x4, thread 4x4",
+        "warptile_db 128x256x12, warp 32x128 in 2x2, thread 8x4"]
     db = rows[2]
     assert (db["registers"], db["blocks_per_sm"], db["waves"].blocks) == (221, 1, 32)
     assert db["gflops"] is None and db["cublas_gflops"] is None
@@ -159,7 +163,7 @@ def test_the_size_explorer_shows_the_choice_per_size():
     ex = widgets.size_explorer(data=None)
     assert ex.menu.value == (1024, 1024, 1024)
     assert ex.values["step"] == "tuned" and ex.values["blocks"] == 128
-    assert ex.values["shape"] == "tuned 128x256x12, warp 32x128, split-K 4"
+    assert ex.values["shape"] == "tuned 128x256x12, warp 32x128 in 2x2, thread 8x4, split-K 4"
     assert widgets.read_values(ex.readout.value)["waves"] == "1"
     ex.select(4096, 4096, 4096)
     assert ex.values["step"] == "warptile_db" and ex.values["waves"] == 4
@@ -201,3 +205,9 @@ def test_the_models_tuned_shapes_have_ptxas_counts_and_do_not_spill():
         assert row is not None, p
         assert row["spill_store_bytes"] == row["spill_load_bytes"] == 0
         assert tc.registers(name, p)[0] == row["registers"] <= ladder.MAX_REGISTERS
+
+
+def test_every_swept_label_fits_lesson_08s_tables():
+    labels = [tc.shape_label(n, p) for n, p in tc.sweep_configurations()]
+    assert max(map(len, labels)) <= 80
+    assert len(set(labels)) == len(labels)          # each configuration told apart

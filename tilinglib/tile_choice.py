@@ -394,18 +394,23 @@ class Choice:
 
 
 def shape_label(step: str, params) -> str:
-    """A short label of a configuration: ``tuned 128x256x12, warp 32x128, split-K 2``."""
+    """A short label of a configuration: ``tuned 128x256x12, warp 32x128 in 2x2, thread 8x4,
+    split-K 2`` (block tile BM x BN x BK; warp tile, its WMITER x WNITER steps; thread tile
+    TM x TN), then the tuned kernel's switches where they are not at their defaults
+    (``swizzled``, ``MINB=2``, ``GSWZ=8``, ``FRAGDB=0``). Each configuration swept has its
+    own, of at most 80 characters."""
     p = ladder.get(step).resolve(params)
     text = f"{step} {p['BM']}x{p['BN']}x{p['BK']}"
     if "WM" in p:
         text += f", warp {p['WM']}x{p['WN']}"
-    else:
-        text += f", thread {p['TM']}x{p['TN']}"
+        if (p["WMITER"], p["WNITER"]) != (1, 1):
+            text += f" in {p['WMITER']}x{p['WNITER']}"
+    text += f", thread {p['TM']}x{p['TN']}"
     extras = [f"split-K {p['SPLITK']}" if p.get("SPLITK", 1) > 1 else "",
               "swizzled" if p.get("SWIZZLE") else "",
-              f"MINB {p['MINB']}" if p.get("MINB", 1) > 1 else "",
-              f"grouped {p['GSWZ']}" if p.get("GSWZ", 1) > 1 else "",
-              "no fragment double buffering" if p.get("FRAGDB", 1) == 0 else ""]
+              f"MINB={p['MINB']}" if p.get("MINB", 1) > 1 else "",
+              f"GSWZ={p['GSWZ']}" if p.get("GSWZ", 1) > 1 else "",
+              "FRAGDB=0" if p.get("FRAGDB", 1) == 0 else ""]
     return ", ".join([text] + [e for e in extras if e])
 
 
