@@ -258,7 +258,7 @@ class SizesData:
     def rows_at(self, M: int, N: int, K: int, *, usable_only: bool = True) -> list[dict]:
         """The configurations timed at M x N x K, fastest first; unless `usable_only` is
         False, only the usable ones (`usable`)."""
-        out = [r for r in self.rows if (r["M"], r["N"], r["K"]) == (M, N, K)
+        out = [r for r in self.rows if (r.get("M"), r.get("N"), r.get("K")) == (M, N, K)
                and "gflops" in r and (usable(r) or not usable_only)]
         return sorted(out, key=lambda r: -r["gflops"])
 
@@ -278,7 +278,7 @@ class SizesData:
         """The row of one configuration at M x N x K, or None when it was not timed."""
         p = ladder.get(step).resolve(params)
         for r in self.rows:
-            if (r["step"], r["M"], r["N"], r["K"]) == (step, M, N, K) and \
+            if (r["step"], r.get("M"), r.get("N"), r.get("K")) == (step, M, N, K) and \
                     ladder.get(step).resolve(r["params"]) == p:
                 return r
         return None
