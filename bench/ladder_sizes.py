@@ -1,6 +1,6 @@
 """The ladder at every size: lesson 08's kernels and the tuned one, beside cuBLAS, on one GPU.
 
-    python3 bench/ladder_sizes.py                      # the full sweep (H200: under 9 minutes)
+    python3 bench/ladder_sizes.py                      # the full sweep (--budget: 420 s of it)
     python3 bench/ladder_sizes.py --quick              # the defaults and a few tuned shapes
     python3 bench/ladder_sizes.py --dry-run [--quick]  # no GPU: list, and run each on the emulator
 

@@ -154,3 +154,22 @@ def test_the_gpu_path_writes_a_file_tile_choice_reads(fake_gpu, tmp_path, capsys
     assert "2 timed rows incorrect; 0 rows with register spills" in text
     c = tile_choice.pick_per_size(64, data=data)
     assert c.source == "measured" and c.step != "warptile"
+
+
+def test_a_configuration_that_does_not_compile_is_listed_and_the_rest_run(fake_gpu, tmp_path):
+    good = fake_gpu.bench.compile_cubin
+
+    def compile_cubin(src, opts, arch):
+        if "-DSPLITK=2" in opts:
+            return None, {"error": "ptxas fatal: made up for the test"}
+        return good(src, opts, arch)
+
+    fake_gpu.bench.compile_cubin = compile_cubin
+    out = tmp_path / "sizes.json"
+    assert fake_gpu.main(["--quick", "--limit", "5", "--repeat", "2", "--out", str(out),
+                          "--log", str(tmp_path / "log")]) == 0
+    data = tile_choice.load_sizes(out)
+    failed = [r for r in data.rows if "compile_error" in r]
+    assert len(failed) == 1 and "made up" in failed[0]["compile_error"]
+    assert len([r for r in data.rows if "gflops" in r]) == 4 * 2
+    assert tile_choice.pick_per_size(64, data=data).source == "measured"

@@ -117,7 +117,7 @@ def test_the_choice_from_data_is_the_fastest_correct_row(tmp_path):
     c = tc.pick_per_size(1024, data=data)
     assert (c.step, c.params, c.source, c.gflops) == ("tuned", tuned, "measured", 21000.0)
     assert c.percent_of_cublas == pytest.approx(100 * 21000 / 23000)
-    assert c.waves.blocks == 64 and "fastest of 2 correct" in c.reason
+    assert c.waves.blocks == 64 and "fastest of 2 correct, unspilled" in c.reason
     # a size the data did not time falls back on the model
     assert tc.pick_per_size(4096, data=data).source == "wave model"
 
@@ -131,6 +131,83 @@ def test_a_file_of_another_format_is_refused(tmp_path):
 
 
 def test_shape_labels():
-    assert tc.shape_label("tuned", {"SPLITK": 4}) == "tuned 128x256x12, warp 32x128, split-K 4"
+    assert tc.shape_label("tuned", {"SPLITK": 4}) == \
+        "tuned 128x256x12, warp 32x128 in 2x2, thread 8x4, split-K 4"
     assert tc.shape_label("vec4", {}) == "vec4 64x128x16, thread 8x4"
+    assert tc.shape_label("warptile", {"WMITER": 1, "WNITER": 1, "WM": 32, "WN": 16,
+                                       "BM": 32, "BN": 32}) == \
+        "warptile 32x32x8, warp 32x16, thread 4x4"
     assert "swizzled" in tc.shape_label("tuned", {"BK": 16, "APAD": 0, "SWIZZLE": 1})
+
+
+def test_compare_puts_model_and_measurement_side_by_side(tmp_path):
+    rows = tc.compare(1024, data=None)
+    assert [r["label"] for r in rows[:3]] == [
+        "vec4 64x128x16, thread 8x4", "warptile 128x128x8, warp 64x32 in 1x4, thread 4x4",
+        "warptile_db 128x256x12, warp 32x128 in 2x2, thread 8x4"]
+    db = rows[2]
+    assert (db["registers"], db["blocks_per_sm"], db["waves"].blocks) == (221, 1, 32)
+    assert db["gflops"] is None and db["cublas_gflops"] is None
+    data = tc.load_sizes(_sizes_file(tmp_path, [dict(
+        step="warptile_db", kernel="sgemm_warptile_db", params=ladder.WARPTILE_DB.resolve(),
+        M=1024, N=1024, K=1024, gflops=9000.0, correct=True, registers=221)],
+        [dict(M=1024, N=1024, K=1024, gflops=22000.0, median_ms=0.1, when="before")]))
+    rows = tc.compare(1024, data=data)
+    assert rows[2]["gflops"] == 9000.0 and rows[0]["gflops"] is None
+    assert rows[2]["cublas_gflops"] == 22000.0
+
+
+def test_the_size_explorer_shows_the_choice_per_size():
+    from tilinglib import widgets
+
+    ex = widgets.size_explorer(data=None)
+    assert ex.menu.value == (1024, 1024, 1024)
+    assert ex.values["step"] == "tuned" and ex.values["blocks"] == 128
+    assert ex.values["shape"] == "tuned 128x256x12, warp 32x128 in 2x2, thread 8x4, split-K 4"
+    assert widgets.read_values(ex.readout.value)["waves"] == "1"
+    ex.select(4096, 4096, 4096)
+    assert ex.values["step"] == "warptile_db" and ex.values["waves"] == 4
+    assert ex.values["busy"] == round(512 / 528, 4)
+    with pytest.raises(widgets.WidgetArgumentError, match="not in the menu"):
+        ex.select(5, 5, 5)
+    with pytest.raises(widgets.WidgetArgumentError, match="whole numbers"):
+        widgets.size_explorer([(0, 1, 1)])
+
+
+def test_the_models_winner_at_1024_is_the_h200s():
+    # lesson 08, section 8 says so ("The model names the right winner"); both from the data
+    ref = reference.load("h200")
+    names = ("vec4", "warptile", "warptile_db")
+    model = {n: tc.model_gflops(n, {}, 1024, 1024, 1024)[0] for n in names}
+    measured = {n: ref.step(n, 1024).gflops for n in names}
+    assert max(names, key=model.get) == max(names, key=measured.get) == "vec4"
+
+
+def test_a_spilling_row_is_never_chosen(tmp_path):
+    vec4, db = ladder.VEC4.resolve(), ladder.WARPTILE_DB.resolve()
+    row = dict(M=1024, N=1024, K=1024, correct=True, registers=72)
+    rows = [dict(row, step="vec4", kernel="sgemm_vec4", params=vec4, gflops=17000.0,
+                 spill_stores=0, spill_loads=0),
+            dict(row, step="warptile_db", kernel="sgemm_warptile_db", params=db,
+                 gflops=18000.0, spill_stores=16, spill_loads=16)]
+    data = tc.load_sizes(_sizes_file(tmp_path, rows, []))
+    assert not tc.usable(rows[1]) and tc.usable(rows[0])
+    assert tc.pick_per_size(1024, data=data).step == "vec4"
+    assert len(data.rows_at(1024, 1024, 1024, usable_only=False)) == 2
+
+
+def test_the_models_tuned_shapes_have_ptxas_counts_and_do_not_spill():
+    # tilinglib/data/ptxas_sm90.json (bench/ptxas_registers.py, CUDA 13.0 for sm_90)
+    for name, p in tc.candidates() + [("tuned", {})]:
+        if name != "tuned":
+            continue
+        row = ladder.ptxas_registers(name, p)
+        assert row is not None, p
+        assert row["spill_store_bytes"] == row["spill_load_bytes"] == 0
+        assert tc.registers(name, p)[0] == row["registers"] <= ladder.MAX_REGISTERS
+
+
+def test_every_swept_label_fits_lesson_08s_tables():
+    labels = [tc.shape_label(n, p) for n, p in tc.sweep_configurations()]
+    assert max(map(len, labels)) <= 80
+    assert len(set(labels)) == len(labels)          # each configuration told apart

@@ -26,7 +26,8 @@ __all__ = ["backend_name", "SourceModule", "In", "Out", "InOut", "grid_for", "ti
 _BACKEND_NAMES = ("SourceModule", "In", "Out", "InOut")
 # Submodules reachable as tl.<name> without an import of their own (imported on first use).
 _LAZY_SUBMODULES = ("roofline", "occupancy", "launch", "emulator", "reference", "sgemm",
-                    "widgets", "plots", "banks", "sweep", "tileloop", "exercises", "grading")
+                    "widgets", "plots", "banks", "sweep", "tileloop", "exercises", "grading",
+                    "ladder", "tile_choice")
 
 
 def __getattr__(name: str):

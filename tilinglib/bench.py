@@ -22,7 +22,7 @@ inputs copied to the GPU once, outside the timed region; random normal float32 d
 - Transpose of an N x N matrix (largest N): naive, shared, shared+padded; GB/s counting
   8 bytes per element.
 
-- The SGEMM ladder of lessons 07-08 (`tilinglib.ladder.STEPS`, each at its default tile
+- The SGEMM ladder of lessons 07-08 (`tilinglib.ladder.STEPS` and `ladder.TUNING`, each at its default tile
   shape at each `--sizes` N, and at each shape of its ``also_measured`` at the largest N), beside cuBLAS timed in the same run: GFLOP/s, the registers
   per thread and the local (spill) bytes from the loaded function, and ptxas's own report
   (``nvcc -Xptxas -v``: registers, spill stores and loads, stack). Each step is first
@@ -329,11 +329,12 @@ def _ladder_inputs(M, N, K, seed):
 
 
 def ladder_shapes() -> list:
-    """[(step, params)]: every `ladder.STEPS` entry at its default tile shape, then at each
+    """[(step, params)]: every `ladder.STEPS` entry (and `ladder.TUNING`'s tuned kernel, lesson
+    08's section 8) at its default tile shape, then at each
     shape of its `also_measured` (the shapes lessons 07-08 show), in that order."""
     from . import ladder
 
-    return [(step, step.resolve(extra)) for step in ladder.STEPS
+    return [(step, step.resolve(extra)) for step in ladder.STEPS + ladder.TUNING
             for extra in ({},) + tuple(step.also_measured)]
 
 
@@ -459,7 +460,7 @@ def profile_ladder(log=print, N=1024):
         log("(no ladder counters: ncu is not on PATH)")
         return []
     shapes = ladder_shapes()
-    names = sorted({s.function for s in ladder.STEPS})
+    names = sorted({s.function for s in ladder.STEPS + ladder.TUNING})
 
     def ncu(metrics):
         cmd = [shutil.which("ncu"), "--clock-control", "none", "--csv", "--print-units", "base",

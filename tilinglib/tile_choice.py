@@ -12,10 +12,10 @@ fraction of the SM slots that work over those waves is ``B / (waves x per wave)`
     w.blocks, w.per_wave, w.waves, w.efficiency     # 32, 132, 1, 0.2424...
 
 The choice per size (`pick_per_size`) comes from the H200's measurements when the course has
-them (``ladder_sizes_h200.json`` in ``tilinglib/data``, written by ``bench/ladder_sizes.py``: the
-fastest correct configuration at that size), and otherwise from the wave model: each
-candidate's rate at N = 4096 in the reference data, scaled by its wave efficiency at the
-size over its efficiency at 4096 (`model_gflops`). The model's limits, said with its
+them (``ladder_sizes_h200.json`` in ``tilinglib/data``, written by ``bench/ladder_sizes.py``:
+the fastest correct configuration without register spills at that size), and otherwise from
+the wave model: each candidate's rate at N = 4096 in the reference data, scaled by its wave
+efficiency at the size over its efficiency at 4096 (`model_gflops`). The model's limits, said with its
 figures: it takes blocks as equally long, ignores that one block alone on an SM runs faster
 than one of several sharing it, and charges split-K nothing for its atomic additions.
 
@@ -43,9 +43,10 @@ from typing import Mapping
 from . import ladder
 from .errors import ArgumentError
 
-__all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS", "sweep_configurations",
+__all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS",
+           "sweep_configurations",
            "SizesData", "load_sizes", "model_gflops", "Choice", "pick_per_size",
-           "candidates", "DATA_FILE", "MAX_RELATIVE_ERROR"]
+           "candidates", "compare", "usable", "DATA_FILE", "MAX_RELATIVE_ERROR"]
 
 SMS = 132                      # streaming multiprocessors of an H200 (reference data: device.sms)
 #: The problem sizes (M, N, K) the bench measures: four squares and one that is neither square
@@ -254,11 +255,11 @@ class SizesData:
     cublas_runs: tuple
     label: str
 
-    def rows_at(self, M: int, N: int, K: int, *, correct_only: bool = True) -> list[dict]:
-        """The configurations timed at M x N x K, fastest first (correct ones only unless
-        `correct_only` is False)."""
-        out = [r for r in self.rows if (r["M"], r["N"], r["K"]) == (M, N, K)
-               and "gflops" in r and (r.get("correct") or not correct_only)]
+    def rows_at(self, M: int, N: int, K: int, *, usable_only: bool = True) -> list[dict]:
+        """The configurations timed at M x N x K, fastest first; unless `usable_only` is
+        False, only the usable ones (`usable`)."""
+        out = [r for r in self.rows if (r.get("M"), r.get("N"), r.get("K")) == (M, N, K)
+               and "gflops" in r and (usable(r) or not usable_only)]
         return sorted(out, key=lambda r: -r["gflops"])
 
     def cublas(self, M: int, N: int, K: int) -> float | None:
@@ -269,7 +270,7 @@ class SizesData:
         return statistics.median(g) if g else None
 
     def best(self, M: int, N: int, K: int, step: str | None = None) -> dict | None:
-        """The fastest correct row at M x N x K (of `step` only, when given), or None."""
+        """The fastest usable row at M x N x K (of `step` only, when given), or None."""
         rows = [r for r in self.rows_at(M, N, K) if step is None or r["step"] == step]
         return rows[0] if rows else None
 
@@ -277,10 +278,17 @@ class SizesData:
         """The row of one configuration at M x N x K, or None when it was not timed."""
         p = ladder.get(step).resolve(params)
         for r in self.rows:
-            if (r["step"], r["M"], r["N"], r["K"]) == (step, M, N, K) and \
+            if (r["step"], r.get("M"), r.get("N"), r.get("K")) == (step, M, N, K) and \
                     ladder.get(step).resolve(r["params"]) == p:
                 return r
         return None
+
+
+def usable(row: Mapping) -> bool:
+    """True for a measured row the course may choose: correct (both errors under
+    `MAX_RELATIVE_ERROR`) and without register spills (ptxas's spill stores and loads 0)."""
+    return bool(row.get("correct")) and not (row.get("spill_stores") or 0) \
+        and not (row.get("spill_loads") or 0)
 
 
 def _data_path(path) -> Path | None:
@@ -329,9 +337,16 @@ SPLIT_GAIN = 0.01
 
 def _rate_4096(step: str, params, ref) -> tuple[float, str]:
     """(GFLOP/s at N = 4096, which run) for the model: the reference data's run of the step
-    at its default shape; for tuned (not in the reference ladder run), warptile_db's."""
+    at its default shape (split-K aside: the unsplit kernel's); for tuned, while the
+    reference ladder run has none of it, warptile_db's (the kernel it extends)."""
     s = ladder.get(step)
-    base = "warptile_db" if s.name == "tuned" else s.name
+    base = s.name
+    if s.name == "tuned":
+        try:
+            run = ref.step("tuned", 4096, ladder.TUNED.resolve())
+            return float(run.gflops), "tuned"
+        except KeyError:
+            base = "warptile_db"
     run = ref.step(base, 4096, ladder.get(base).resolve())
     return float(run.gflops), base
 
@@ -379,18 +394,23 @@ class Choice:
 
 
 def shape_label(step: str, params) -> str:
-    """A short label of a configuration: ``tuned 128x256x12, warp 32x128, split-K 2``."""
+    """A short label of a configuration: ``tuned 128x256x12, warp 32x128 in 2x2, thread 8x4,
+    split-K 2`` (block tile BM x BN x BK; warp tile, its WMITER x WNITER steps; thread tile
+    TM x TN), then the tuned kernel's switches where they are not at their defaults
+    (``swizzled``, ``MINB=2``, ``GSWZ=8``, ``FRAGDB=0``). Each configuration swept has its
+    own, of at most 80 characters."""
     p = ladder.get(step).resolve(params)
     text = f"{step} {p['BM']}x{p['BN']}x{p['BK']}"
     if "WM" in p:
         text += f", warp {p['WM']}x{p['WN']}"
-    else:
-        text += f", thread {p['TM']}x{p['TN']}"
+        if (p["WMITER"], p["WNITER"]) != (1, 1):
+            text += f" in {p['WMITER']}x{p['WNITER']}"
+    text += f", thread {p['TM']}x{p['TN']}"
     extras = [f"split-K {p['SPLITK']}" if p.get("SPLITK", 1) > 1 else "",
               "swizzled" if p.get("SWIZZLE") else "",
-              f"MINB {p['MINB']}" if p.get("MINB", 1) > 1 else "",
-              f"grouped {p['GSWZ']}" if p.get("GSWZ", 1) > 1 else "",
-              "no fragment double buffering" if p.get("FRAGDB", 1) == 0 else ""]
+              f"MINB={p['MINB']}" if p.get("MINB", 1) > 1 else "",
+              f"GSWZ={p['GSWZ']}" if p.get("GSWZ", 1) > 1 else "",
+              "FRAGDB=0" if p.get("FRAGDB", 1) == 0 else ""]
     return ", ".join([text] + [e for e in extras if e])
 
 
@@ -400,9 +420,8 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
     default to N), with the reason.
 
     `data`: a `SizesData` (default: `load_sizes()`; None forces the model). From the data
-    when it timed this size: its fastest correct row. Otherwise the wave model
-    (`model_gflops` over `candidates`). Raises ArgumentError for
-    sizes below 1.
+    when it timed this size: its fastest `usable` row (correct, no spills). Otherwise the
+    wave model (`model_gflops` over `candidates`). Raises ArgumentError for sizes below 1.
 
     The model's rules: split-K is a candidate only where the unsplit grid is smaller than one
     wave (it cannot fill the GPU); within `SPLIT_GAIN` of the best prediction the fewest K
@@ -424,8 +443,8 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
                       p.get("SPLITK", 1))
             cub = data.cublas(M, N, K)
             others = {r["step"] for r in data.rows_at(M, N, K)}
-            reason = (f"the fastest of {len(data.rows_at(M, N, K))} correct configurations "
-                      f"({', '.join(sorted(others))}) timed at {M} x {N} x {K} "
+            reason = (f"the fastest of {len(data.rows_at(M, N, K))} correct, unspilled "
+                      f"configurations ({', '.join(sorted(others))}) timed at {M} x {N} x {K} "
                       f"({data.label}): {w}")
             return Choice(M, N, K, s.name, p, "measured", float(best["gflops"]), cub, w, reason)
     scored = []
@@ -447,3 +466,29 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
         reason += (f" (fewer K chunks within {100 * SPLIT_GAIN:.0f}% of the best prediction, "
                    f"{top:,.0f}: the model does not charge split-K for its atomic additions)")
     return Choice(M, N, K, name, p, "wave model", g, None, w, reason)
+
+
+def compare(N: int, M: int | None = None, K: int | None = None, *, data=..., ref=None,
+            configs=None) -> list[dict]:
+    """One dict per configuration (default: `candidates`) at M x N x K (M and K default to
+    N): ``step``, ``params``, ``label`` (`shape_label`), ``registers`` and their ``source``,
+    ``blocks_per_sm``, ``waves`` (a `Waves`), ``model_gflops`` (`model_gflops`), and from the
+    measured `data` (default `load_sizes()`) ``gflops`` and ``cublas_gflops`` (None where not
+    measured). The side-by-side table of lesson 08, section 8."""
+    M = N if M is None else M
+    K = N if K is None else K
+    data = load_sizes() if data is ... else data
+    out = []
+    for name, p in (candidates() if configs is None else configs):
+        s = ladder.get(name)
+        p = s.resolve(p)
+        regs, source = registers(s, p, data=data)
+        per_sm, _ = blocks_per_sm(s, p, regs)
+        g, w = model_gflops(name, p, M, N, K, ref=ref, data=data)
+        row = data.row(name, p, M, N, K) if data is not None else None
+        out.append({"step": name, "params": p, "label": shape_label(name, p),
+                    "registers": regs, "registers_source": source, "blocks_per_sm": per_sm,
+                    "waves": w, "model_gflops": g,
+                    "gflops": None if row is None or not usable(row) else row["gflops"],
+                    "cublas_gflops": None if data is None else data.cublas(M, N, K)})
+    return out
