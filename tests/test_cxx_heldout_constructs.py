@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from tilinglib import emulator
-from tilinglib.errors import CompileError, KernelRuntimeError, MemoryAccessError
+from tilinglib.errors import (CompileError, KernelRuntimeError, MemoryAccessError,
+                              UnsupportedFeatureError)
 
 
 def run1(src, name, *args, block=(32, 1, 1), grid=(1, 1), **kw):
@@ -679,3 +680,26 @@ def test_variable_templates_of_a_student_and_of_type_traits():
     run1(src, "k", emulator.Out(o), block=(4, 1, 1))
     # 8 + i + 0.5 + 0 (1 / 2 in int) + 0 + 2 + 4
     np.testing.assert_array_equal(o, 14.5 + np.arange(4))
+
+
+def test_a_constexpr_function_in_a_static_constant_is_refused_saying_why():
+    # nvcc evaluates helper::mx at compile time (a swizzle's masks, as mumupika's headers
+    # write them); the emulator folds arithmetic only, and says so instead of calling the
+    # declared function 'not declared'
+    src = r"""
+    namespace helper { template <class T> __device__ constexpr auto mx(T a, T b) { return a < b ? b : a; } }
+    template <int S> struct Swz {
+        static constexpr int Y = 7 << (1 + helper::mx(0, S));
+        __device__ int get(int o) { return o ^ Y; }
+    };
+    __global__ void k(int *o) { Swz<2> s; o[threadIdx.x] = s.get(threadIdx.x); }
+    """
+    with pytest.raises(UnsupportedFeatureError) as err:
+        emulator.SourceModule(src, no_extern_c=True).get_function("k")
+    assert "function call in the value of the constant 'Swz<2>::Y'" in str(err.value)
+    assert err.value.line == 4
+    # the same constant as arithmetic runs: 7 << 3 = 56
+    src = src.replace("helper::mx(0, S)", "(0 < S ? S : 0)")
+    o = np.zeros(8, np.int32)
+    run1(src, "k", emulator.Out(o), block=(8, 1, 1))
+    np.testing.assert_array_equal(o, np.arange(8) ^ 56)

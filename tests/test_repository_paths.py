@@ -44,7 +44,8 @@ def _corpus_files() -> set[str]:
     """The names of other repositories' files that the conformance corpus lists
     (bench/conformance_corpus.json: each kernel's parts): docs/conformance.md names them."""
     listing = json.loads((ROOT / "bench" / "conformance_corpus.json").read_text())
-    return {path.rsplit("/", 1)[-1] for k in listing["kernels"] for path, _, _ in k["parts"]}
+    return {path.rsplit("/", 1)[-1] for k in listing["kernels"]
+            for path, _, _ in k["parts"] + k.get("as_written", {}).get("parts", [])}
 
 _PATH = re.compile(r"(?<![\w/.:-])((?:\.\./)+[\w./-]+|(?:%s)/[\w./-]*)" % "|".join(
     re.escape(t) for t in TOP))
