@@ -1216,15 +1216,17 @@ def clang_mangled_name(entry: dict, source: str) -> str | None:
 
 
 def write_gpu_folder(folder: Path, entries: list, sources: dict,
-                     as_written: bool = False) -> None:
+                     as_written: bool = False, results_name: str | None = None) -> None:
     """The standalone GPU folder: sources/, corpus.json, corpus_lib.py, own/, run_gpu.py,
-    and ``mode`` (its first line names the results file run_gpu.py writes:
+    and ``mode`` (its first line names the results file run_gpu.py writes: `results_name`
+    if given (a held-out batch's, `batch_h200_name`), else
     conformance_h200_as_written.json for files as written, conformance_h200.json for the
     device code alone)."""
     entries = [e | {"clang_mangled": clang_mangled_name(e, sources[e["id"]])} for e in entries]
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "mode").write_text(("conformance_h200_as_written.json" if as_written
-                                  else "conformance_h200.json") + "\n")
+    (folder / "mode").write_text((results_name or ("conformance_h200_as_written.json"
+                                                   if as_written else "conformance_h200.json"))
+                                 + "\n")
     (folder / "sources").mkdir(exist_ok=True)
     for e in entries:
         (folder / "sources" / f"{e['id']}.cu").write_text(sources[e["id"]])
@@ -1407,19 +1409,25 @@ def render_batches(listing: dict, read) -> str:
         first = {r["id"]: r for r in (read(batch_results(batch, before=True)) or {}).get(
             "results", [])}
         now = {r["id"]: r for r in (read(batch_results(batch)) or {}).get("results", [])}
+        gpu = {r["id"]: r for r in (read(HERE / "results" / batch_h200_name(batch)) or {}).get(
+            "results", [])}
         repos = list(dict.fromkeys(e["repo"] for e in entries))
         out += [f"Batch {batch}: {len(entries)} kernels of {len(repos)} repositories, files "
-                f"as written, emulator (bench/results/conformance_batch_{batch}_before.json "
-                f"and conformance_batch_{batch}.json).", "",
-                "| repository (commit) | kernels | first run | now |", "|---|---|---|---|"]
+                f"as written (bench/results/conformance_batch_{batch}_before.json, "
+                f"conformance_batch_{batch}.json and, for the H200, "
+                f"{batch_h200_name(batch)}).", "",
+                "| repository (commit) | kernels | emulator, first run | emulator now | H200 |",
+                "|---|---|---|---|---|"]
+
+        def cells(ids):
+            return " | ".join(_tally(ids, res) if res else "not run yet" if res is gpu
+                              else "not run" for res in (first, now, gpu))
         for repo in repos:
             ids = [e["id"] for e in entries if e["repo"] == repo]
             out.append(f"| {repo} (`{listing['repositories'][repo][:10]}`) | {len(ids)} | "
-                       f"{_tally(ids, first) if first else 'not run'} | "
-                       f"{_tally(ids, now) if now else 'not run'} |")
+                       f"{cells(ids)} |")
         ids = [e["id"] for e in entries]
-        out.append(f"| all | {len(ids)} | {_tally(ids, first) if first else 'not run'} | "
-                   f"{_tally(ids, now) if now else 'not run'} |")
+        out.append(f"| all | {len(ids)} | {cells(ids)} |")
         def msg_of(r):
             m = re.sub(r"^kernel\.cu:\d+(:\d+)?: ", "", r.get("message", ""))
             return m[:110] + ("..." if len(m) > 110 else "")
@@ -1453,10 +1461,17 @@ def render_batches(listing: dict, read) -> str:
             out += ["", "What does not run correctly now:", ""]
             for e in stops:
                 r = now[e["id"]]
-                out.append(f"- `{lookup_name(e)}` ({e['repo']}): {_short(r)}. "
-                           + e.get("finding", "not looked into yet"))
+                out.append(f"- `{lookup_name(e)}` ({e['repo']}): {_short(r)}"
+                           + (f"; H200: {_short(gpu[e['id']])}" if e["id"] in gpu else "")
+                           + ". " + e.get("finding", "not looked into yet"))
         out.append("")
     return "\n".join(out)
+
+
+def batch_h200_name(batch: str, as_written: bool = True) -> str:
+    """The name of the results file run_gpu.py writes for held-out batch `batch` (copied to
+    bench/results/ beside the emulator's)."""
+    return f"conformance_batch_{batch}_h200" + ("" if as_written else "_device_code") + ".json"
 
 
 BATCHES_BEGIN = "<!-- held-out batches: bench/conformance_corpus.py --doc -->"
@@ -1558,7 +1573,8 @@ def main(argv=None) -> int:
             sources[e["id"]], maps[e["id"]] = materialise(e, commits)
         (folder / f"{e['id']}.cu").write_text(sources[e["id"]])
     if opts.pycuda_script:
-        write_gpu_folder(opts.pycuda_script, entries, sources, as_written)
+        write_gpu_folder(opts.pycuda_script, entries, sources, as_written,
+                         batch_h200_name(opts.batch, as_written) if opts.batch else None)
         print(f"wrote {len(entries)} kernels and run_gpu.py to {opts.pycuda_script}")
     if opts.no_emulator:
         return 0

@@ -192,8 +192,14 @@ def test_a_held_out_batch_is_rendered_from_its_two_results_files(corpus, monkeyp
                  {"id": "b", "result": "runtime error", "message": "Invalid read"}]}}
     text = corpus.render_batches(listing, files.get)
     assert "Batch b1: 2 kernels of 1 repositories" in text
-    assert "| o/r (`1111111111`) | 2 | 1 refused, 1 runtime error | 1 ok, 1 runtime error |" \
-        in text
+    assert ("| o/r (`1111111111`) | 2 | 1 refused, 1 runtime error | 1 ok, 1 runtime error | "
+            "not run yet |") in text
     assert '- 1 refused -> ok: "unexpected x" (`a`)' in text
     assert "- `b` (o/r): runtime error: Invalid read. The repository's bug: k." in text
+    # with the H200's results file: its column, and its result beside each stop
+    files[corpus.HERE / "results" / corpus.batch_h200_name("b1")] = {"results": [
+        {"id": "a", "result": "ok"}, {"id": "b", "result": "error", "message": "misaligned"}]}
+    text = corpus.render_batches(listing, files.get)
+    assert "| 1 ok, 1 runtime error | 1 ok, 1 error |" in text
+    assert "runtime error: Invalid read; H200: error: misaligned. The repository's" in text
     assert corpus.batch_results("b1").name == "conformance_batch_b1.json"
