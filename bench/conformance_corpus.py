@@ -918,6 +918,12 @@ def ref_layernorm_scalar_affine(s, a):
     return {"output": out, "mean": m, "variance": v}, (1e-4, 1e-5)
 
 
+def ref_values(s, a):
+    """The output the entry gives by hand (`values`, read off the kernel: junstar92's
+    bank-conflict kernels write smem[idx] = idx for their own idx of each thread)."""
+    return {a["out"]: np.array(a["values"], dtype=F)}, (0, 0)
+
+
 REFERENCES = {name[4:]: f for name, f in globals().items() if name.startswith("ref_")}
 
 
@@ -1210,15 +1216,17 @@ def clang_mangled_name(entry: dict, source: str) -> str | None:
 
 
 def write_gpu_folder(folder: Path, entries: list, sources: dict,
-                     as_written: bool = False) -> None:
+                     as_written: bool = False, results_name: str | None = None) -> None:
     """The standalone GPU folder: sources/, corpus.json, corpus_lib.py, own/, run_gpu.py,
-    and ``mode`` (its first line names the results file run_gpu.py writes:
+    and ``mode`` (its first line names the results file run_gpu.py writes: `results_name`
+    if given (a held-out batch's, `batch_h200_name`), else
     conformance_h200_as_written.json for files as written, conformance_h200.json for the
     device code alone)."""
     entries = [e | {"clang_mangled": clang_mangled_name(e, sources[e["id"]])} for e in entries]
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "mode").write_text(("conformance_h200_as_written.json" if as_written
-                                  else "conformance_h200.json") + "\n")
+    (folder / "mode").write_text((results_name or ("conformance_h200_as_written.json"
+                                                   if as_written else "conformance_h200.json"))
+                                 + "\n")
     (folder / "sources").mkdir(exist_ok=True)
     for e in entries:
         (folder / "sources" / f"{e['id']}.cu").write_text(sources[e["id"]])
@@ -1386,6 +1394,88 @@ def batch_results(batch: str, as_written: bool = True, before: bool = False) -> 
                                + ("" if as_written else "_device_code") + ".json")
 
 
+def render_batches(listing: dict, read) -> str:
+    """The block of docs/conformance.md for the held-out batches (entries with a "batch"):
+    per batch and repository, the files as written on the emulator at the batch's first
+    run (`batch_results(..., before=True)`: before any change for it) and now; then each
+    kernel that changed between the two, grouped by the first run's message; then each
+    kernel that does not run now, with its result and the entry's "finding" (why: the
+    repository's own bug, or what the emulator lacks). `read(path)` gives a results file's
+    JSON or None."""
+    batches = sorted({e["batch"] for e in listing["kernels"] if e.get("batch")})
+    out = []
+    for batch in batches:
+        entries = [e for e in listing["kernels"] if e.get("batch") == batch]
+        first = {r["id"]: r for r in (read(batch_results(batch, before=True)) or {}).get(
+            "results", [])}
+        now = {r["id"]: r for r in (read(batch_results(batch)) or {}).get("results", [])}
+        gpu = {r["id"]: r for r in (read(HERE / "results" / batch_h200_name(batch)) or {}).get(
+            "results", [])}
+        repos = list(dict.fromkeys(e["repo"] for e in entries))
+        out += [f"Batch {batch}: {len(entries)} kernels of {len(repos)} repositories, files "
+                f"as written (bench/results/conformance_batch_{batch}_before.json, "
+                f"conformance_batch_{batch}.json and, for the H200, "
+                f"{batch_h200_name(batch)}).", "",
+                "| repository (commit) | kernels | emulator, first run | emulator now | H200 |",
+                "|---|---|---|---|---|"]
+
+        def cells(ids):
+            return " | ".join(_tally(ids, res) if res else "not run yet" if res is gpu
+                              else "not run" for res in (first, now, gpu))
+        for repo in repos:
+            ids = [e["id"] for e in entries if e["repo"] == repo]
+            out.append(f"| {repo} (`{listing['repositories'][repo][:10]}`) | {len(ids)} | "
+                       f"{cells(ids)} |")
+        ids = [e["id"] for e in entries]
+        out.append(f"| all | {len(ids)} | {cells(ids)} |")
+        def msg_of(r):
+            m = re.sub(r"^kernel\.cu:\d+(:\d+)?: ", "", r.get("message", ""))
+            return m[:110] + ("..." if len(m) > 110 else "")
+
+        changed: dict = {}
+        for e in entries:
+            a, b = first.get(e["id"]), now.get(e["id"])
+            if a and b and (a["result"] != b["result"] or (
+                    a["result"] != "ok" and msg_of(a) != msg_of(b))):
+                key = (a["result"], msg_of(a), b["result"],
+                       msg_of(b) if b["result"] != "ok" else "")
+                changed.setdefault(key, []).append(e)
+        if changed:
+            out += ["", "Changed since the first run, by the first run's message:", ""]
+            for (was, msg, is_now, msg_now), es in sorted(changed.items(),
+                                                          key=lambda kv: -len(kv[1])):
+                names = ", ".join(f"`{lookup_name(e)}`" for e in es[:4]) + (
+                    f" and {len(es) - 4} more" if len(es) > 4 else "")
+                out.append(f"- {len(es)} {was} -> {is_now}: \"{msg}\" ({names})"
+                           + (f"; now \"{msg_now}\"" if msg_now else ""))
+        raced = [e for e in entries if now.get(e["id"], {}).get("result") == "ok"
+                 and now[e["id"]].get("hazards")]
+        if raced:
+            out += ["", "Correct here, with shared-memory races the emulator reports (warnings; "
+                        "`hazards=\"raise\"` makes them errors):", ""]
+            for e in raced:
+                out.append(f"- `{lookup_name(e)}` ({e['repo']}): {now[e['id']]['hazards']} "
+                           f"hazards. " + e.get("finding", "not looked into yet"))
+        stops = [e for e in entries if e["id"] in now and now[e["id"]]["result"] != "ok"]
+        if stops:
+            out += ["", "What does not run correctly now:", ""]
+            for e in stops:
+                r = now[e["id"]]
+                out.append(f"- `{lookup_name(e)}` ({e['repo']}): {_short(r)}"
+                           + (f"; H200: {_short(gpu[e['id']])}" if e["id"] in gpu else "")
+                           + ". " + e.get("finding", "not looked into yet"))
+        out.append("")
+    return "\n".join(out)
+
+
+def batch_h200_name(batch: str, as_written: bool = True) -> str:
+    """The name of the results file run_gpu.py writes for held-out batch `batch` (copied to
+    bench/results/ beside the emulator's)."""
+    return f"conformance_batch_{batch}_h200" + ("" if as_written else "_device_code") + ".json"
+
+
+BATCHES_BEGIN = "<!-- held-out batches: bench/conformance_corpus.py --doc -->"
+BATCHES_END = "<!-- end of batches -->"
 SUMMARY_BEGIN = "<!-- as-written summary: bench/conformance_corpus.py --doc -->"
 SUMMARY_END = "<!-- end of summary -->"
 RESULTS_AS_WRITTEN_BEFORE = HERE / "results" / "conformance_emulator_as_written_before.json"
@@ -1400,6 +1490,14 @@ def write_doc(listing: dict) -> None:
     emu = read(RESULTS)
     h200 = read(H200_RESULTS)
     text = DOC.read_text()
+    if BATCHES_BEGIN in text:
+        head, rest = text.split(BATCHES_BEGIN, 1)
+        _, tail = rest.split(BATCHES_END, 1)
+        text = head + BATCHES_BEGIN + "\n" + render_batches(listing, read) + BATCHES_END + tail
+    # the issue 11 and issue 24 sets below; each held-out batch has its own block above
+    core = [e for e in listing["kernels"] if not e.get("batch")]
+    listing = {**listing, "kernels": core, "repositories": {
+        r: c for r, c in listing["repositories"].items() if any(e["repo"] == r for e in core)}}
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     table = render_table(listing, emu, h200, read(RESULTS_AS_WRITTEN),
@@ -1475,7 +1573,8 @@ def main(argv=None) -> int:
             sources[e["id"]], maps[e["id"]] = materialise(e, commits)
         (folder / f"{e['id']}.cu").write_text(sources[e["id"]])
     if opts.pycuda_script:
-        write_gpu_folder(opts.pycuda_script, entries, sources, as_written)
+        write_gpu_folder(opts.pycuda_script, entries, sources, as_written,
+                         batch_h200_name(opts.batch, as_written) if opts.batch else None)
         print(f"wrote {len(entries)} kernels and run_gpu.py to {opts.pycuda_script}")
     if opts.no_emulator:
         return 0
