@@ -82,3 +82,32 @@ def test_a_64_bit_product_cast_back_to_32_bits_is_found():
         (5, "(int) off: a 64-bit product cast back to 32 bits")]
     assert risks("int r = blockIdx.y;\nsize_t off = (size_t)r * N;\n"
                  "C[off + (int)threadIdx.x] = A[(int)(size_t)r];") == []
+
+
+def test_cxx_integer_constants_are_constants_like_a_define():
+    for head in ("constexpr int T = 16;\n", "static const int T = 16;\n", "enum { T = 16 };\n",
+                 "enum Sizes { S = 8, T = S * 2 };\n"):
+        src = head + HEAD + "int row = blockIdx.y * T + threadIdx.y;\nC[(size_t)row * N] = A[0];\n}\n"
+        assert int_overflow_risks(src) == [], head
+    # a local constexpr too; a const initialised from a parameter is no constant
+    assert risks("constexpr int L = 4;\nconst int Q = K;\nC[blockIdx.x * L] = A[blockIdx.x * Q];") \
+        == [(5, "blockIdx.x * Q")]
+
+
+def test_every_cast_form_makes_a_64_bit_product():
+    for cast in ("static_cast<size_t>(r)", "size_t(r)", "std::size_t(r)", "(long long)r",
+                 "static_cast<int64_t>(r)", "(unsigned long)r", "long(r)"):
+        assert risks(f"int r = blockIdx.y;\nC[{cast} * N] = A[0];") == [], cast
+    assert risks("int r = blockIdx.y;\nC[size_t{0} + r * N] = A[0];") == [(4, "r * N")]
+
+
+METHODS = ("struct View {\n    const float* p;\n    int ld;\n"
+           "    __device__ float at(int r, int c) const { return p[r * ld + c]; }\n"
+           "    __device__ const float* row(int r) const { return p + (size_t)r * ld; }\n};\n")
+
+
+def test_a_product_inside_a_struct_method_is_found():
+    src = METHODS + HEAD + "View v{A, K};\nC[0] = v.at(blockIdx.y, 1) + v.row(blockIdx.y)[0];\n}\n"
+    assert [(f.line, f.text) for f in int_overflow_risks(src)] == [(4, "r * ld (in View::at())")]
+    src = METHODS + HEAD + "View v{A, K};\nC[0] = v.p[blockIdx.y * v.ld];\n}\n"
+    assert [(f.line, f.text) for f in int_overflow_risks(src)] == [(10, "blockIdx.y * v.ld")]

@@ -28,6 +28,7 @@ with one threadIdx component; compared with the launch's block).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pycparser import c_ast
@@ -42,6 +43,7 @@ _WIDE = {"long", "size_t", "ptrdiff_t", "int64_t", "uint64_t", "intptr_t", "uint
          "double", "float"}  # float/double: not an int product at all
 _FLOATING = {"float", "double", "half"}
 _BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
+_THIS = re.compile(r"\bthis\.")       # a method's member, as the student wrote it: ld
 
 
 @dataclass(frozen=True)
@@ -84,31 +86,101 @@ def _kind(names: list[str]) -> str:
     return "int"
 
 
-class _Kernel:
-    """Symbol table and helpers for one kernel definition."""
+def _struct_of(type_node) -> str | None:
+    """The struct name of a declaration's type when it is a struct value (not a pointer to
+    one, not an array of them), else None."""
+    t = type_node
+    if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.Struct):
+        return t.type.name
+    return None
 
-    def __init__(self, func: c_ast.FuncDef):
+
+def _declared_kind(decl) -> tuple[str, bool, bool]:
+    """(kind, is_pointer, is_array) of a declaration: 'pointer', 'array', 'struct:NAME' or
+    a `_kind`."""
+    names, pointer, array = _type_names(decl.type)
+    if pointer:
+        return "pointer", True, False
+    if array:
+        return "array", False, True
+    struct = _struct_of(decl.type)
+    if struct is not None:
+        return f"struct:{struct}", False, False
+    return _kind(names), False, False
+
+
+def _is_constant_decl(decl, constants: set) -> bool:
+    """A const (or constexpr: the front end writes both as const) integer scalar whose
+    initialiser is a compile-time constant: ``constexpr int TILE = 16;``."""
+    if not isinstance(decl, c_ast.Decl) or not decl.name or decl.init is None:
+        return False
+    t = decl.type
+    if not isinstance(t, c_ast.TypeDecl) or "const" not in (t.quals or []) + (decl.quals or []):
+        return False
+    kind = _declared_kind(decl)[0]
+    return kind in ("int", "wide") and _is_constant(decl.init, constants)
+
+
+def _program_facts(ast) -> tuple[dict, set]:
+    """({struct name: {field: kind}}, names of the file's integer constants): fields of each
+    struct, for ``this.p[...]`` in a method; constants (``constexpr int TILE = 16;``, ``static
+    const int TILE = 16;``, ``enum { TILE = 16 };``, a ``static constexpr`` member), which are
+    no more a 32-bit product's risk than a ``#define``."""
+    structs: dict = {}
+    constants: set = set()
+    for n in _walk(ast):
+        if isinstance(n, c_ast.Struct) and n.name and n.decls:
+            fields = structs.setdefault(n.name, {})
+            for d in n.decls:
+                if isinstance(d, c_ast.Decl) and d.name:
+                    fields[d.name] = _declared_kind(d)[0]
+        elif isinstance(n, c_ast.Enumerator):
+            constants.add(n.name)
+    for n in getattr(ast, "ext", []):
+        if _is_constant_decl(n, constants):
+            constants.add(n.name)
+    return structs, constants
+
+
+class _Kernel:
+    """Symbol table and helpers for one kernel (or device function) definition. `structs`
+    and `constants` come from `_program_facts`."""
+
+    def __init__(self, func: c_ast.FuncDef, structs: dict | None = None,
+                 constants: set | None = None):
         self.func = func
+        self.structs = structs or {}
+        self.constants = set(constants or ())
         self.kinds: dict[str, str] = {}
         self.pointers: set[str] = set()
         self.arrays: set[str] = set()
         params = func.decl.type.args.params if func.decl.type.args else []
         for p in params:
-            self._declare(p)
+            if isinstance(p, c_ast.Decl) and p.name:
+                self._declare(p)
         for node in _walk(func.body):
             if isinstance(node, c_ast.Decl) and node.name:
                 self._declare(node)
+                if _is_constant_decl(node, self.constants):
+                    self.constants.add(node.name)
 
     def _declare(self, decl) -> None:
-        names, pointer, array = _type_names(decl.type)
+        kind, pointer, array = _declared_kind(decl)
+        self.kinds[decl.name] = kind
         if pointer:
             self.pointers.add(decl.name)
-            self.kinds[decl.name] = "pointer"
         elif array:
             self.arrays.add(decl.name)
-            self.kinds[decl.name] = "array"
-        else:
-            self.kinds[decl.name] = _kind(names)
+
+    def field_kind(self, e) -> str | None:
+        """The kind of the struct field `e` (a StructRef ``s.f``), if `s` is a struct whose
+        fields are known."""
+        if not isinstance(e, c_ast.StructRef):
+            return None
+        base = self.kind(e.name)
+        if base.startswith("struct:"):
+            return self.structs.get(base[len("struct:"):], {}).get(e.field.name)
+        return None
 
     # -------------------------------------------------------------- expression types
     def kind(self, e) -> str:
@@ -118,6 +190,10 @@ class _Kernel:
             return "wide" if "l" in e.value.lower() else "int"
         if isinstance(e, c_ast.ID):
             return self.kinds.get(e.name, "int")
+        if isinstance(e, c_ast.StructRef):
+            field = self.field_kind(e)
+            if field is not None:
+                return field
         if isinstance(e, c_ast.Cast):
             names, pointer, _ = _type_names(e.to_type.type)
             return "pointer" if pointer else _kind(names)
@@ -148,6 +224,10 @@ class _Kernel:
             return "float" if isinstance(base, c_ast.ID) else "int"
         return "int"
 
+    def is_constant(self, e) -> bool:
+        """Built only of literals, operators, casts and the program's integer constants."""
+        return _is_constant(e, self.constants)
+
     def is_pointer(self, e) -> bool:
         return self.kind(e) == "pointer" or (isinstance(e, c_ast.ID) and e.name in self.arrays)
 
@@ -164,9 +244,11 @@ def _walk(node):
         yield from _walk(child)
 
 
-def _is_constant(e) -> bool:
+def _is_constant(e, constants=frozenset()) -> bool:
+    """Built only of literals, operators, casts and the names in `constants`."""
     return all(isinstance(n, (c_ast.Constant, c_ast.BinaryOp, c_ast.UnaryOp, c_ast.Cast,
                               c_ast.Typename, c_ast.TypeDecl, c_ast.IdentifierType))
+               or (isinstance(n, c_ast.ID) and n.name in constants)
                for n in _walk(e))
 
 
@@ -213,7 +295,7 @@ def _risky_products(k: _Kernel, e) -> list:
     out = []
     for n in _walk(e):
         if (isinstance(n, c_ast.BinaryOp) and n.op == "*" and k.kind(n) == "int"
-                and not _is_constant(n.left) and not _is_constant(n.right)
+                and not k.is_constant(n.left) and not k.is_constant(n.right)
                 and not (_is_small(n.left) and _is_small(n.right))):
             out.append(n)
     return out
@@ -222,8 +304,9 @@ def _risky_products(k: _Kernel, e) -> list:
 def _address_expressions(k: _Kernel):
     """Expressions whose value becomes (part of) a global-memory address."""
     for n in _walk(k.func.body):
-        if isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) \
-                and n.name.name in k.pointers:
+        if isinstance(n, c_ast.ArrayRef) and ((isinstance(n.name, c_ast.ID)
+                                               and n.name.name in k.pointers)
+                                              or k.field_kind(n.name) == "pointer"):
             yield n.subscript
         elif isinstance(n, c_ast.BinaryOp) and n.op in ("+", "-"):
             if k.is_global_pointer(n.left):
@@ -258,7 +341,7 @@ def _wide_products(k: _Kernel, e) -> list:
     """Products computed in 64 bits of two values that are not compile-time constants."""
     return [n for n in _walk(e)
             if isinstance(n, c_ast.BinaryOp) and n.op == "*" and k.kind(n) == "wide"
-            and not _is_constant(n.left) and not _is_constant(n.right)
+            and not k.is_constant(n.left) and not k.is_constant(n.right)
             and not (_is_small(n.left) and _is_small(n.right))]
 
 
@@ -324,11 +407,12 @@ def int_overflow_risks(source: str, options=None, kernel: str | None = None) -> 
 
     ast = parse(preprocess(source, options))
     functions = {n.decl.name: n for n in ast.ext if isinstance(n, c_ast.FuncDef)}
+    structs, constants = _program_facts(ast)
     contexts: dict[str, tuple] = {}
 
     def context(name):
         if name not in contexts:
-            k = _Kernel(functions[name])
+            k = _Kernel(functions[name], structs, constants)
             contexts[name] = (k, _assignments(k))
         return contexts[name]
 
@@ -352,7 +436,7 @@ def int_overflow_risks(source: str, options=None, kernel: str | None = None) -> 
             k, assigned = context(fname)
             where = "" if fname == func.decl.name else f" (in {fname}())"
             for p in _risky_products(k, e):
-                found(p, CGenerator().visit(p) + where)
+                found(p, _THIS.sub("", CGenerator().visit(p)) + where)
             for c in _truncations(k, assigned, e):
                 found(c, f"{CGenerator().visit(c)}{where}: a 64-bit product cast back to "
                          f"32 bits")

@@ -195,16 +195,27 @@ def _grade_id(cell):
     return nbg.get("grade_id") if isinstance(nbg, dict) else None
 
 
-def _parse(text: str, strict: bool = False):
-    """The cell as a Python module AST, or (None, reason). `strict`: a MemoryError (a cell of
-    far too much code for the process's memory limit) is raised, not a reason."""
+PYTHON_CELL_MAGICS = frozenset({"time", "capture", "prun", "debug"})
+"""IPython's cell magics that run their cell's body as Python code in the notebook's own
+namespace (IPython's ``%%time`` transforms and executes the body in ``user_ns``), so the body's
+top-level bindings are the cell's. Every other cell magic (``%%timeit``, whose body runs
+inside a function; ``%%bash``, ``%%writefile``, ...) binds no name of the notebook."""
+
+
+def _parse(text: str, strict: bool = False, depth: int = 0):
+    """The cell as a Python module AST, or (None, reason), as IPython would run it: IPython's
+    own input transformer first (``%magic``, ``!shell``, ``%%`` first lines), then `ast`. A
+    cell whose first line is a cell magic of `PYTHON_CELL_MAGICS` is its body (line numbers
+    kept); any other cell magic gives (None, reason). `strict`: a MemoryError (a cell of far
+    too much code for the process's memory limit) is raised, not a reason."""
+    original = text
     try:
         from IPython.core.inputtransformer2 import TransformerManager
         text = TransformerManager().transform_cell(text)
     except Exception:       # IPython missing or the transformer gives up: parse the raw text
         pass
     try:
-        return ast.parse(text), None
+        tree = ast.parse(text)
     except SyntaxError as exc:
         return None, f"line {exc.lineno}: {exc.msg}"
     except MemoryError:
@@ -213,6 +224,42 @@ def _parse(text: str, strict: bool = False):
         return None, "MemoryError: far too much code for the memory this may use"
     except (ValueError, RecursionError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
+    magic = _cell_magic(tree)
+    if magic is None:
+        return tree, None
+    name, body = magic
+    lines = original.splitlines()
+    # the body starts on the line after the %% line (IPython drops blank lines before it)
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    if name not in PYTHON_CELL_MAGICS:
+        return None, (f"the cell starts with %%{_short(name, 30)}, which IPython does not run "
+                      f"as Python code of the notebook"
+                      + (" (%%timeit runs it inside a function: nothing it sets stays)"
+                         if name == "timeit" else ""))
+    if depth >= 8:
+        return None, "cell magics nested more than 8 deep"
+    inner, problem = _parse(body, strict, depth + 1)
+    if inner is None:
+        return None, f"in the body of %%{name}: {problem}"
+    ast.increment_lineno(inner, first + 1)
+    return inner, None
+
+
+def _cell_magic(tree):
+    """(magic name, body) when `tree` is IPython's rewrite of a cell magic,
+    ``get_ipython().run_cell_magic('time', '', body)``, and nothing else; else None."""
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
+        return None
+    call = tree.body[0].value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "run_cell_magic" and isinstance(call.func.value, ast.Call)
+            and isinstance(call.func.value.func, ast.Name)
+            and call.func.value.func.id == "get_ipython" and len(call.args) == 3
+            and not call.keywords
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                    for a in call.args)):
+        return None
+    return call.args[0].value, call.args[2].value
 
 
 def _bound_names(stmt) -> list:
@@ -288,6 +335,13 @@ def _source_of(node) -> str:
         return "..."
 
 
+def _of_types(value, types) -> bool:
+    """Whether `value` is an answer of one of `types`; a float is an answer where an int is
+    asked for (13.0 is 13: the assignment's own rule, `assignments._count`, decides what a
+    float that is not whole is worth)."""
+    return isinstance(value, tuple(types)) or (int in types and isinstance(value, float))
+
+
 def _type_names(types) -> str:
     return " or ".join(t.__name__ for t in types)
 
@@ -349,7 +403,7 @@ def extract_from_notebook(nb, assignment) -> Extraction:
                             f"computes it ('{_source_of(rhs)}') instead of writing the "
                             f"value itself; the grader runs nothing, so write the literal value.")
             continue
-        if not isinstance(value, tuple(answer.types)):
+        if not _of_types(value, answer.types):
             ex.notes.append(f"{answer.name}: no answer of the right type: its value has type "
                             f"{type(value).__name__}; the assignment asks for "
                             f"{_type_names(answer.types)}.")

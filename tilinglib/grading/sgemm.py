@@ -626,7 +626,7 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     checks.append(_synchronisation(runner, shared_case_shape))
     checks.append(_tile_consistent(f, tile, block3))
     checks.append(_index_width(source, options, kernel_name))
-    checks.append(_accumulator(source, options, kernel_name))
+    checks.append(_accumulator(source, options, kernel_name, runner))
 
     if gpu or gpu is None:
         notes += _gpu_pass(source, options, kernel_name, tile, block3, runner, checks, gpu)
@@ -790,19 +790,29 @@ def _index_width(source, options, kernel) -> Check:
                  f"the grader's memory can show the overflow.)")
 
 
-def _accumulator(source, options, kernel) -> Check:
+def _accumulator(source, options, kernel, runner: _Runner | None = None) -> Check:
+    """The source check for local scalars read before they are set
+    (`_source_checks.uninitialized_locals`), then, from `runner`'s correctness runs, the
+    emulator's own report of local *array* elements read before they were written (a
+    ``float sum[1];`` or ``float acc[COARSE];`` never zeroed)."""
     from .._source_checks import uninitialized_locals
 
     name, pts = _OTHER_CHECKS[4]
     found = uninitialized_locals(source, options, kernel)
-    if not found:
-        return Check(name, pts, pts, True)
-    f0 = found[0]
-    return Check(name, 0, pts, False,
-                 f"uninitialised variable: '{f0.text}' is read at line {f0.line} before it is "
-                 f"given a value. On a GPU it starts with whatever its register held (the "
-                 f"emulator starts it at 0, so the answer may look right here): write "
-                 f"'float {f0.text} = 0.0f;'.")
+    if found:
+        f0 = found[0]
+        return Check(name, 0, pts, False,
+                     f"uninitialised variable: '{f0.text}' is read at line {f0.line} before it "
+                     f"is given a value. On a GPU it starts with whatever its register held "
+                     f"(the emulator starts it at 0, so the answer may look right here): write "
+                     f"'float {f0.text} = 0.0f;'.")
+    if runner is not None and runner.unset_reads:
+        (M, N, K), text = runner.unset_reads[0]
+        return Check(name, 0, pts, False,
+                     f"M={M}, N={N}, K={K}: {text} (the emulator starts local memory at 0, so "
+                     f"the answer may look right here; on a GPU it holds whatever was there): "
+                     f"set every element before reading it, e.g. 'float acc[4] = {{}};'.")
+    return Check(name, pts, pts, True)
 
 
 def _gpu_pass(source, options, kernel, tile, block, runner, checks, gpu) -> list[str]:
