@@ -106,8 +106,9 @@ def _grade_on_worker(assignment: str, data: bytes, name: str, max_score: float,
             path = Path(folder) / f"{i}_{Path(setup_name).name}"
             path.write_text(text, encoding="utf-8")
             paths.append(str(path))
-        notebook = Path(folder) / "submission.ipynb"
-        notebook.write_bytes(data)
+        handle, notebook = tempfile.mkstemp(suffix=".ipynb", dir=folder)   # a private copy
+        with os.fdopen(handle, "wb") as f:
+            f.write(data)
         fd = os.open(notebook, os.O_RDONLY)
         return grade_notebook_in_sandbox(assignment, fd, name, max_score, limits=limits,
                                          setup=tuple(paths))
