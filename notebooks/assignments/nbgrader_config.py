@@ -5,8 +5,8 @@ import sys
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 # nbgrader runs its `alembic` command from the PATH to check the gradebook's schema: put the
-# one next to the Python that runs nbgrader first, so that `../.venv/bin/nbgrader`, called by
-# path without activating the venv, works too.
+# one next to the Python that runs nbgrader first, so that the venv's nbgrader, called by path
+# without activating the venv (from course/: ../.venv/bin/...), works too.
 _path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable)] + _path)
 c.CourseDirectory.course_id = "tiling"
