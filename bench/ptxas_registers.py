@@ -3,7 +3,7 @@
     python bench/ptxas_registers.py [--arch sm_90] [--out tilinglib/data/ptxas_sm90.json]
 
 Compiles every tile shape of `SHAPES` (lesson 07's grid, the shapes bench/gpu_regtile.py
-times) the way PyCUDA's SourceModule does on an H200 (the source inside ``extern "C" {}``,
+times, and the tuned kernel's shapes that `tilinglib.tile_choice`'s wave model weighs) the way PyCUDA's SourceModule does on an H200 (the source inside ``extern "C" {}``,
 ``nvcc --cubin -arch sm_90`` plus the step's ``-D`` options), with ``-Xptxas -v``, and reads
 ptxas's report: registers per thread, spill stores and loads (bytes), stack frame, static
 shared memory. These are the numbers PyCUDA's ``Function.num_regs`` and
@@ -53,6 +53,12 @@ def shapes():
     for name, p in extra:
         step = ladder.get(name)
         out.append((name, step.kernel, step.resolve(p)))
+    # lesson 08, section 8: the tuned kernel where the wave model chooses among its shapes
+    from tilinglib import tile_choice
+
+    out += [(name, ladder.get(name).kernel, ladder.get(name).resolve(p))
+            for name, p in tile_choice.candidates() if name == "tuned"]
+    out.append(("tuned", "sgemm_tuned", ladder.TUNED.resolve()))
     seen, unique = set(), []
     for s, k, p in out:
         key = (s, tuple(sorted(p.items())))

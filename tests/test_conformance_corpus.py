@@ -173,3 +173,33 @@ def test_a_file_as_written_inlines_the_repositorys_own_headers_once(corpus, monk
     assert corpus.original_line(line_map, 4) == "src/util.h:2"
     assert corpus.original_line(line_map, 8) == "lib/helper.h:1"
     assert corpus.original_line(line_map, 11) == "src/k.cu:6"
+
+
+def test_a_held_out_batch_is_rendered_from_its_two_results_files(corpus, monkeypatch):
+    # two kernels of one repository: one refused at first and ok now, one a repository
+    # bug that stops both times; the block counts each run and names the changes
+    def entry(i, **kw):
+        return {"id": i, "repo": "o/r", "parts": [["k.cu", 1, -1]], "kernel": i, "sizes": {},
+                "block": [1], "grid": [1], "args": ["inout f32[1] x"], "ref": "increment",
+                "ref_args": {"x": "x"}, "heldout": True, "batch": "b1", **kw}
+    listing = {"repositories": {"o/r": "1" * 40},
+               "kernels": [entry("a"), entry("b", finding="The repository's bug: k.")]}
+    files = {corpus.batch_results("b1", before=True): {"results": [
+                 {"id": "a", "result": "refused", "message": "kernel.cu:1:1: unexpected x"},
+                 {"id": "b", "result": "runtime error", "message": "Invalid read"}]},
+             corpus.batch_results("b1"): {"results": [
+                 {"id": "a", "result": "ok"},
+                 {"id": "b", "result": "runtime error", "message": "Invalid read"}]}}
+    text = corpus.render_batches(listing, files.get)
+    assert "Batch b1: 2 kernels of 1 repositories" in text
+    assert ("| o/r (`1111111111`) | 2 | 1 refused, 1 runtime error | 1 ok, 1 runtime error | "
+            "not run yet |") in text
+    assert '- 1 refused -> ok: "unexpected x" (`a`)' in text
+    assert "- `b` (o/r): runtime error: Invalid read. The repository's bug: k." in text
+    # with the H200's results file: its column, and its result beside each stop
+    files[corpus.HERE / "results" / corpus.batch_h200_name("b1")] = {"results": [
+        {"id": "a", "result": "ok"}, {"id": "b", "result": "error", "message": "misaligned"}]}
+    text = corpus.render_batches(listing, files.get)
+    assert "| 1 ok, 1 runtime error | 1 ok, 1 error |" in text
+    assert "runtime error: Invalid read; H200: error: misaligned. The repository's" in text
+    assert corpus.batch_results("b1").name == "conformance_batch_b1.json"

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from tilinglib import emulator
-from tilinglib.errors import CompileError, KernelRuntimeError, MemoryAccessError
+from tilinglib.errors import (CompileError, KernelRuntimeError, MemoryAccessError,
+                              UnsupportedFeatureError)
 
 
 def run1(src, name, *args, block=(32, 1, 1), grid=(1, 1), **kw):
@@ -512,3 +513,193 @@ def test_a_students_overload_of_min_beside_the_built_in_ones():
     np.testing.assert_array_equal(m, np.minimum(a, 3))
     np.testing.assert_array_equal(q.reshape(8, 2), np.minimum(p.reshape(8, 2),
                                                               np.float32([0.5, -0.5])))
+
+
+# ------------------------------------------- 6. the held-out batch of 2026-12-02 (files as saved)
+
+BOM_KERNEL = "\ufeff" + r"""#include "cuda_runtime.h"
+__global__ void twice(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def test_a_byte_order_mark_at_the_start_of_the_file_is_skipped():
+    # Visual Studio saves .cu files with a UTF-8 byte-order mark; nvcc (gcc's and clang's
+    # preprocessors) skips it. The emulator refused every such file at 1:1 before.
+    x = np.arange(40, dtype=np.float32) - 7
+    y = np.zeros(40, np.float32)
+    run1(BOM_KERNEL, "twice", emulator.In(x), emulator.Out(y), np.int32(40), block=(16, 1, 1),
+         grid=(3, 1))
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_lines_after_a_byte_order_mark_keep_their_numbers():
+    src = "\ufeff" + "// line 1\n__global__ void k(float *o)\n{\n    o[0] = undeclared;\n}\n"
+    with pytest.raises(CompileError) as err:
+        emulator.SourceModule(src, no_extern_c=True)
+    assert err.value.line == 4 and "undeclared" in str(err.value)
+
+
+def test_a_byte_order_mark_inside_the_file_stays_an_error_at_its_line():
+    # only the first character of a file may be one (a second file pasted below the first)
+    src = "__global__ void k(float *o) { o[0] = 1; }\n\ufeff__global__ void j(float *o) { }\n"
+    with pytest.raises(CompileError) as err:
+        emulator.SourceModule(src, no_extern_c=True)
+    assert err.value.line == 2
+
+
+HOST_TIMER = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+#define CHECK(call) { cudaError_t e = (call); if (e != cudaSuccess) { \
+    printf("CUDA error %s\n", cudaGetErrorString(e)); exit(1); } }
+struct GpuTimer {                     // host code: its constructor calls the host printf
+    cudaEvent_t start, stop;
+    GpuTimer() { CHECK(cudaEventCreate(&start)); CHECK(cudaEventCreate(&stop)); }
+    ~GpuTimer() { CHECK(cudaEventDestroy(start)); CHECK(cudaEventDestroy(stop)); }
+};
+__global__ void square(const int *x, int *y) { y[threadIdx.x] = x[threadIdx.x] * x[threadIdx.x]; }
+void run(const int *dx, int *dy) { GpuTimer t; square<<<1, 8>>>(dx, dy); }
+int main() { GpuTimer t2{}; return 0; }
+"""
+
+
+def test_a_host_struct_used_by_host_code_is_set_aside_with_it():
+    # `GpuTimer t;` makes clang declare the implicit copy and move constructors, which are
+    # implicitly __host__ __device__: the struct was taken for device code and the host
+    # printf in its constructor was refused ("call to __device__ function from __host__")
+    x = np.arange(8, dtype=np.int32) - 3
+    y = np.zeros(8, np.int32)
+    run1(HOST_TIMER, "square", emulator.In(x), emulator.Out(y), block=(8, 1, 1))
+    np.testing.assert_array_equal(y, x * x)
+
+
+def test_a_struct_device_code_uses_is_still_device_code():
+    src = r"""
+    #include <cstdio>
+    struct Acc { float s; __device__ void add(float v) { s += v; } };
+    __global__ void total(const float *x, float *out)
+    {
+        Acc a{0.0f};
+        for (int i = 0; i < 4; i++) a.add(x[threadIdx.x * 4 + i]);
+        out[threadIdx.x] = a.s;
+    }
+    """
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    run1(src, "total", emulator.In(x), emulator.Out(out), block=(8, 1, 1))
+    np.testing.assert_array_equal(out, x.reshape(8, 4).sum(axis=1))
+
+
+TYPE_TRAITS = r"""
+#include <type_traits>
+template <class T>
+__device__ std::enable_if_t<std::is_floating_point<T>::value, T> halve(T x) { return x / 2; }
+template <class T>
+__device__ std::enable_if_t<std::is_integral<T>::value, T> halve(T x) { return x >> 1; }
+template <class T>
+__device__ typename std::enable_if<std::is_signed<T>::value, int>::type sign_of(T x)
+{ return (x > 0) - (x < 0); }
+template <class T>
+__device__ T scale(T x)
+{
+    if constexpr (std::is_same_v<T, float>) return x * 3;       // float: 3x
+    else if constexpr (std::is_unsigned_v<T>) return x + 100;   // unsigned: x + 100
+    else return -x;                                              // the rest: -x
+}
+template <class T>
+__global__ void traits(const T *x, T *h, T *s, int *g)
+{
+    int i = threadIdx.x;
+    h[i] = halve(x[i]);
+    s[i] = scale(x[i]);
+    g[i] = sign_of(x[i]) + (std::is_const<const T>::value ? 10 : 0)
+           + (std::is_pointer_v<std::remove_cv_t<const T *const>> ? 20 : 0);
+}
+template __global__ void traits<float>(const float *, float *, float *, int *);
+template __global__ void traits<int>(const int *, int *, int *, int *);
+"""
+
+
+@pytest.mark.parametrize("ctype,dtype", [("float", np.float32), ("int", np.int32)])
+def test_type_traits_in_device_code(ctype, dtype):
+    # nvcc's cuda_runtime.h (in every .cu file) brings <cmath> and with it <type_traits>:
+    # std::enable_if_t, std::is_same_v, ... were 'not declared' or 'the type ... is not
+    # supported' in device code
+    x = (np.arange(16) - 6).astype(dtype)
+    h, s = np.zeros(16, dtype), np.zeros(16, dtype)
+    g = np.zeros(16, np.int32)
+    run1(TYPE_TRAITS, f"traits<{ctype}>", emulator.In(x), emulator.Out(h), emulator.Out(s),
+         emulator.Out(g), block=(16, 1, 1))
+    if ctype == "float":
+        np.testing.assert_array_equal(h, x / 2)
+        np.testing.assert_array_equal(s, x * 3)
+    else:
+        np.testing.assert_array_equal(h, x >> 1)          # arithmetic shift: -6 >> 1 == -3
+        np.testing.assert_array_equal(s, -x)
+    np.testing.assert_array_equal(g, np.sign(x) + 30)
+
+
+def test_enable_if_t_needs_no_include_in_host_code():
+    # the host-side template with an enable_if_t return type and its explicit
+    # specialisations (a benchmark's run_kernel<id>), in a file that includes only
+    # <cuda_runtime.h> and <cstdio>, as nvcc compiles it
+    src = r"""
+    #include <cuda_runtime.h>
+    #include <cstdio>
+    template <int Id>
+    std::enable_if_t<(Id >= 0 && Id < 3), float> run_kernel(int n) { return float(); }
+    #define KERNEL(id) template <> float run_kernel<id>(int n);
+    KERNEL(1) KERNEL(2)
+    __global__ void one(float *o) { o[threadIdx.x] = 1.0f; }
+    """
+    o = np.zeros(4, np.float32)
+    run1(src, "one", emulator.Out(o), block=(4, 1, 1))
+    np.testing.assert_array_equal(o, 1)
+
+
+def test_variable_templates_of_a_student_and_of_type_traits():
+    src = r"""
+    #include <type_traits>
+    template <int N> constexpr int Pow2 = 1 << N;
+    template <class T> constexpr T Half = T(1) / T(2);
+    __global__ void k(float *o)
+    {
+        int i = threadIdx.x;
+        bool ref = std::is_same_v<float, decltype(o[0])>;       // float & is not float
+        o[i] = Pow2<3> + i + Half<float> + Half<int> + ref
+               + std::is_same_v<float, std::remove_reference_t<decltype(o[0])>> * 2
+               + std::is_integral<unsigned char>::value * 4;
+    }
+    """
+    o = np.zeros(4, np.float32)
+    run1(src, "k", emulator.Out(o), block=(4, 1, 1))
+    # 8 + i + 0.5 + 0 (1 / 2 in int) + 0 + 2 + 4
+    np.testing.assert_array_equal(o, 14.5 + np.arange(4))
+
+
+def test_a_constexpr_function_in_a_static_constant_is_refused_saying_why():
+    # nvcc evaluates helper::mx at compile time (a swizzle's masks, as mumupika's headers
+    # write them); the emulator folds arithmetic only, and says so instead of calling the
+    # declared function 'not declared'
+    src = r"""
+    namespace helper { template <class T> __device__ constexpr auto mx(T a, T b) { return a < b ? b : a; } }
+    template <int S> struct Swz {
+        static constexpr int Y = 7 << (1 + helper::mx(0, S));
+        __device__ int get(int o) { return o ^ Y; }
+    };
+    __global__ void k(int *o) { Swz<2> s; o[threadIdx.x] = s.get(threadIdx.x); }
+    """
+    with pytest.raises(UnsupportedFeatureError) as err:
+        emulator.SourceModule(src, no_extern_c=True).get_function("k")
+    assert "function call in the value of the constant 'Swz<2>::Y'" in str(err.value)
+    assert err.value.line == 4
+    # the same constant as arithmetic runs: 7 << 3 = 56
+    src = src.replace("helper::mx(0, S)", "(0 < S ? S : 0)")
+    o = np.zeros(8, np.int32)
+    run1(src, "k", emulator.Out(o), block=(8, 1, 1))
+    np.testing.assert_array_equal(o, np.arange(8) ^ 56)

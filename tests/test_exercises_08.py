@@ -30,6 +30,20 @@ def _limit(limit, tile):
             f"tl.exercises.check('08.4', ({limit}, {tile}))")
 
 
+def _wave(blocks, per_wave, busy, winner):
+    return ("from tilinglib.exercises.lesson08 import wave_shapes\n"
+            "shapes = wave_shapes()\nSMS = 132\n"
+            "def wave(N, tile, blocks_per_sm):\n    BM, BN = tile\n"
+            f"    blocks = {blocks}\n    per_wave = {per_wave}\n"
+            "    waves = -(-blocks // per_wave)\n"
+            f"    busy = {busy}\n    return blocks, per_wave, busy\n"
+            f"tl.exercises.check('08.5', ({{n: wave(1024, *s) for n, s in shapes.items()}}, "
+            f"{winner!r}))")
+
+
+RIGHT_WAVE = ("(N // BM) * (N // BN)", "SMS * blocks_per_sm", "blocks / (waves * per_wave)")
+
+
 # {exercise id: [(cell code, phrase the message must contain), ...]}
 WRONG = {
     "08.1": [
@@ -69,6 +83,15 @@ WRONG = {
         # the prose's rounded "about 0.14", typed in
         (_limit("0.14", 64), "is near the limit, rounded"),
     ],
+    "08.5": [
+        # one block per SM: vec4's three (72 registers x 256 threads) forgotten
+        (_wave(RIGHT_WAVE[0], "SMS", RIGHT_WAVE[2], "vec4"), "the H200 holds 3 of vec4's"),
+        # the busy fraction over the SMs, not over the slots
+        (_wave(RIGHT_WAVE[0], RIGHT_WAVE[1], "blocks / SMS", "vec4"), "blocks / (waves x per_wave)"),
+        # the N = 4096 winner
+        (_wave(*RIGHT_WAVE, "warptile_db"), "the fuller grid does"),
+        (_wave(*RIGHT_WAVE, "cublas"), "name one of vec4, warptile, warptile_db"),
+    ],
 }
 
 
@@ -79,7 +102,7 @@ def cells():
 
 def test_every_registered_exercise_is_in_the_notebook(cells):
     registered = [i for i in tl.exercises.exercise_ids() if i.startswith("08.")]
-    assert registered == ["08.1", "08.2", "08.3", "08.4"]
+    assert registered == ["08.1", "08.2", "08.3", "08.4", "08.5"]
     assert sorted(cells) == registered
 
 
@@ -151,3 +174,13 @@ def test_warptile_db_global_sectors_exceed_requests_as_ncu_read_them():
     # one block, K = 48 (no partial tile) against the whole N = 1024 grid: within 0.1%
     assert ratios[12] == pytest.approx(ncu, rel=1e-3)
     assert ratios[12] == pytest.approx(1.1180556, rel=1e-6)   # 2,576 sectors for 73,728 B
+
+
+def test_the_wave_check_quotes_the_h200s_timings_at_1024():
+    fb = run_cell(_wave(*RIGHT_WAVE, "vec4"))
+    assert fb.status == "correct", fb
+    # lesson 08's three kernels at N = 1024 in the reference data's ladder run
+    ref = tl.reference.load("h200")
+    said = ", ".join(f"{n} {ref.step(n, 1024).gflops:,.0f}" for n in ("vec4", "warptile", "warptile_db"))
+    assert "the H200 agrees" in fb.message and said in fb.message
+    assert "vec4: 32% of the slots busy" in fb.message      # 128 / (1 x 132 x 3)

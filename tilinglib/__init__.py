@@ -21,12 +21,13 @@ from .launch import grid_for
 from .timing import Timing, gbps, gflops, time_kernel
 
 __all__ = ["backend_name", "SourceModule", "In", "Out", "InOut", "grid_for", "time_kernel",
-           "Timing", "gflops", "gbps", "errors", "kernels"]
+           "Timing", "gflops", "gbps", "errors", "kernels", "find_race_failure"]
 
 _BACKEND_NAMES = ("SourceModule", "In", "Out", "InOut")
 # Submodules reachable as tl.<name> without an import of their own (imported on first use).
 _LAZY_SUBMODULES = ("roofline", "occupancy", "launch", "emulator", "reference", "sgemm",
-                    "widgets", "plots", "banks", "sweep", "tileloop", "exercises", "grading")
+                    "widgets", "plots", "banks", "sweep", "tileloop", "exercises", "grading",
+                    "ladder", "tile_choice")
 
 
 def __getattr__(name: str):
@@ -35,6 +36,10 @@ def __getattr__(name: str):
         from .backend import get_backend
 
         return getattr(get_backend(), name)
+    if name == "find_race_failure":      # the emulator's race search (race_search.py)
+        from .emulator.race_search import find_race_failure
+
+        return find_race_failure
     if name in _LAZY_SUBMODULES:
         import importlib
 

@@ -22,7 +22,7 @@ inputs copied to the GPU once, outside the timed region; random normal float32 d
 - Transpose of an N x N matrix (largest N): naive, shared, shared+padded; GB/s counting
   8 bytes per element.
 
-- The SGEMM ladder of lessons 07-08 (`tilinglib.ladder.STEPS`, each at its default tile
+- The SGEMM ladder of lessons 07-08 (`tilinglib.ladder.STEPS` and `ladder.TUNING`, each at its default tile
   shape at each `--sizes` N, and at each shape of its ``also_measured`` at the largest N), beside cuBLAS timed in the same run: GFLOP/s, the registers
   per thread and the local (spill) bytes from the loaded function, and ptxas's own report
   (``nvcc -Xptxas -v``: registers, spill stores and loads, stack). Each step is first
@@ -285,28 +285,41 @@ def ptxas_report(source: str, options, arch: str) -> dict:
     """ptxas's resource report for `source` compiled with `options` for `arch` (e.g. 'sm_90'):
     {'registers', 'spill_stores', 'spill_loads', 'stack_bytes'} (bytes per thread), or
     {'error': text} when nvcc is missing or fails. Compiles as PyCUDA does (extern "C")."""
+    return compile_cubin(source, options, arch)[1]
+
+
+def compile_cubin(source: str, options, arch: str) -> tuple[bytes | None, dict]:
+    """(the cubin, ptxas's report) for `source` compiled with `options` for `arch`, as
+    PyCUDA's SourceModule compiles it (the source inside ``extern "C" {}``, ``nvcc -cubin``),
+    with ``-Xptxas -v``. The report is `ptxas_report`'s; the cubin is None when nvcc is
+    missing or fails (the report then has 'error'). The cubin loads with PyCUDA's
+    ``driver.module_from_buffer``."""
     import re
     import tempfile
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        return {"error": "nvcc is not on PATH"}
+        return None, {"error": "nvcc is not on PATH"}
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "kernel.cu")
+        out = os.path.join(tmp, "k.cubin")
         with open(src, "w", encoding="utf-8") as fh:
             fh.write('extern "C" {\n' + source + '\n}\n')
         done = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", *options,
-                               "-o", os.path.join(tmp, "k.cubin"), src],
-                              capture_output=True, text=True, timeout=300)
+                               "-o", out, src], capture_output=True, text=True, timeout=300)
+        cubin = None
+        if done.returncode == 0 and os.path.isfile(out):
+            with open(out, "rb") as fh:
+                cubin = fh.read()
     text = done.stdout + done.stderr
     regs = re.findall(r"Used (\d+) registers", text)
     spill = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill "
                        r"loads", text)
     if done.returncode != 0 or not regs or not spill:
-        return {"error": text[-600:]}
+        return None, {"error": text[-600:]}
     stack, stores, loads = (int(v) for v in spill[-1])
-    return {"registers": int(regs[-1]), "spill_stores": stores, "spill_loads": loads,
-            "stack_bytes": stack}
+    return cubin, {"registers": int(regs[-1]), "spill_stores": stores, "spill_loads": loads,
+                   "stack_bytes": stack}
 
 
 def _ladder_inputs(M, N, K, seed):
@@ -316,11 +329,12 @@ def _ladder_inputs(M, N, K, seed):
 
 
 def ladder_shapes() -> list:
-    """[(step, params)]: every `ladder.STEPS` entry at its default tile shape, then at each
+    """[(step, params)]: every `ladder.STEPS` entry (and `ladder.TUNING`'s tuned kernel, lesson
+    08's section 8) at its default tile shape, then at each
     shape of its `also_measured` (the shapes lessons 07-08 show), in that order."""
     from . import ladder
 
-    return [(step, step.resolve(extra)) for step in ladder.STEPS
+    return [(step, step.resolve(extra)) for step in ladder.STEPS + ladder.TUNING
             for extra in ({},) + tuple(step.also_measured)]
 
 
@@ -446,7 +460,7 @@ def profile_ladder(log=print, N=1024):
         log("(no ladder counters: ncu is not on PATH)")
         return []
     shapes = ladder_shapes()
-    names = sorted({s.function for s in ladder.STEPS})
+    names = sorted({s.function for s in ladder.STEPS + ladder.TUNING})
 
     def ncu(metrics):
         cmd = [shutil.which("ncu"), "--clock-control", "none", "--csv", "--print-units", "base",

@@ -10,6 +10,9 @@
   others; on release it recompiles and re-measures (GPU) or re-counts (emulator). Parameters
   that the step's rules tie together (`Step.joint`: lesson 08's warp layout, WM, WN,
   WMITER, WNITER, TM, TN) are one dropdown of their valid combinations instead.
+- `size_explorer` (lesson 08): a menu of problem sizes; for each, the tile shape the course
+  picks (`tilinglib.tile_choice`: measured on the H200 where it can, the wave model
+  otherwise), its waves, and why.
 
 Both recompute only when the slider is released (``continuous_update=False``), and offer
 only valid tiles, smallest first. A recompute that takes longer than `busy_after` seconds
@@ -37,8 +40,9 @@ from typing import Callable, Sequence
 from .errors import ArgumentError
 from .formatting import percent
 
-__all__ = ["RooflineExplorer", "TileExplorer", "LadderExplorer", "roofline_explorer",
-           "tile_explorer", "ladder_explorer", "read_values", "WidgetArgumentError",
+__all__ = ["RooflineExplorer", "TileExplorer", "LadderExplorer", "SizeExplorer",
+           "roofline_explorer", "tile_explorer", "ladder_explorer", "size_explorer",
+           "read_values", "WidgetArgumentError",
            "BUSY_AFTER_S"]
 
 BUSY_AFTER_S = 1.0     # show "working" when a recompute takes longer than this
@@ -720,3 +724,95 @@ def ladder_explorer(step, N: int, **kwargs) -> LadderExplorer:
     WidgetArgumentError for an unknown step or parameter, or a starting shape that cannot
     run at N."""
     return LadderExplorer(step, N, **kwargs)
+
+
+class SizeExplorer:
+    """Lesson 08, section 8: a menu of problem sizes (`tilinglib.tile_choice.SIZES`); for the
+    one chosen, the configuration the course picks (`tile_choice.pick_per_size`: the H200's
+    fastest correct configuration where the course measured that size, else the wave model),
+    its waves on the H200, and the reason, as a sentence.
+
+    Attributes as the other explorers: `.menu` (the Dropdown; its value is (M, N, K)),
+    `.readout`, `.status`, `.values` (what the readout shows), `.choice` (the `Choice`),
+    `.select(M, N, K)`, `.widget`. `data=`: a `tile_choice.SizesData`, None for the model
+    alone (default: the shipped data when there is any)."""
+
+    widget_name = "size-explorer"
+
+    def __init__(self, sizes=None, *, data=...):
+        import ipywidgets as w
+
+        from . import tile_choice
+
+        self._data = tile_choice.load_sizes() if data is ... else data
+        self.sizes = tuple(tuple(int(v) for v in s) for s in (sizes or tile_choice.SIZES))
+        for s in self.sizes:
+            if len(s) != 3 or min(s) < 1:
+                raise WidgetArgumentError(f"size {s!r}: give (M, N, K), whole numbers >= 1")
+        self.menu = w.Dropdown(options=[(f"{M} x {N} x {K}" if not M == N == K else f"N = {N}",
+                                         (M, N, K)) for M, N, K in self.sizes],
+                               value=self.sizes[0], description="size")
+        self.readout = w.HTML()
+        self.status = w.HTML(_status("idle"))
+        self.values: dict = {}
+        self.choice = None
+        self.menu.observe(self._on_change, names="value")
+        self.update()
+
+    def _on_change(self, change) -> None:
+        self.update()
+
+    def select(self, M: int, N: int, K: int) -> None:
+        """Show the choice at M x N x K (one of the menu's sizes)."""
+        if (M, N, K) not in self.sizes:
+            raise WidgetArgumentError(f"{M} x {N} x {K} is not in the menu: "
+                                      f"{', '.join('x'.join(map(str, s)) for s in self.sizes)}")
+        self.menu.value = (M, N, K)
+        self.update()
+
+    def update(self) -> None:
+        from . import tile_choice
+
+        M, N, K = self.menu.value
+        try:
+            c = tile_choice.pick_per_size(N, M=M, K=K, data=self._data)
+        except Exception as exc:  # noqa: BLE001 - shown as one line, never a traceback
+            self.status.value = _status("error", _short(exc))
+            return
+        self.choice = c
+        w = c.waves
+        rows = [("step", "step", c.step, c.step),
+                ("shape", "shape", tile_choice.shape_label(c.step, c.params),
+                 tile_choice.shape_label(c.step, c.params)),
+                ("source", "from", c.source, c.source),
+                ("gflops", "GFLOP/s" + (" (predicted)" if c.source != "measured" else ""),
+                 round(c.gflops, 1), f"{c.gflops:,.0f}"),
+                ("blocks", "blocks", w.blocks, f"{w.blocks:,}"),
+                ("blocks_per_sm", "blocks per SM", w.blocks_per_sm, str(w.blocks_per_sm)),
+                ("per_wave", "blocks per wave", w.per_wave, f"{w.per_wave:,}"),
+                ("waves", "waves", w.waves, str(w.waves)),
+                ("busy", "slots busy", round(w.efficiency, 4), percent(100 * w.efficiency))]
+        if c.percent_of_cublas is not None:
+            rows.append(("percent_of_cublas", "% of cuBLAS", round(c.percent_of_cublas, 1),
+                         percent(c.percent_of_cublas)))
+        self.values = {name: value for name, _, value, _ in rows}
+        self.readout.value = _readout(self.widget_name, rows, c.reason)
+        self.status.value = _status("idle")
+
+    @property
+    def widget(self):
+        """The whole UI as one ipywidgets box (what the notebook displays)."""
+        import ipywidgets as w
+
+        if not hasattr(self, "_box"):
+            self._box = w.VBox([self.menu, self.status, self.readout])
+        return self._box
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def size_explorer(sizes=None, **kwargs) -> SizeExplorer:
+    """Lesson 08's menu of problem sizes and the tile shape the course picks for each
+    (`SizeExplorer`). Raises WidgetArgumentError for a size that is not (M, N, K) >= 1."""
+    return SizeExplorer(sizes, **kwargs)

@@ -34,6 +34,17 @@ from .expressions import ExpressionsMixin
 from .statements import StatementsMixin, barrier_functions, exit_ifs
 
 
+def _first_call(node):
+    """The first function call inside expression `node` (pycparser), or None."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, c_ast.FuncCall):
+            return n
+        stack.extend(child for _, child in n.children())
+    return None
+
+
 @dataclass
 class KernelCode:
     """What the executor needs to launch one kernel."""
@@ -290,7 +301,20 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             self.file_shared.append((node, t, "extern" in storage))
             return
         if "const" in (node.quals or []) and node.init is not None and t.is_scalar:
-            value = self.expr(node.init)
+            call = _first_call(node.init)
+            try:
+                value = self.expr(node.init)
+            except CompileError:
+                if call is None:
+                    raise
+                value = None
+            if call is not None and (value is None or value.const is None):
+                # nvcc evaluates a constexpr function at compile time here; the emulator
+                # folds arithmetic only
+                raise self.unsupported(
+                    call, f"a function call in the value of the constant '{node.name}' "
+                          f"(a constexpr function evaluated at compile time)",
+                    "write the value as arithmetic (a ternary for max/min) or a #define")
             if value.const is None:
                 raise self.error(node, f"'{node.name}' needs a constant initializer")
             self.globals.names[node.name] = constant(value.const, t)

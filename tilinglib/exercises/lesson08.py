@@ -236,3 +236,75 @@ def memory_bound_tile(answer):
             f"whose every request went to DRAM could run at the FP32 peak. The ladder's block "
             f"tiles, from lesson 07's coarse kernel (64 x 64, 0.125) to 128 x 256, are all "
             f"past it: global memory is not what stops them.")
+
+
+# --- 08.5 ------------------------------------------------------------------------------------
+
+#: The steps 08.5 compares at N = 1024, at their default tile shapes.
+WAVE_STEPS = ("vec4", "warptile", "warptile_db")
+WAVE_N = 1024
+
+
+def wave_shapes() -> dict:
+    """{step: ((BM, BN), blocks per SM on the H200)} for 08.5: the default block tiles and
+    `tile_choice.blocks_per_sm` (the H200's register counts, `tilinglib.occupancy`)."""
+    from .. import ladder, tile_choice
+
+    out = {}
+    for name in WAVE_STEPS:
+        p = ladder.get(name).resolve()
+        out[name] = ((p["BM"], p["BN"]), tile_choice.blocks_per_sm(name)[0])
+    return out
+
+
+@exercise("08.5", "waves at N = 1024: which tile shape wins")
+def waves_at_1024(answer):
+    from .. import reference, tile_choice
+
+    table, winner = as_tuple(answer, 2, "(a dict {step: wave(1024, tile, blocks_per_sm)}, winner)")
+    if not isinstance(table, dict) or set(table) != set(WAVE_STEPS):
+        raise Wrong(f"the first part is a dict with one entry per step, {', '.join(WAVE_STEPS)}, "
+                    f"as the cell builds it from `shapes`.")
+    shapes = wave_shapes()
+    for name in WAVE_STEPS:
+        (BM, BN), per_sm = shapes[name]
+        w = tile_choice.waves(WAVE_N, WAVE_N, (BM, BN), per_sm)
+        got = as_tuple(table[name], 3, f"wave(...) for {name}: (blocks, per_wave, busy)")
+        blocks = require_whole(got[0], f"blocks ({name})")
+        per_wave = require_whole(got[1], f"per_wave ({name})")
+        busy = require_number(got[2], f"busy ({name})")
+        if blocks != w.blocks:
+            raise Wrong(f"{name}: blocks = {blocks}; a {WAVE_N} x {WAVE_N} result in {BM} x {BN} "
+                        f"tiles is ({WAVE_N} / {BN}) x ({WAVE_N} / {BM}) blocks.")
+        if per_wave != w.per_wave:
+            hint = (f" That is one block per SM; the H200 holds {per_sm} of {name}'s blocks "
+                    f"on each." if per_wave == tile_choice.SMS and per_sm != 1 else "")
+            raise Wrong(f"{name}: per_wave = {per_wave}; the GPU runs SMs x blocks per SM "
+                        f"blocks at once.{hint}")
+        if not close(busy, w.efficiency, 1e-6):
+            if close(busy, blocks / per_wave, 1e-6) and blocks > per_wave:
+                why = " Over one wave, count the waves: ceil(blocks / per_wave)."
+            elif busy > 1:
+                why = " A fraction is at most 1."
+            else:
+                why = ""
+            raise Wrong(f"{name}: busy = {busy:.4g}; the slots the grid fills over its waves are "
+                        f"blocks / (waves x per_wave) = {w.blocks} / ({w.waves} x "
+                        f"{w.per_wave}).{why}")
+    fill = {n: tile_choice.waves(WAVE_N, WAVE_N, *shapes[n]).efficiency for n in WAVE_STEPS}
+    best = max(WAVE_STEPS, key=lambda n: fill[n])
+    if winner not in WAVE_STEPS:
+        raise Wrong(f"winner = {winner!r}: name one of {', '.join(WAVE_STEPS)}.")
+    if winner != best:
+        raise Wrong(f"winner = {winner!r}: its grid keeps {100 * fill[winner]:.0f}% of the slots "
+                    f"busy, {best}'s {100 * fill[best]:.0f}%. At N = 4096 all three fill the "
+                    f"GPU, and the bigger tiles win; here the fuller grid does.")
+    ref = reference.load("h200")
+    measured = {n: ref.step(n, WAVE_N).gflops for n in WAVE_STEPS}
+    fastest = max(WAVE_STEPS, key=lambda n: measured[n])
+    said = ", ".join(f"{n} {measured[n]:,.0f}" for n in WAVE_STEPS)
+    verdict = ("the H200 agrees" if fastest == best else
+               f"the H200 does not: {fastest} was faster")
+    return (f"{best}: {100 * fill[best]:.0f}% of the slots busy at N = {WAVE_N}, against "
+            + ", ".join(f"{100 * fill[n]:.0f}% ({n})" for n in WAVE_STEPS if n != best)
+            + f"; {verdict} ({said} GFLOP/s, reference data).")

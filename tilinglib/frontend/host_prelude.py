@@ -226,6 +226,108 @@ template <class A, class B> pair<A, B> make_pair(A a, B b);
 template <class T> struct allocator { allocator(); };
 }
 """
+# <type_traits> (C++17): class templates and constants only, so device code uses them as
+# nvcc's does (nvcc's cuda_runtime.h, included in every .cu file, brings <cmath> and with it
+# libstdc++'s <type_traits>: `std::enable_if_t` needs no #include there). After STD_BASE,
+# whose remove_reference it uses; declval has no body, as it is only for decltype.
+STD_TYPE_TRAITS = r"""
+namespace std {
+template <class T, T v> struct integral_constant {
+  static constexpr T value = v;
+  typedef T value_type;
+  typedef integral_constant type;
+  constexpr operator value_type() const noexcept { return value; }
+  constexpr value_type operator()() const noexcept { return value; }
+};
+template <bool B> using bool_constant = integral_constant<bool, B>;
+typedef integral_constant<bool, true> true_type;
+typedef integral_constant<bool, false> false_type;
+template <bool B, class T = void> struct enable_if {};
+template <class T> struct enable_if<true, T> { typedef T type; };
+template <bool B, class T = void> using enable_if_t = typename enable_if<B, T>::type;
+template <bool B, class T, class F> struct conditional { typedef T type; };
+template <class T, class F> struct conditional<false, T, F> { typedef F type; };
+template <bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type;
+template <class T, class U> struct is_same : false_type {};
+template <class T> struct is_same<T, T> : true_type {};
+template <class T> struct remove_const { typedef T type; };
+template <class T> struct remove_const<const T> { typedef T type; };
+template <class T> struct remove_volatile { typedef T type; };
+template <class T> struct remove_volatile<volatile T> { typedef T type; };
+template <class T> struct remove_cv {
+  typedef typename remove_volatile<typename remove_const<T>::type>::type type; };
+template <class T> struct remove_pointer { typedef T type; };
+template <class T> struct remove_pointer<T *> { typedef T type; };
+template <class T> struct remove_pointer<T *const> { typedef T type; };
+template <class T> struct remove_pointer<T *volatile> { typedef T type; };
+template <class T> struct remove_pointer<T *const volatile> { typedef T type; };
+template <class T> struct add_const { typedef const T type; };
+template <class T> struct add_pointer { typedef typename remove_reference<T>::type *type; };
+template <class T> struct add_rvalue_reference { typedef T &&type; };
+template <> struct add_rvalue_reference<void> { typedef void type; };
+template <class T> using remove_const_t = typename remove_const<T>::type;
+template <class T> using remove_volatile_t = typename remove_volatile<T>::type;
+template <class T> using remove_cv_t = typename remove_cv<T>::type;
+template <class T> using remove_reference_t = typename remove_reference<T>::type;
+template <class T> using remove_pointer_t = typename remove_pointer<T>::type;
+template <class T> using add_const_t = typename add_const<T>::type;
+template <class T> using add_pointer_t = typename add_pointer<T>::type;
+template <class T> typename add_rvalue_reference<T>::type declval() noexcept;
+template <class T> struct __tl_integral : false_type {};
+template <> struct __tl_integral<bool> : true_type {};
+template <> struct __tl_integral<char> : true_type {};
+template <> struct __tl_integral<signed char> : true_type {};
+template <> struct __tl_integral<unsigned char> : true_type {};
+template <> struct __tl_integral<wchar_t> : true_type {};
+template <> struct __tl_integral<char16_t> : true_type {};
+template <> struct __tl_integral<char32_t> : true_type {};
+template <> struct __tl_integral<short> : true_type {};
+template <> struct __tl_integral<unsigned short> : true_type {};
+template <> struct __tl_integral<int> : true_type {};
+template <> struct __tl_integral<unsigned int> : true_type {};
+template <> struct __tl_integral<long> : true_type {};
+template <> struct __tl_integral<unsigned long> : true_type {};
+template <> struct __tl_integral<long long> : true_type {};
+template <> struct __tl_integral<unsigned long long> : true_type {};
+template <class T> struct __tl_floating : false_type {};
+template <> struct __tl_floating<float> : true_type {};
+template <> struct __tl_floating<double> : true_type {};
+template <> struct __tl_floating<long double> : true_type {};
+template <class T> struct is_integral : __tl_integral<typename remove_cv<T>::type> {};
+template <class T> struct is_floating_point : __tl_floating<typename remove_cv<T>::type> {};
+template <class T> struct is_arithmetic
+    : bool_constant<is_integral<T>::value || is_floating_point<T>::value> {};
+template <class T, bool = is_arithmetic<T>::value> struct __tl_signed : false_type {};
+template <class T> struct __tl_signed<T, true> : bool_constant<T(-1) < T(0)> {};
+template <class T, bool = is_arithmetic<T>::value> struct __tl_unsigned : false_type {};
+template <class T> struct __tl_unsigned<T, true> : bool_constant<T(0) < T(-1)> {};
+template <class T> struct is_signed : __tl_signed<T> {};
+template <class T> struct is_unsigned : __tl_unsigned<T> {};
+template <class T> struct is_void : is_same<void, typename remove_cv<T>::type> {};
+template <class T> struct __tl_pointer : false_type {};
+template <class T> struct __tl_pointer<T *> : true_type {};
+template <class T> struct is_pointer : __tl_pointer<typename remove_cv<T>::type> {};
+template <class T> struct is_reference : false_type {};
+template <class T> struct is_reference<T &> : true_type {};
+template <class T> struct is_reference<T &&> : true_type {};
+template <class T> struct is_const : false_type {};
+template <class T> struct is_const<const T> : true_type {};
+template <class T> struct is_array : false_type {};
+template <class T> struct is_array<T[]> : true_type {};
+template <class T, unsigned long N> struct is_array<T[N]> : true_type {};
+template <class T, class U> inline constexpr bool is_same_v = is_same<T, U>::value;
+template <class T> inline constexpr bool is_integral_v = is_integral<T>::value;
+template <class T> inline constexpr bool is_floating_point_v = is_floating_point<T>::value;
+template <class T> inline constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
+template <class T> inline constexpr bool is_signed_v = is_signed<T>::value;
+template <class T> inline constexpr bool is_unsigned_v = is_unsigned<T>::value;
+template <class T> inline constexpr bool is_void_v = is_void<T>::value;
+template <class T> inline constexpr bool is_pointer_v = is_pointer<T>::value;
+template <class T> inline constexpr bool is_reference_v = is_reference<T>::value;
+template <class T> inline constexpr bool is_const_v = is_const<T>::value;
+template <class T> inline constexpr bool is_array_v = is_array<T>::value;
+}
+"""
 STD_STRING = r"""
 namespace std {
 class string {
@@ -658,6 +760,9 @@ HOST_BLOCKS = [
     (_RUNTIME_NAMES | {"cudaConfigureCall"}, CUDA_RUNTIME, frozenset({"size_t"}), None),
     (_C_NAMES, C_LIBRARY, frozenset({"size_t"}), _C_HEADERS),
     (frozenset({"std"}), STD_BASE, frozenset(), None),
+    (_names(STD_TYPE_TRAITS, r"is_|remove_|add_|enable_if|conditional|integral_constant"
+                             r"|bool_constant|true_type|false_type|declval"),
+     STD_TYPE_TRAITS, frozenset({"std"}), None),
     (frozenset({"string", "to_string", "stoi", "stol", "stof", "stod", "npos"}), STD_STRING,
      frozenset({"std"}), None),
     (_std_names(STD_STREAMS) - {"string", "open", "close", "put", "str", "good", "fail",

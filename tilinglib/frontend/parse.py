@@ -129,6 +129,25 @@ def _attrs(n: dict) -> set:
     return {a.get("kind") for a in n.get("inner", []) if isinstance(a, dict)}
 
 
+def _declares_device_code(n: dict) -> bool:
+    """Whether class `n` (clang's JSON) has a member the source marks ``__device__`` or
+    ``__global__``. The special members clang declares itself where a class is used (the
+    implicit copy and move constructors of ``Timer t;``) carry an implicit
+    ``__host__ __device__`` of their own, which does not make the class device code."""
+    stack = [n]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("isImplicit") and node is not n:
+                continue
+            if node.get("kind") in _DEVICE_ATTRS and not node.get("implicit"):
+                return True
+            stack.extend(v for k, v in node.items() if k == "inner")
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 def _span(n: dict, offset: int):
     """(first line, first column, last line, last column) of declaration `n` in the
     student's numbering, or None where it is in the prelude or has no range."""
@@ -185,7 +204,7 @@ def host_code(root: dict, offset: int) -> tuple[list, dict]:
                           "TypeAliasDecl", "TypeAliasTemplateDecl", "EnumDecl"):
                 methods = json.dumps(n) if kind in ("CXXRecordDecl", "ClassTemplateDecl") \
                     else ""
-                device = any(a in methods for a in _DEVICE_ATTRS)
+                device = bool(methods) and _declares_device_code(n)
                 decls.append((n, "type", device, n.get("name")))
                 if device:
                     device_text.append(methods)

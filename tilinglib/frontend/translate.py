@@ -99,6 +99,105 @@ def _split_function_type(text: str):
     return text, []
 
 
+def _close_of(text: str, lt: int) -> int:
+    """The index of the '>' that closes the '<' at `lt` (-1 if none); a '<' or '>' inside
+    parentheses is an operator ('enable_if_t<(K >= 0), float>')."""
+    depth = parens = 0
+    for i in range(lt, len(text)):
+        c = text[i]
+        if c in "([":
+            parens += 1
+        elif c in ")]":
+            parens -= 1
+        elif parens == 0 and c == "<":
+            depth += 1
+        elif parens == 0 and c == ">":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+# <type_traits>' type aliases as clang leaves them in a function's type, which it never
+# desugars ('std::enable_if_t<std::is_floating_point<float>::value, float> (float)'): in a
+# well-formed instantiation an enable_if's condition held, so the alias is its type
+_STD_ALIAS = re.compile(r"(?:typename\s+)?(?:::)?std::(enable_if_t|conditional_t|remove_cv_t"
+                        r"|remove_const_t|remove_volatile_t|remove_reference_t"
+                        r"|remove_pointer_t|add_const_t|add_pointer_t|enable_if|conditional)"
+                        r"\s*<")
+
+
+def _template_args_of(text: str) -> list[str]:
+    """A template argument list split at its top-level commas (a '<' or '>' inside
+    parentheses is an operator)."""
+    out, angles, parens, cur = [], 0, 0, ""
+    for c in text:
+        if c in "([":
+            parens += 1
+        elif c in ")]":
+            parens -= 1
+        elif parens == 0 and c == "<":
+            angles += 1
+        elif parens == 0 and c == ">":
+            angles -= 1
+        if c == "," and angles == 0 and parens == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    return out + [cur.strip()] if cur.strip() else out
+
+
+def _resolve_std_aliases(text: str) -> str:
+    """`text` with each of <type_traits>' aliases of `_STD_ALIAS` replaced by the type it
+    names: ``std::enable_if_t<C, T>`` and ``typename std::enable_if<C, T>::type`` by T
+    (void without T), ``std::conditional_t<true, A, B>`` by A (B for false; another
+    condition is left as written), ``std::remove_cv_t<const T>`` by T, and so on."""
+    for _ in range(50):
+        found = list(_STD_ALIAS.finditer(text))
+        if not found:
+            return text
+        m = found[-1]                 # the last one first: an inner alias before its outer
+        close = _close_of(text, m.end() - 1)
+        if close < 0:
+            return text
+        args = _template_args_of(text[m.end():close])
+        end = close + 1
+        name = m.group(1)
+        if name in ("enable_if", "conditional"):
+            tail = re.match(r"\s*::\s*type\b", text[end:])
+            if not tail:
+                return text
+            end += tail.end()
+            name += "_t"
+        if name == "enable_if_t":
+            new = args[1] if len(args) > 1 else "void"
+        elif name == "conditional_t":
+            if len(args) != 3 or args[0].strip() not in ("true", "false", "1", "0"):
+                return text
+            new = args[1] if args[0].strip() in ("true", "1") else args[2]
+        else:
+            t = args[0].strip() if args else ""
+            if name in ("remove_cv_t", "remove_const_t", "remove_volatile_t"):
+                words = {"remove_cv_t": ("const", "volatile"), "remove_const_t": ("const",),
+                         "remove_volatile_t": ("volatile",)}[name]
+                if "*" not in t and "&" not in t:
+                    t = " ".join(w for w in t.split() if w not in words)
+                else:       # the top level only: 'const float *const' -> 'const float *'
+                    t = re.sub(r"\s*\b(" + "|".join(words) + r")\s*$", "", t)
+            elif name == "remove_reference_t":
+                t = re.sub(r"\s*&&?\s*$", "", t)
+            elif name == "remove_pointer_t":
+                t = re.sub(r"\s*\*\s*(const|volatile|__restrict)?\s*$", "", t)
+            elif name == "add_const_t":
+                t = "const " + t
+            elif name == "add_pointer_t":
+                t = re.sub(r"\s*&&?\s*$", "", t) + " *"
+            new = t
+        text = text[:m.start()] + new.strip() + text[end:]
+    return text
+
+
 # a pointer or reference to an array, as clang spells it: 'float (*)[32]',
 # 'const float (*__restrict)[4][4]', 'float (**)[8]', 'float (&)[4]', 'float &[4]'
 _ARRAY_POINTER = re.compile(r"^(?P<base>.*?)\s*(?:\((?P<ptr>[*&][*&\s\w]*)\)|(?P<ptr2>&&?))"
@@ -337,6 +436,49 @@ class Translator:
             self._device_refs = refs
         return self._device_refs
 
+    def _std_constants(self) -> dict:
+        """{id: literal node} of the constants of the headers' std:: class templates (the
+        `value` of <type_traits>' integral_constant<bool, true>, ...), which are not
+        lowered: each is a static constexpr member whose value clang substituted
+        (SubstNonTypeTemplateParmExpr over a literal)."""
+        if getattr(self, "_std_constant_map", None) is None:
+            found: dict = {}
+            stack = [(n, False) for n in self.root.get("inner", []) if isinstance(n, dict)]
+            while stack:
+                n, in_std = stack.pop()
+                kind = n.get("kind")
+                if kind == "NamespaceDecl":
+                    if not self._in_prelude(n):
+                        continue
+                    stack += [(c, in_std or n.get("name") == "std") for c in n.get("inner", [])
+                              if isinstance(c, dict)]
+                elif in_std and kind in ("ClassTemplateDecl", "ClassTemplateSpecializationDecl",
+                                         "CXXRecordDecl", "VarTemplateDecl"):
+                    stack += [(c, True) for c in n.get("inner", []) if isinstance(c, dict)]
+                elif in_std and kind in ("VarDecl", "VarTemplateSpecializationDecl") and \
+                        n.get("constexpr") and n.get("inner"):
+                    v = next((c for c in n["inner"] if isinstance(c, dict) and not
+                              c.get("kind", "").endswith(("Attr", "TemplateArgument"))), {})
+                    while v.get("kind") in _TRANSPARENT + ("ImplicitCastExpr",
+                                                          "SubstNonTypeTemplateParmExpr") \
+                            and v.get("inner"):
+                        v = v["inner"][-1]
+                    if v.get("kind") in ("IntegerLiteral", "CXXBoolLiteralExpr"):
+                        found[n["id"]] = v
+                    elif v.get("kind") == "DeclRefExpr":       # is_same_v: is_same<>::value
+                        found[n["id"]] = v.get("referencedDecl", {}).get("id")
+            for key in list(found):     # follow the references to their literals
+                v, seen = found[key], set()
+                while isinstance(v, str) and v not in seen:
+                    seen.add(v)
+                    v = found.get(v)
+                if isinstance(v, dict):
+                    found[key] = v
+                else:
+                    del found[key]
+            self._std_constant_map = found
+        return self._std_constant_map
+
     def _in_prelude(self, n) -> bool:
         loc = n.get("loc") or {}
         if "spellingLoc" in loc:
@@ -442,9 +584,20 @@ class Translator:
                     continue            # `typedef struct Frag { ... } Frag;`: the struct
                 self.typedefs[n["name"]] = self.type_text(n["type"])
                 self.typedefs["::".join(scope + [n["name"]])] = self.type_text(n["type"])
+            elif kind == "VarTemplateDecl":
+                # a variable template (`std::is_same_v<T, U>`, a student's
+                # `template <int N> constexpr int Pow2 = 1 << N;`): each instantiation with
+                # a value is a constant named by its arguments, as a static member is
+                for v in n.get("inner", []):
+                    if v.get("kind") == "VarTemplateSpecializationDecl" and any(
+                            not c.get("kind", "").endswith(("Attr", "TemplateArgument"))
+                            for c in v.get("inner", [])):
+                        self._static_names[v["id"]] = "::".join(
+                            scope + [n["name"]]) + "<" + ", ".join(self._template_args(v)) + ">"
+                        bodies.append(("var", v, None))
             elif kind in ("UsingDirectiveDecl", "UsingDecl",
                           "StaticAssertDecl", "EmptyDecl", "UsingShadowDecl",
-                          "TypeAliasTemplateDecl", "VarTemplateDecl"):
+                          "TypeAliasTemplateDecl"):
                 continue
 
     def _collect_functions(self, fns, scope, bodies, record):
@@ -457,7 +610,9 @@ class Translator:
                 if not f["name"].startswith("operator"):
                     qual += "<" + ", ".join(self._template_args(f)) + ">"
             self.fqual[fid] = qual
-            ret, _ = _split_function_type(f["type"]["qualType"])
+            # the desugared type where the written one names an alias (a return type
+            # `std::enable_if_t<std::is_floating_point<T>::value, T>` is T)
+            ret, _ = _split_function_type(_resolve_std_aliases(self.type_text(f["type"])))
             if ret.endswith("&") and f.get("kind") != "CXXConstructorDecl":
                 if record is not None and f.get("storageClass") != "static" and \
                         re.match(r"^const\b", ret) and "*" not in ret:
@@ -624,7 +779,7 @@ class Translator:
         """A pycparser type node for clang's type spelling `text` ('const float *__restrict',
         'float[32][33]', 'SharedMemory<float>'); a reference becomes a pointer (or, with
         `by_value_refs` and a const reference, the type itself)."""
-        text = text.strip()
+        text = _resolve_std_aliases(text.strip())
         if "(lambda at" in text:
             raise self.unsupported(n, "a lambda passed to a function or stored other than "
                                       "'auto f = [...](...) {...};'",
@@ -804,7 +959,7 @@ class Translator:
         name = self.functions[fid]
         attrs = {a.get("kind") for a in f.get("inner", [])}
         spec = ["_Noreturn"] if "CUDAGlobalAttr" in attrs else ["inline"]
-        ret, _ = _split_function_type(f["type"]["qualType"])
+        ret, _ = _split_function_type(_resolve_std_aliases(self.type_text(f["type"])))
         ctor = f.get("kind") == "CXXConstructorDecl"
         params = []
         this_type = None
@@ -1167,7 +1322,7 @@ class Translator:
             storage = ["extern"]
         ttext = self.type_text(d["type"])
         init_nodes = [c for c in d.get("inner", []) if isinstance(c, dict) and
-                      not c.get("kind", "").endswith("Attr")]
+                      not c.get("kind", "").endswith(("Attr", "TemplateArgument"))]
         init_node = init_nodes[0] if init_nodes else None
         is_ref = _is_reference(ttext)
         if is_ref:
@@ -1598,6 +1753,18 @@ class Translator:
         if k in ("ImplicitCastExpr", "CStyleCastExpr", "CXXStaticCastExpr") and \
                 n.get("castKind") in ("DerivedToBase", "UncheckedDerivedToBase"):
             return self.derived_to_base(n)
+        if k == "ConstantExpr" and isinstance(n.get("value"), str) and inner:
+            # a constant clang evaluated (an `if constexpr` condition, a case label, a
+            # template argument): its value, as the GPU build has it, whatever the
+            # expression names (`std::is_same_v<T, float>`, a constexpr function's result)
+            t = _norm(self.type_text(n.get("type", {})))
+            if t == "bool" and n["value"] in ("true", "false"):
+                return c_ast.ID(n["value"], coord)
+            if t in _ARITHMETIC_TYPES and t not in ("float", "double") and \
+                    re.fullmatch(r"-?\d+", n["value"]):
+                return self.integer_literal({"kind": "IntegerLiteral", "type": n["type"],
+                                             "value": n["value"], "range": n.get("range"),
+                                             "loc": n.get("loc")})
         if k in _TRANSPARENT or (k == "ImplicitCastExpr"):
             return self.expr(inner[0])
         if k == "IntegerLiteral":
@@ -1656,6 +1823,9 @@ class Translator:
                     else node
             if rk == "NonTypeTemplateParmDecl":
                 raise self.unsupported(n, "this template parameter")
+            trait = self._std_constants().get(ref.get("id"))
+            if trait is not None:       # `std::is_same<T, U>::value`: a literal
+                return self.expr(trait)
             node = c_ast.ID(self._static_names.get(ref.get("id"), ref.get("name")), coord)
             if ref.get("id") in self.ref_vars:
                 return c_ast.UnaryOp("*", node, coord)

@@ -79,16 +79,20 @@ def main() -> int:
     # clang (the C++ front end) runs in a child forked now: past apply_limits, RLIMIT_NPROC 0
     # forbids this process to start one.
     from ..frontend.clang import start_server
+    from ..platform_support import signal_number, start_wall_timer, stop_wall_timer
     start_server()
-    apply_limits(limits)
+    apply_limits(limits)        # where one cannot be set, the parent's deadline still holds
+    sigxcpu = signal_number("SIGXCPU")
 
     def stop(signum, frame):
-        raise _Stop("cpu" if signum == signal.SIGXCPU else "wall")
+        raise _Stop("cpu" if signum == sigxcpu else "wall")
 
-    signal.signal(signal.SIGXCPU, stop)
-    signal.signal(signal.SIGALRM, stop)
-    # A clean stop a little before the parent's hard kill, so the reply says what happened.
-    signal.setitimer(signal.ITIMER_REAL, max(1.0, limits.wall_seconds - 2.0))
+    for sig in (sigxcpu, signal_number("SIGALRM")):
+        if sig is not None:
+            signal.signal(sig, stop)
+    # A clean stop a little before the parent's hard kill, so the reply says what happened
+    # (where there is no setitimer, the parent's kill alone: status timeout all the same).
+    start_wall_timer(max(1.0, limits.wall_seconds - 2.0))
 
     captured = _CappedText(limits.output_bytes)
     sys.stdout = captured
@@ -135,8 +139,9 @@ def main() -> int:
         reply["message"] = f"the grader failed on this submission: {type(exc).__name__}: " \
                            f"{str(exc)[:500]}"
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+        stop_wall_timer()
+        if sigxcpu is not None:
+            signal.signal(sigxcpu, signal.SIG_IGN)
     return _finish(report_fd, reply, captured)
 
 
@@ -160,14 +165,18 @@ def _grade(spec, sources: dict, reply: dict) -> None:
 
 
 def _finish(report_fd: int, reply: dict, captured) -> int:
-    """Send `reply`, with what was printed and this process's peak memory."""
-    import resource
+    """Send `reply`, with what was printed and this process's peak memory (0 where Python
+    has no `resource` module)."""
+    from ..platform_support import resource_module
+
+    resource = resource_module()
 
     reply["output"] = captured.text()
     reply["printed"] = captured.total
     # ru_maxrss: KiB on Linux, bytes on macOS
     scale = 1 if sys.platform == "darwin" else 1024
-    reply["peak_memory_bytes"] = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+    reply["peak_memory_bytes"] = (int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+                                  if resource is not None else 0)
     _reply(report_fd, reply)
     return 0
 

@@ -143,18 +143,20 @@ def _folders(student_dir: Path) -> set:
         return set()
 
 
-def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=()) -> Result:
+def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=(),
+                     sandbox=None) -> Result:
     """Grade one submission: its names and links are checked here, then its notebook is read
-    (never run) and its answers graded in one sandboxed process
-    (`sandbox.grade_notebook_in_sandbox`). The outcome's `seconds` is the whole time this
-    took. Returns a `Result`; raises nothing for anything the submission holds."""
+    (never run) and its answers graded in one sandboxed process (`sandbox`, a function
+    called as `sandbox.grade_notebook_in_sandbox` is, the default; `cluster.DaskSandbox`
+    runs it on a Dask worker). The outcome's `seconds` is the whole time this took. Returns
+    a `Result`; raises nothing for anything the submission holds."""
     t0 = time.monotonic()
-    result = _grade_submission(sub, limits, setup)
+    result = _grade_submission(sub, limits, setup, sandbox or grade_notebook_in_sandbox)
     result.outcome.seconds = time.monotonic() - t0
     return result
 
 
-def _grade_submission(sub: Submission, limits: Limits, setup) -> Result:
+def _grade_submission(sub: Submission, limits: Limits, setup, sandbox) -> Result:
     spec = _assignments()[sub.assignment]
     max_score = float(spec.max_score)
     try:
@@ -173,9 +175,8 @@ def _grade_submission(sub: Submission, limits: Limits, setup) -> Result:
             fd = open_notebook(sub.path)
         except BadNotebook as exc:
             return Result(sub, Outcome("bad_notebook", 0.0, max_score, message=str(exc)))
-        outcome, notes = grade_notebook_in_sandbox(sub.assignment, fd, sub.path.name,
-                                                   max_score, limits=limits,
-                                                   setup=tuple(setup))
+        outcome, notes = sandbox(sub.assignment, fd, sub.path.name, max_score,
+                                 limits=limits, setup=tuple(setup))
         return Result(sub, outcome, notes)
     except Exception as exc:       # the grader's own failure on this one: say so, go on
         return Result(sub, Outcome("crashed", 0.0, max_score,
@@ -265,18 +266,22 @@ class _Progress:
 
 
 def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = Limits(),
-                    setup=(), progress: bool = True) -> list:
-    """Grade every submission under `directory` (see `find_submissions`), `jobs` at a time
-    (default `os.cpu_count()`), each in its own sandboxed process. Returns the `Result`s
-    sorted by student, then assignment: one per submission, none left out."""
+                    setup=(), progress: bool = True, select=None, sandbox=None) -> list:
+    """Grade every submission under `directory` (see `find_submissions`), or those
+    `select(submissions)` returns (`shard.Selection`: --shard, --students), `jobs` at a time
+    (default `os.cpu_count()`), each in its own sandboxed process (`sandbox`: see
+    `grade_submission`). Returns the `Result`s sorted by student, then assignment: one per
+    submission, none left out."""
     subs = find_submissions(directory, assignments)
+    if select is not None:
+        subs = select(subs)
     jobs = max(1, int(jobs or os.cpu_count() or 1))
     bar = _Progress(len(subs), progress)
     results = []
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(grade_submission, s, limits=limits, setup=setup)
-                       for s in subs]
+            futures = [pool.submit(grade_submission, s, limits=limits, setup=setup,
+                                   sandbox=sandbox) for s in subs]
             for fut in as_completed(futures):
                 res = fut.result()
                 results.append(res)
@@ -303,18 +308,23 @@ def _shown(obj):
     return obj
 
 
-def write_results(results, path, run=None) -> str:
+def write_results(results, path, settings=None, run=None) -> str:
     """Write every result to the JSON file `path` (``grades.json``): for each submission the
     student, the assignment, the outcome (status, score, max_score, per-check points, points
     per nbgrader test cell, messages) and what was read from the notebook; all that
-    `--from` needs to fill a gradebook without reading submitted/ again; and `run` (a dict,
-    e.g. the peak memory of the run, `memory.TreeMemory.figures`) under "run". Names that are
-    not valid UTF-8 are written as `names.shown_name` writes them. Returns the file's
-    SHA-256 (hex), which `read_results` can check."""
+    `--from` needs to fill a gradebook without reading submitted/ again; `settings` (a
+    dict, `shard.run_settings`) is written beside them, for `--merge`; and `run` (a dict,
+    e.g. the peak memory of the run, `memory.TreeMemory.figures`) under "run" (what this
+    run measured: `--merge` does not compare it). Names that are not valid UTF-8 are
+    written as `names.shown_name` writes them. The digest is also written to
+    ``PATH.sha256`` (as sha256sum writes it). Returns the file's SHA-256 (hex), which
+    `read_results` can check."""
+    from .shard import sha256_file_line
     import hashlib
     from dataclasses import asdict
 
     payload = {"format": RESULTS_FORMAT,
+               **({"settings": settings} if settings is not None else {}),
                "results": [{"student": r.submission.student,
                             "assignment": r.submission.assignment,
                             "notebook": str(r.submission.path),
@@ -326,7 +336,10 @@ def write_results(results, path, run=None) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256(data).hexdigest()
+    path.with_name(path.name + ".sha256").write_text(sha256_file_line(digest, path),
+                                                     encoding="utf-8")
+    return digest
 
 
 def read_results(path, sha256=None) -> list:
@@ -580,6 +593,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="the instructor's Python file to run before grading, here and in each "
                         "grading process (e.g. to add an Assignment to ASSIGNMENTS)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    from .shard import add_arguments
+    add_arguments(p)
     return p
 
 
@@ -596,6 +611,9 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         setup = [str(Path(s).resolve()) for s in args.setup]
+        if args.merge:
+            from .shard import merge_main
+            return merge_main(args, setup)
         if args.from_results is not None:
             if args.directory is not None:
                 raise GradingError("give DIR (to grade it) or --from RESULTS (to write saved "
@@ -603,6 +621,8 @@ def main(argv=None) -> int:
             if not args.gradebook:
                 raise GradingError("--from RESULTS writes saved results into a gradebook: "
                                    "add --gradebook gradebook.db")
+            from .shard import refuse_grading_options
+            refuse_grading_options(args, "--from")
             run_setup_files(setup)
             results = read_results(args.from_results, args.sha256)
             write_gradebook(results, args.gradebook)
@@ -623,13 +643,25 @@ def main(argv=None) -> int:
         except ValueError as exc:
             raise GradingError(str(exc)) from None
         run_setup_files(setup)
-        with TreeMemory() as memory:
-            results = grade_directory(args.directory, assignments=args.assignment,
-                                      jobs=args.jobs, limits=limits, setup=setup,
-                                      progress=not args.quiet)
+        from ..platform_support import caveats as platform_caveats
+        from .cluster import sandbox_for
+        from .shard import Selection, parse_shard, parse_students, run_settings
+        select = Selection(parse_shard(args.shard) if args.shard else None,
+                           parse_students(args.students) if args.students else None)
+        with sandbox_for(args.scheduler, args.jobs) as (sandbox, jobs):
+            for line in getattr(sandbox, "caveats", None) or platform_caveats():
+                print(f"tilinglib.grading: {line}", file=sys.stderr)
+            with TreeMemory() as memory:
+                results = grade_directory(args.directory, assignments=args.assignment,
+                                          jobs=jobs, limits=limits, setup=setup,
+                                          progress=not args.quiet, select=select,
+                                          sandbox=sandbox)
+            settings = run_settings(select, limits, setup,
+                                    unenforced=getattr(sandbox, "unenforced", None))
         write_grades_csv(results, args.out)
         write_feedback(results, args.feedback_dir)
-        digest = write_results(results, args.results, run={"memory": memory.figures})
+        digest = write_results(results, args.results, settings=settings,
+                               run={"memory": memory.figures})
         if args.gradebook:
             write_gradebook(results, args.gradebook)
     except GradingError as exc:

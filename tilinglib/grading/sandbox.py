@@ -106,35 +106,23 @@ class Outcome:
     peak_memory_bytes: int = 0
 
 
-def apply_limits(limits: Limits) -> None:
+def apply_limits(limits: Limits) -> list:
     """Set `limits` on the calling process (the grading process calls this on itself first).
 
     Lowers soft and hard limits together, so nothing later in the process can raise them.
-    A limit the system does not allow to be set (RLIMIT_NPROC on some systems) is skipped."""
-    import resource
-
-    def cap(which, value):
-        soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        try:
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
+    A limit the system does not have or does not allow to be set (RLIMIT_NPROC on some
+    systems, every one without the `resource` module) is skipped: returns the names of
+    those skipped (`tilinglib.platform_support.set_limit`)."""
+    from ..platform_support import set_limit
 
     cpu = int(limits.cpu_seconds)
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2 if hard == resource.RLIM_INFINITY
-                                                 else min(cpu + 2, hard)))
-    except (ValueError, OSError):
-        pass
-    cap(resource.RLIMIT_AS, int(limits.memory_bytes))
-    cap(resource.RLIMIT_FSIZE, int(limits.file_bytes))
-    cap(resource.RLIMIT_NOFILE, int(limits.open_files))
-    cap(resource.RLIMIT_CORE, 0)
-    if hasattr(resource, "RLIMIT_NPROC"):
-        cap(resource.RLIMIT_NPROC, 0)
+    wanted = [("RLIMIT_CPU", cpu, cpu + 2),
+              ("RLIMIT_AS", int(limits.memory_bytes), None),
+              ("RLIMIT_FSIZE", int(limits.file_bytes), None),
+              ("RLIMIT_NOFILE", int(limits.open_files), None),
+              ("RLIMIT_CORE", 0, None),
+              ("RLIMIT_NPROC", 0, None)]
+    return [name for name, soft, hard in wanted if not set_limit(name, soft, hard)]
 
 
 def _environment(home: str) -> dict:
@@ -160,10 +148,58 @@ def _environment(home: str) -> dict:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    from ..platform_support import kill_process_tree
+    kill_process_tree(proc)
+
+
+WATCH_SECONDS = 0.2    # how often the memory watch looks (where the kernel has no RLIMIT_AS)
+
+
+class _MemoryWatch:
+    """Where the kernel does not enforce RLIMIT_AS (`platform_support.memory_limit_enforced`):
+    a thread of the parent that looks at the grading process's resident memory every
+    `WATCH_SECONDS` and kills its process group past `limit` bytes (`tripped` then True)."""
+
+    def __init__(self, proc: subprocess.Popen, limit: int):
+        import threading
+
+        self.proc, self.limit, self.tripped = proc, limit, False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tilinglib-memory-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from ..platform_support import process_rss_bytes
+
+        while not self._done.wait(WATCH_SECONDS):
+            if self.proc.poll() is not None:
+                return
+            rss = process_rss_bytes(self.proc.pid)
+            if rss is not None and rss > self.limit:
+                self.tripped = True
+                _kill_group(self.proc)
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits) -> tuple:
+    """Send `data`, collect stdout within the wall-clock limit: (stdout or None, "" if the
+    process ended by itself, "wall" or "memory" if it was or must be killed)."""
+    from ..platform_support import memory_limit_enforced
+
+    watch = None if memory_limit_enforced() else _MemoryWatch(proc, limits.memory_bytes)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        out = proc.communicate(data, timeout=limits.wall_seconds)[0]
+    except subprocess.TimeoutExpired:
+        return None, "wall"
+    finally:
+        if watch is not None:
+            watch.stop()
+    return (None, "memory") if watch is not None and watch.tripped else (out, "")
 
 
 def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
@@ -210,21 +246,22 @@ def _run_worker(request: dict, max_score: float, limits: Limits, pass_fds=()) ->
     request = json.dumps(request)
     work = tempfile.mkdtemp(prefix="tilinglib-grade-")        # the child's cwd and HOME
     private = tempfile.mkdtemp(prefix="tilinglib-grade-log-")  # its stderr, outside its cwd
+    from ..platform_support import session_options
+
     t0 = time.monotonic()
-    killed = False
+    killed = ""
     try:
         with open(os.path.join(private, "stderr"), "wb") as err:
             proc = subprocess.Popen(
                 [sys.executable, "-s", "-B", "-m", "tilinglib.grading._worker"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=work,
-                env=_environment(work), start_new_session=True, close_fds=True,
-                pass_fds=tuple(pass_fds))
+                env=_environment(work), close_fds=True, pass_fds=tuple(pass_fds),
+                **session_options())
             try:
-                out, _ = proc.communicate(request.encode(), timeout=limits.wall_seconds)
-            except subprocess.TimeoutExpired:
-                killed = True
-                _kill_group(proc)
-                out, _ = proc.communicate()
+                out, killed = _communicate(proc, request.encode(), limits)
+                if killed:
+                    _kill_group(proc)
+                    out, _ = proc.communicate()
             finally:
                 _kill_group(proc)          # anything it left behind in its group
         seconds = time.monotonic() - t0
@@ -240,6 +277,14 @@ def _run_worker(request: dict, max_score: float, limits: Limits, pass_fds=()) ->
 
 
 def _outcome(proc, out, killed, seconds, tail, max_score, limits) -> tuple:
+    """The `Outcome` of a finished grading process, and its reply (None if it sent none)."""
+    from ..platform_support import signal_number
+
+    if killed == "memory":
+        return Outcome("memory", 0.0, max_score, seconds=seconds,
+                       message=f"grading was stopped past {limits.memory_bytes / 2**30:g} GiB "
+                               f"of memory (the limit): far more memory than the assignment "
+                               f"needs (a huge local array or launch?)"), None
     if killed:
         return Outcome("timeout", 0.0, max_score, seconds=seconds,
                        message=f"grading was stopped after {limits.wall_seconds:g} s of "
@@ -260,7 +305,7 @@ def _outcome(proc, out, killed, seconds, tail, max_score, limits) -> tuple:
                        {str(k): float(v) for k, v in dict(reply.get("cells") or {}).items()},
                        int(reply.get("peak_memory_bytes", 0))), reply
     rc = proc.returncode
-    if rc == -signal.SIGXCPU or rc == -signal.SIGKILL:
+    if rc < 0 and -rc in {signal_number("SIGXCPU"), signal_number("SIGKILL")}:
         return Outcome("timeout", 0.0, max_score, seconds=seconds,
                        message=f"grading was stopped by the system after using "
                                f"{limits.cpu_seconds} s of CPU time (the limit)"), None
