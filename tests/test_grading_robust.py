@@ -18,6 +18,7 @@ it must end with:
 import csv
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -189,3 +190,20 @@ def test_the_peak_memory_of_the_process_tree_is_printed_and_kept(tmp_path, capsy
     assert all(50 * 2**20 < p < Limits().memory_bytes for p in peaks), peaks
     assert memory["peak_tree_rss_bytes"] >= memory["peak_parent_rss_bytes"] > 0
     assert memory["peak_child_rss_bytes"] >= 0.95 * max(peaks)      # every child ever waited for
+
+
+def test_a_folder_name_with_a_newline_and_an_escape_sequence_stays_on_its_line(
+        tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)      # the counter line, which names names
+    root = tmp_path / "submitted"
+    evil = "eve\n\x1b[2Jgraded 99 of 99"
+    submit(root, evil, A1, [("a1-kernel", kernel_cell(REFERENCE))])
+    out = tmp_path / "out"
+    rc = main([str(root), "--jobs", "1", "--out", str(out / "grades.csv"),
+               "--results", str(out / "grades.json"), "--feedback-dir", str(out / "feedback")])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert _csv(out / "grades.csv") == [(evil, A1, "100", "graded")]     # csv quotes it
+    progress = [line for line in err.splitlines() if line.startswith("graded 1/1")]
+    assert progress and "eve\\x0a\\x1b[2Jgraded 99 of 99/a1_tiled_sgemm graded" in progress[0]
+    assert "\x1b" not in err

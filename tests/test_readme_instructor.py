@@ -1,12 +1,16 @@
 """The README's instructor block runs exactly as written, from a copy of the repository.
 
 The block is the fenced one after the line starting with ``<!-- instructor-block`` in
-README.md. It is run with ``bash -euo pipefail`` in a copy of the repository's files (no
+README.md (a subshell with ``set -euo pipefail``: it stops at its first failure). It is run
+with ``bash -euo pipefail`` (or plain ``bash``, to check the block's own ``set -e``) in a copy of
+the repository's files (no
 ``.git``, no ``course/`` left over) whose ``.venv`` is this test's own virtual environment
 (a symbolic link: the README's install line has already been run there), with the venv's
 ``bin/`` taken off the PATH, so the block must activate the venv itself, as an instructor's
 fresh shell would. It needs nbgrader (the ``instructor`` extra): skipped without it, except
-under ``CI=true``, where it fails.
+under ``CI=true``, where it fails. Variants: the venv's commands called by path; a notebook
+nbgrader's autograde refuses (a duplicated answer cell); a failing grading step; step 2 in
+the README's bubblewrap sandbox (skipped where ``bwrap`` is missing or cannot run).
 """
 
 import csv
@@ -35,8 +39,14 @@ def instructor_block(text: str) -> str:
 
 def test_block_makes_its_config_activates_the_venv_and_grades_with_the_command():
     block = instructor_block(README.read_text())
-    assert block.startswith("source .venv/bin/activate")
+    lines = block.splitlines()
+    # a subshell that stops at the first failure, then the venv
+    assert lines[0].startswith("(") and lines[1] == "set -euo pipefail" and lines[-1] == ")"
+    assert lines[2].startswith("source .venv/bin/activate")
     assert "cp ../notebooks/assignments/nbgrader_config.py ." in block
+    # autograde one student at a time, a refused notebook stopping only its own
+    loop = next(i for i, line in enumerate(lines) if line.startswith("for dir in submitted/*/"))
+    assert "--student \"$student\"" in lines[loop + 2] and lines[loop + 3].strip().startswith("||")
     # the trusted grade is computed before autograde runs any student code, and the
     # gradebook is filled afterwards from the saved results, not from submitted/
     lines = block.splitlines()
@@ -73,9 +83,25 @@ def _copy_of_repository(dest: Path) -> None:
     shutil.copytree(ROOT, dest, ignore=skip, symlinks=True)
 
 
-def _run_block(tmp_path, block: str, extra_env=None):
+def sandbox_block(text: str) -> str:
+    """The fenced block after the ``<!-- sandbox-block`` line."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("<!-- sandbox-block"))
+    open_ = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("```"))
+    close = next(i for i in range(open_ + 1, len(lines)) if lines[i].startswith("```"))
+    return "\n".join(lines[open_ + 1:close])
+
+
+def _step_2(lines: list) -> tuple:
+    """(first, last + 1): the lines of the block's autograde loop."""
+    first = next(i for i, line in enumerate(lines) if line.startswith("for dir in submitted/*/"))
+    last = next(i for i in range(first, len(lines)) if lines[i] == "done")
+    return first, last + 1
+
+
+def _run_block(tmp_path, block: str, extra_env=None, flags=("-euo", "pipefail")):
     """Run `block` in a fresh copy of the repository, the venv activated by the block
-    itself; returns (the clone, the completed process)."""
+    itself (with bash `flags`); returns (the clone, the completed process)."""
     _need_nbgrader()
     venv = Path(sys.prefix)
     if not (venv / "bin" / "activate").is_file() or not (venv / "bin" / "nbgrader").is_file():
@@ -95,7 +121,7 @@ def _run_block(tmp_path, block: str, extra_env=None):
                                   if p and Path(p).resolve() != Path(bindir).resolve())
     assert shutil.which("nbgrader", path=env["PATH"]) is None, \
         "nbgrader is on the PATH outside the venv: the test cannot check the activation"
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=clone, env=env,
+    result = subprocess.run(["bash", *flags, "-c", block], cwd=clone, env=env,
                             capture_output=True, text=True, stdin=subprocess.DEVNULL,
                             timeout=1200)
     return clone, result
@@ -173,11 +199,7 @@ def test_a_cell_that_rewrites_submitted_during_autograde_changes_no_trusted_grad
     """A6: the README's block with a third student, mallory, whose cell (run by autograde,
     after the command graded everyone) rewrites submitted/: grades.csv and the gradebook keep
     the scores the command gave before any student code ran."""
-    (tmp_path / "attack.py").write_text(ATTACK_CELL)
-    (tmp_path / "make_mallory.py").write_text(MAKE_MALLORY)
-    lines = instructor_block(README.read_text()).splitlines()
-    after = next(i for i, line in enumerate(lines) if line.startswith("cp release/"))
-    lines.insert(after + 1, 'python "$ATTACK_DIR/make_mallory.py" "$ATTACK_DIR/attack.py"')
+    lines = _with_mallory(instructor_block(README.read_text()).splitlines(), tmp_path)
     clone, result = _run_block(tmp_path, "\n".join(lines) + "\n",
                                {"ATTACK_DIR": str(tmp_path)})
     out = result.stdout + result.stderr
@@ -189,6 +211,108 @@ def test_a_cell_that_rewrites_submitted_during_autograde_changes_no_trusted_grad
     mallory = (course / "submitted" / "mallory" / A1 / f"{A1}.ipynb").read_text()
     assert "KERNEL = ''" in alice and "BEGIN SOLUTION" in mallory
     # the trusted grades are those of what was handed in
+    assert _grades(course) == [("alice", A1, "100", "100", "graded"),
+                               ("bob", A1, "0", "100", "graded"),
+                               ("mallory", A1, "0", "100", "graded")]
+    assert _gradebook_scores(course) == {"alice": 100.0, "bob": 0.0, "mallory": 0.0}
+
+
+def _with_mallory(lines: list, attack_dir: Path) -> list:
+    (attack_dir / "attack.py").write_text(ATTACK_CELL)
+    (attack_dir / "make_mallory.py").write_text(MAKE_MALLORY)
+    lines = list(lines)
+    after = next(i for i, line in enumerate(lines) if line.startswith("cp release/"))
+    lines.insert(after + 1, 'python "$ATTACK_DIR/make_mallory.py" "$ATTACK_DIR/attack.py"')
+    return lines
+
+
+MAKE_DUPLICATE = r"""
+import json, os
+nb = json.load(open("source/a1_tiled_sgemm/a1_tiled_sgemm.ipynb"))
+cell = next(c for c in nb["cells"]
+            if c["metadata"].get("nbgrader", {}).get("grade_id") == "a1-kernel")
+nb["cells"].append(json.loads(json.dumps(cell)))
+os.makedirs("submitted/aaron/a1_tiled_sgemm", exist_ok=True)
+json.dump(nb, open("submitted/aaron/a1_tiled_sgemm/a1_tiled_sgemm.ipynb", "w"))
+"""
+
+
+def test_by_path_without_the_venv_and_a_notebook_autograde_refuses(tmp_path):
+    """The block with the venv's commands called by path (no activation: the course's
+    nbgrader_config.py puts the venv on nbgrader's PATH for its alembic), and a first student,
+    aaron, whose notebook has the answer cell twice: nbgrader's autograde refuses it ('Duplicate
+    grade id', which stopped it for every student after him), the loop goes on, the command
+    grades him (the solution twice: 100) and names the duplicate in his feedback."""
+    (tmp_path / "make_duplicate.py").write_text(MAKE_DUPLICATE)
+    lines = [line for line in instructor_block(README.read_text()).splitlines()
+             if not line.startswith("source .venv/bin/activate")]
+    lines = [re.sub(r"(^\s*|\$\()(nbgrader|python) ", r"\1../.venv/bin/\2 ", line)
+             for line in lines]
+    assert sum("../.venv/bin/nbgrader " in line for line in lines) == 4
+    assert sum("../.venv/bin/python -m tilinglib.grading" in line for line in lines) == 2
+    after = next(i for i, line in enumerate(lines) if line.startswith("cp release/"))
+    lines.insert(after + 1, '../.venv/bin/python "$ATTACK_DIR/make_duplicate.py"')
+    clone, result = _run_block(tmp_path, "\n".join(lines) + "\n", {"ATTACK_DIR": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-6000:]
+    course = clone / "course"
+    assert "autograde failed for aaron" in result.stderr
+    assert "Duplicate grade id" in out or "exists multiple times" in out
+    assert sorted(p.name for p in (course / "autograded").iterdir()) == ["alice", "bob"]
+    assert _grades(course) == [("aaron", A1, "100", "100", "graded"),
+                               ("alice", A1, "100", "100", "graded"),
+                               ("bob", A1, "0", "100", "graded")]
+    assert "appears 2 times" in (course / "feedback" / "aaron" / f"{A1}.txt").read_text()
+    assert _gradebook_scores(course) == {"aaron": 100.0, "alice": 100.0, "bob": 0.0}
+
+
+def test_the_block_stops_at_its_first_failure(tmp_path):
+    """Run by plain bash (no -e of the test's own): a grading step that fails stops the block
+    there, so autograde never runs and the gradebook is not filled."""
+    block = instructor_block(README.read_text()).replace(
+        "--assignment a1_tiled_sgemm)", "--assignment no_such_assignment)")
+    clone, result = _run_block(tmp_path, block, flags=())
+    course = clone / "course"
+    assert result.returncode != 0
+    assert "unknown assignment 'no_such_assignment'" in result.stderr
+    assert not (course / "autograded").exists() and not (course / "grades.csv").exists()
+    assert "written into gradebook.db" not in result.stderr
+
+
+def _bwrap_runs() -> bool:
+    if shutil.which("bwrap") is None:
+        return False
+    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                            "--unshare-all", "--cap-drop", "ALL", "true"],
+                           capture_output=True, timeout=60)
+    return probe.returncode == 0
+
+
+def test_the_sandbox_block_keeps_submitted_out_of_a_cells_reach(tmp_path):
+    """The block with step 2 replaced by the README's bubblewrap loop, and mallory's cell:
+    in the sandbox it cannot write submitted/ (nor see alice's folder), so both notebooks stay
+    as handed in; the grades and the gradebook are the command's."""
+    if not _bwrap_runs():
+        pytest.skip("bubblewrap (bwrap) is not installed here, or cannot make its namespaces: "
+                    "sudo apt install bubblewrap")
+    lines = instructor_block(README.read_text()).splitlines()
+    first, end = _step_2(lines)
+    lines[first:end] = sandbox_block(README.read_text()).splitlines()
+    lines = _with_mallory(lines, tmp_path)
+    clone, result = _run_block(tmp_path, "\n".join(lines) + "\n", {"ATTACK_DIR": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-6000:]
+    course = clone / "course"
+    assert (course / "autograded").is_dir(), out[-3000:]
+    assert sorted(p.name for p in (course / "autograded").iterdir()) == ["alice", "bob",
+                                                                        "mallory"]
+    assert not (course / "mallory_ran").exists(), out[-3000:]
+    alice = (course / "submitted" / "alice" / A1 / f"{A1}.ipynb").read_text()
+    mallory = (course / "submitted" / "mallory" / A1 / f"{A1}.ipynb").read_text()
+    assert "KERNEL = ''" not in alice and "BEGIN SOLUTION" not in mallory
+    # her cell ran, and its first write failed there
+    ran = (course / "autograded" / "mallory" / A1 / f"{A1}.ipynb").read_text()
+    assert "Read-only file system" in ran
     assert _grades(course) == [("alice", A1, "100", "100", "graded"),
                                ("bob", A1, "0", "100", "graded"),
                                ("mallory", A1, "0", "100", "graded")]

@@ -87,7 +87,8 @@ def test_a_64_bit_product_cast_back_to_32_bits_is_found():
 def test_cxx_integer_constants_are_constants_like_a_define():
     for head in ("constexpr int T = 16;\n", "static const int T = 16;\n", "enum { T = 16 };\n",
                  "enum Sizes { S = 8, T = S * 2 };\n"):
-        src = head + HEAD + "int row = blockIdx.y * T + threadIdx.y;\nC[(size_t)row * N] = A[0];\n}\n"
+        src = (head + HEAD + "int row = blockIdx.y * T + threadIdx.y;\n"
+               "C[(size_t)row * N] = A[0];\n}\n")
         assert int_overflow_risks(src) == [], head
     # a local constexpr too; a const initialised from a parameter is no constant
     assert risks("constexpr int L = 4;\nconst int Q = K;\nC[blockIdx.x * L] = A[blockIdx.x * Q];") \

@@ -5,18 +5,23 @@ Input: the path of a submitted ``.ipynb`` and the `Assignment` it answers. Outpu
 bound to its name (``KERNEL = r\"\"\"...\"\"\"``) and its value, plus plain-words notes for
 the feedback file (what was read from which cell, what was ignored, why an answer is missing).
 
-Nothing in the notebook is executed: the file is parsed as JSON (nbformat 4), each answer cell
-as Python with `ast.parse` (IPython's ``%magic`` and ``!shell`` lines are first turned into
-plain calls, as text, so a cell that uses them still parses), and only the right-hand side of a
+Nothing in the notebook is executed: the file is parsed as JSON (nbformat 4; outputs dropped
+before the size rule), each answer cell as Python with `ast.parse` (IPython's own input
+transformer first turns ``%magic`` and ``!shell`` lines into plain calls, as text, so a cell
+that uses them still parses; a cell whose first line is ``%%time`` or another of
+`PYTHON_CELL_MAGICS` is its body, as IPython runs it), and only the right-hand side of a
 top-level ``NAME = <literal>`` is evaluated, with `ast.literal_eval`, which accepts strings,
-numbers, tuples, lists, dicts, sets, booleans and None and nothing that calls code.
+numbers, tuples, lists, dicts, sets, booleans and None and nothing that calls code. The
+command does all of this in the grading process, under its limits (IPython's transformer
+is quadratic in the number of magics in a cell).
 
 Which cell: the code cell whose ``metadata.nbgrader.grade_id`` is the answer's `cell`. If no
 cell of the notebook has that grade_id (the metadata was lost, say by copying cells into a new
 notebook), every code cell is searched and the last top-level binding of the name wins; the
 notes say so. The last top-level statement that binds the name decides: a literal is the
 answer; anything else (``KERNEL = make_kernel()``, ``KERNEL += "..."``) means "no literal
-answer".
+answer". A grade_id on more than one cell (nbgrader refuses such a notebook) is named in the
+notes; the cells are read in order.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ from pathlib import Path
 from ..errors import GradingError
 from .names import MAX_LISTED, capped
 
-__all__ = ["Extraction", "BadNotebook", "MAX_NOTEBOOK_BYTES", "MAX_FILE_BYTES", "open_notebook",
-           "read_notebook", "read_notebook_fd", "extract_answers", "extract_from_notebook"]
+__all__ = ["Extraction", "BadNotebook", "MAX_NOTEBOOK_BYTES", "MAX_FILE_BYTES",
+           "PYTHON_CELL_MAGICS", "open_notebook", "read_notebook", "read_notebook_fd",
+           "extract_answers", "extract_from_notebook"]
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 """A notebook whose cells' sources add up to more than this (20 MiB of UTF-8) is not read:
