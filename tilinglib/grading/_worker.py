@@ -2,9 +2,11 @@
 
 Input, on stdin (read once, then closed): one JSON object ``{"assignment": name, "answers":
 {answer name: source text of a Python literal}, "limits": Limits fields, "setup": [paths of
-the instructor's Python files to run first]}``. Output, on the stdout it was started with:
-one JSON object ``{"status", "score", "max_score", "checks": [{name, points, max_points,
-passed, message}], "notes", "message", "output"}``. Nothing else ever reaches that stdout:
+the instructor's Python files to run first], "draw": {"seed": int} or absent}`` (the draw of
+`tilinglib.grading.secret`, derived from the instructor's secret; the secret itself never
+comes here). Output, on the stdout it was started with: one JSON object ``{"status",
+"score", "max_score", "checks": [{name, points, max_points, passed, message}], "notes",
+"message", "output", "inputs"}`` (`inputs`: the seed and the shapes graded, per kernel). Nothing else ever reaches that stdout:
 file descriptor 1 is pointed at /dev/null before anything is graded, and Python-level
 printing (the emulator's printf) goes to a buffer that keeps the first `output_bytes`.
 
@@ -60,6 +62,18 @@ def _reply(fd: int, payload: dict) -> None:
         view = view[n:]
 
 
+def _grade_with_draw(spec, answers, draw, reply):
+    """`spec.grade_cells(answers)`, inside `secret.drawing` when the request has a draw;
+    the shapes graded go into reply["inputs"] as they are run."""
+    if not draw:
+        return spec.grade_cells(answers)
+    from .secret import Draw, drawing
+
+    with drawing(Draw(int(draw["seed"]))) as record:
+        reply["inputs"] = record
+        return spec.grade_cells(answers)
+
+
 def main() -> int:
     from .sandbox import Limits, apply_limits
 
@@ -102,7 +116,7 @@ def main() -> int:
         spec = ASSIGNMENTS[name]
         reply["max_score"] = float(spec.max_score)
         answers = {k: ast.literal_eval(v) for k, v in request["answers"].items()}
-        report, cells = spec.grade_cells(answers)
+        report, cells = _grade_with_draw(spec, answers, request.get("draw"), reply)
         reply["cells"] = {str(k): float(v) for k, v in cells.items()}
         reply["checks"] = [{"name": str(c.name), "points": float(c.points),
                             "max_points": float(c.max_points), "passed": bool(c.passed),

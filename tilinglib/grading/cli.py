@@ -18,6 +18,12 @@ No student Python runs: each notebook is read as JSON and its answers as Python 
 of its own (`tilinglib.grading.sandbox`), several at a time (``--jobs``, all cores by
 default). Every submission ends with one of the statuses in `sandbox.STATUSES` and a score;
 one that hangs, floods or exhausts memory affects no other.
+
+Besides the public shapes and data, each submission is graded on shapes and data drawn from
+the instructor's secret (`tilinglib.grading.secret`: made at the first run beside DIR, or
+``--secret PATH``), keyed to its answers: no kernel can know them, and the same secret and
+answers give the same grade. ``grades.json`` records, per result, the seed and the shapes
+graded (``outcome.inputs``) and, in ``settings``, which secret (its id, never its bytes).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from pathlib import Path
 from ..errors import GradingError
 from .extract import BadNotebook, extract_answers
 from .sandbox import Limits, Outcome, STATUSES, grade_in_sandbox
+from .secret import default_secret_path, draw_for, load_or_create_secret, results_settings
 
 __all__ = ["Submission", "Result", "find_submissions", "grade_submission", "grade_directory",
            "write_results", "read_results", "write_grades_csv", "feedback_text",
@@ -134,9 +141,12 @@ def _all_kernels(spec) -> bool:
     return all(a.name.endswith("KERNEL") for a in spec.answers)
 
 
-def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=()) -> Result:
+def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=(),
+                     secret=None) -> Result:
     """Grade one submission: read its notebook (never run), then grade its answers in a
-    sandboxed process. Returns a `Result`; raises nothing for anything the submission holds."""
+    sandboxed process, on the inputs drawn from `secret` (a `secret.Secret`) for them as
+    well as the public ones (public ones only when None). Returns a `Result`; raises
+    nothing for anything the submission holds."""
     spec = _assignments()[sub.assignment]
     max_score = float(spec.max_score)
     try:
@@ -163,8 +173,10 @@ def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=()) ->
                                        message=f"no literal {what} was found in the notebook, "
                                                f"so nothing was graded (see above)"),
                           ex.notes)
+        draw = draw_for(secret, sub.assignment, ex.sources) if secret is not None else None
         return Result(sub, grade_in_sandbox(sub.assignment, ex.sources, max_score,
-                                            limits=limits, setup=tuple(setup)), ex.notes)
+                                            limits=limits, setup=tuple(setup), draw=draw),
+                      ex.notes)
     except Exception as exc:       # the grader's own failure on this one: say so, go on
         return Result(sub, Outcome("crashed", 0.0, max_score,
                                    message=f"the grader failed while reading this submission: "
@@ -233,18 +245,19 @@ class _Progress:
 
 
 def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = Limits(),
-                    setup=(), progress: bool = True) -> list:
+                    setup=(), progress: bool = True, secret=None) -> list:
     """Grade every submission under `directory` (see `find_submissions`), `jobs` at a time
-    (default `os.cpu_count()`), each in its own sandboxed process. Returns the `Result`s
-    sorted by student, then assignment: one per submission, none left out."""
+    (default `os.cpu_count()`), each in its own sandboxed process, with the inputs `secret`
+    draws for it (`grade_submission`). Returns the `Result`s sorted by student, then
+    assignment: one per submission, none left out."""
     subs = find_submissions(directory, assignments)
     jobs = max(1, int(jobs or os.cpu_count() or 1))
     bar = _Progress(len(subs), progress)
     results = []
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(grade_submission, s, limits=limits, setup=setup)
-                       for s in subs]
+            futures = [pool.submit(grade_submission, s, limits=limits, setup=setup,
+                                   secret=secret) for s in subs]
             for fut in as_completed(futures):
                 res = fut.result()
                 results.append(res)
@@ -259,16 +272,18 @@ def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = 
 RESULTS_FORMAT = "tilinglib.grading results 1"
 
 
-def write_results(results, path) -> str:
+def write_results(results, path, settings=None) -> str:
     """Write every result to the JSON file `path` (``grades.json``): for each submission the
     student, the assignment, the outcome (status, score, max_score, per-check points, points
     per nbgrader test cell, messages) and what was read from the notebook; all that
-    `--from` needs to fill a gradebook without reading submitted/ again. Returns the file's
+    `--from` needs to fill a gradebook without reading submitted/ again; `settings` (a
+    JSON-able dict, e.g. `secret.results_settings`) goes in as it is. Returns the file's
     SHA-256 (hex), which `read_results` can check."""
     import hashlib
     from dataclasses import asdict
 
     payload = {"format": RESULTS_FORMAT,
+               **({"settings": settings} if settings is not None else {}),
                "results": [{"student": r.submission.student,
                             "assignment": r.submission.assignment,
                             "notebook": str(r.submission.path),
@@ -526,6 +541,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--setup", action="append", default=[], metavar="FILE.py",
                    help="the instructor's Python file to run before grading, here and in each "
                         "grading process (e.g. to add an Assignment to ASSIGNMENTS)")
+    p.add_argument("--secret", metavar="PATH",
+                   help="the instructor's grading secret, which draws the shapes and data no "
+                        "kernel can know (made at the first run; default: "
+                        f"{default_secret_path('DIR').name} in the folder above DIR); keep it "
+                        "out of every student's reach")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -570,11 +590,19 @@ def main(argv=None) -> int:
         except ValueError as exc:
             raise GradingError(str(exc)) from None
         run_setup_files(setup)
+        if not Path(args.directory).is_dir():      # its message, before any secret is made
+            find_submissions(args.directory, args.assignment)
+        secret = load_or_create_secret(args.secret or default_secret_path(args.directory),
+                                       not_inside=[args.directory])
+        print(f"tilinglib.grading: {'made a new' if secret.created else 'using the'} grading "
+              f"secret {secret.path} (id {secret.id})" + (": keep it; the same secret gives "
+              f"the same grades" if secret.created else ""), file=sys.stderr)
         results = grade_directory(args.directory, assignments=args.assignment, jobs=args.jobs,
-                                  limits=limits, setup=setup, progress=not args.quiet)
+                                  limits=limits, setup=setup, progress=not args.quiet,
+                                  secret=secret)
         write_grades_csv(results, args.out)
         write_feedback(results, args.feedback_dir)
-        digest = write_results(results, args.results)
+        digest = write_results(results, args.results, results_settings(secret))
         if args.gradebook:
             write_gradebook(results, args.gradebook)
     except GradingError as exc:

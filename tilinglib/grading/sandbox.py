@@ -79,8 +79,10 @@ class Outcome:
     `max_score`, `checks` (dicts with name, points, max_points, passed, message), `notes`,
     `message` (why, for any status but graded), `output` (the start of what the graded code
     printed), `printed` (how many characters it printed in all), `seconds` (wall-clock
-    time of the grading process) and `cells` (points earned per nbgrader test cell, by
-    grade_id, where the assignment says which cell grades what)."""
+    time of the grading process), `cells` (points earned per nbgrader test cell, by
+    grade_id, where the assignment says which cell grades what) and `inputs` (what was
+    graded beyond the public inputs: {"seed", "kernels": {name: {"tile", "shapes"}}}, see
+    `secret.drawing`; empty without a draw)."""
 
     status: str
     score: float
@@ -92,6 +94,7 @@ class Outcome:
     seconds: float = 0.0
     printed: int = 0
     cells: dict = field(default_factory=dict)
+    inputs: dict = field(default_factory=dict)
 
 
 def apply_limits(limits: Limits) -> None:
@@ -155,16 +158,19 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
-                     limits: Limits = Limits(), setup: tuple = ()) -> Outcome:
+                     limits: Limits = Limits(), setup: tuple = (), draw=None) -> Outcome:
     """Grade one submission of `assignment` in a fresh process under `limits`.
 
     `sources` maps answer names to the source text of their Python literals (from
     `extract.Extraction.sources`); `setup` lists Python files the grading process runs before
     grading (the instructor's own code, e.g. one that adds an `Assignment` to `ASSIGNMENTS`;
-    never a student's). Returns an `Outcome`; never raises for anything the submission does.
+    never a student's); `draw` (a `secret.Draw`, or None) adds the inputs drawn from the
+    instructor's secret (only its seed is sent). Returns an `Outcome`; never raises for
+    anything the submission does.
     """
     request = json.dumps({"assignment": assignment, "answers": dict(sources),
-                          "limits": asdict(limits), "setup": [str(p) for p in setup]})
+                          "limits": asdict(limits), "setup": [str(p) for p in setup],
+                          **({"draw": {"seed": int(draw.seed)}} if draw is not None else {})})
     work = tempfile.mkdtemp(prefix="tilinglib-grade-")        # the child's cwd and HOME
     private = tempfile.mkdtemp(prefix="tilinglib-grade-log-")  # its stderr, outside its cwd
     t0 = time.monotonic()
@@ -208,7 +214,8 @@ def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
                        float(reply.get("max_score", max_score)), list(reply.get("checks", [])),
                        list(reply.get("notes", [])), str(reply.get("message", "")),
                        str(reply.get("output", "")), seconds, int(reply.get("printed", 0)),
-                       {str(k): float(v) for k, v in dict(reply.get("cells") or {}).items()})
+                       {str(k): float(v) for k, v in dict(reply.get("cells") or {}).items()},
+                       dict(reply.get("inputs") or {}))
     rc = proc.returncode
     if rc == -signal.SIGXCPU or rc == -signal.SIGKILL:
         return Outcome("timeout", 0.0, max_score, seconds=seconds,
