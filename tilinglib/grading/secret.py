@@ -191,8 +191,8 @@ def drawn_shapes(seed: int, tile: int, threads_per_block: int | None = None) -> 
 
     def length(lo: int, hi: int) -> int:
         a = rng.randint(lo, hi)
-        r = rng.randint(1, t - 1) if t > 1 else 0
-        return max(1, a * t + r)
+        r = rng.randint(1, t - 1) if t > 1 else 1
+        return a * t + r
 
     def short() -> int:               # fewer than TILE (one partial tile)
         return rng.randint(1, t - 1) if t > 1 else 1
