@@ -62,14 +62,18 @@ def _reply(fd: int, payload: dict) -> None:
         view = view[n:]
 
 
-def _grade_with_draw(spec, answers, draw, reply):
-    """`spec.grade_cells(answers)`, inside `secret.drawing` when the request has a draw;
-    the shapes graded go into reply["inputs"] as they are run."""
+def _grade_with_draw(spec, answers, draw, reply, limits):
+    """`spec.grade_cells(answers)`, inside `secret.drawing` when the request has a draw, with
+    the graders' time limit this process's own less 5 s (their time box, 1.5 s past it, then
+    ends before this process's alarm, 2 s before the parent's kill): a slow machine costs a
+    submission points only where the command's --timeout would stop it anyway. The shapes
+    graded go into reply["inputs"] as they are run."""
     if not draw:
         return spec.grade_cells(answers)
     from .secret import Draw, drawing
 
-    with drawing(Draw(int(draw["seed"]))) as record:
+    with drawing(Draw(int(draw["seed"])),
+                 time_limit=max(1.0, limits.wall_seconds - 5.0)) as record:
         reply["inputs"] = record
         return spec.grade_cells(answers)
 
@@ -116,7 +120,7 @@ def main() -> int:
         spec = ASSIGNMENTS[name]
         reply["max_score"] = float(spec.max_score)
         answers = {k: ast.literal_eval(v) for k, v in request["answers"].items()}
-        report, cells = _grade_with_draw(spec, answers, request.get("draw"), reply)
+        report, cells = _grade_with_draw(spec, answers, request.get("draw"), reply, limits)
         reply["cells"] = {str(k): float(v) for k, v in cells.items()}
         reply["checks"] = [{"name": str(c.name), "points": float(c.points),
                             "max_points": float(c.max_points), "passed": bool(c.passed),

@@ -304,7 +304,7 @@ _check = functools.partial(_contained, fail_all=_fail_all)(_grade)
 
 def check_coarsened(source: str, kernel_name: str = COARSE_KERNEL, *,
                     options: Sequence[str] | None = None, seed: int | None = None,
-                    time_limit: float = 60.0, draw: Draw | None = None) -> GradeReport:
+                    time_limit: float | None = None, draw: Draw | None = None) -> GradeReport:
     """Grade a coarsened tiled SGEMM, ``C = A·B`` for any M, N, K (Assignment 4).
 
     `source` (str, CUDA C) defines ``__global__ void sgemmCoarse(int M, int N, int K, const
@@ -333,7 +333,8 @@ def check_coarsened(source: str, kernel_name: str = COARSE_KERNEL, *,
     in proportion to the correctness points earned.
 
     A source that does not compile, the wrong signature, TILE other than 32 or a COARSE not
-    in the list scores 0 with the reason; grading stops after `time_limit` seconds.
+    in the list scores 0 with the reason; grading stops after `time_limit` seconds (as
+    check_sgemm's: 60, or the command's limit inside its `secret.drawing` block).
     Returns a `GradeReport` (its `notes` give the measured bytes per FMA); raises nothing
     for any source string (TypeError for arguments of the wrong type).
     """

@@ -236,6 +236,7 @@ def results_settings(secret: Secret) -> dict:
 @dataclass
 class _Active:
     draw: Draw
+    time_limit: float | None = None
     used: dict = field(default_factory=dict)     # kernel name -> {case name: [[M, N, K]]}
 
 
@@ -244,14 +245,15 @@ _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("tilinglib_grading_draw
 
 
 @contextlib.contextmanager
-def drawing(draw: Draw):
+def drawing(draw: Draw, time_limit: float | None = None):
     """Grade with `draw` inside the block: `check_sgemm` and `check_coarsened` (and so every
-    assignment's grader) seed their data from ``draw.seed`` and add its shapes to each case.
-    Yields a dict that fills with what they ran: {"seed": ..., "kernels": {kernel name:
-    {"tile": TILE, "shapes": {case name: [[M, N, K], ...]}}}}."""
+    assignment's grader) seed their data from ``draw.seed`` and add its shapes to each case;
+    `time_limit` (seconds), when given, replaces their default of 60 (the command passes its
+    own limit, less a margin, so that only the command's --timeout limits a submission). Yields a dict that fills with what they ran: {"seed": ...,
+    "kernels": {kernel name: {"tile": TILE, "shapes": {case name: [[M, N, K], ...]}}}}."""
     if not isinstance(draw, Draw):
         raise TypeError(f"draw must be a Draw, not {type(draw).__name__}")
-    active = _Active(draw)
+    active = _Active(draw, time_limit)
     token = _ACTIVE.set(active)
     record = {"seed": draw.seed, "kernels": active.used}
     try:
@@ -264,6 +266,12 @@ def active_draw() -> Draw | None:
     """The `Draw` of the enclosing `drawing` block, None outside one."""
     active = _ACTIVE.get()
     return active.draw if active is not None else None
+
+
+def active_time_limit() -> float | None:
+    """The `time_limit` of the enclosing `drawing` block (None outside one, or if not given)."""
+    active = _ACTIVE.get()
+    return active.time_limit if active is not None else None
 
 
 def record_shapes(kernel: str, tile: int, cases) -> None:

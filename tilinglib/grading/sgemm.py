@@ -45,7 +45,7 @@ import numpy as np
 from ..errors import (BarrierError, CompileError, KernelArgumentError, KernelRuntimeError,
                      LaunchError, MemoryAccessError, RaceError, StepBudgetExceeded)
 from .evidence import fma_shortfall, staging_shortfall
-from .secret import Draw, active_draw, record_shapes
+from .secret import Draw, active_draw, active_time_limit, record_shapes
 
 __all__ = ["Check", "GradeReport", "check_sgemm", "declared_tile", "sgemm_cases",
            "SGEMM_SIGNATURE"]
@@ -454,7 +454,9 @@ def _contained(grade, fail_all=None):
     fail_all = fail_all or _fail_all
 
     @functools.wraps(grade)
-    def contained(source, kernel_name, *args, time_limit: float = 60.0, **kwargs):
+    def contained(source, kernel_name, *args, time_limit: float | None = None, **kwargs):
+        if time_limit is None:          # 60 s, or the command's limit inside its drawing block
+            time_limit = active_time_limit() or 60.0
         if not isinstance(source, str) or not isinstance(kernel_name, str) \
                 or not isinstance(time_limit, (int, float)):
             return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
@@ -540,7 +542,7 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
                 block: Sequence[int] | None = None,
                 grid: Callable[[int, int, int, int], Sequence[int]] | None = None,
                 seed: int | None = None, gpu: bool | None = None,
-                time_limit: float = 60.0, draw: Draw | None = None) -> GradeReport:
+                time_limit: float | None = None, draw: Draw | None = None) -> GradeReport:
     """Grade a tiled SGEMM kernel, ``C = A·B`` for any M, N, K.
 
     The kernel must have the signature
@@ -585,7 +587,9 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     A source that does not compile, the wrong signature, no TILE, or a block over 1,024
     threads scores 0, with the reason. `gpu=None` also runs the correctness cases on the
     GPU when tilinglib's backend is PyCUDA (`True` requires it, `False` never). Grading
-    stops launching after `time_limit` seconds and fails what is left.
+    stops launching after `time_limit` seconds (default 60, or inside a `secret.drawing`
+    block the command's own limit, so that there only the command's --timeout stops a
+    submission) and fails what is left.
 
     Returns a `GradeReport`; raises nothing for a faulty submission (TypeError only for
     arguments of the wrong type, e.g. a non-str source).
