@@ -110,10 +110,14 @@ def read_repo_file(repo: str, commit: str, path: str) -> str:
     if not git_dir.is_dir():
         sys.exit(f"no mirror of {repo} at {git_dir}: fetch github:{repo} first")
     done = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
-                          capture_output=True, text=True)
+                          capture_output=True)
     if done.returncode:
-        sys.exit(f"git show {commit}:{path} in {git_dir} failed: {done.stderr.strip()}")
-    return done.stdout
+        sys.exit(f"git show {commit}:{path} in {git_dir} failed: "
+                 f"{done.stderr.decode(errors='replace').strip()}")
+    # Some files carry comments in another encoding (GBK); nvcc ignores comment bytes, and
+    # a student's open(path).read() would stop on them before tilinglib sees anything: such
+    # bytes become U+FFFD here. A UTF-8 byte-order mark is kept (see materialise_as_written).
+    return done.stdout.decode("utf-8", errors="replace")
 
 
 def _split_top(text: str) -> list[str]:
@@ -259,7 +263,10 @@ def materialise_as_written(entry: dict, listing: dict) -> tuple[str, list, list]
 
     def add(path: str, depth: int = 0) -> None:
         done.add(path)
-        text = read_repo_file(repo, commit, path).split("\n")
+        text = read_repo_file(repo, commit, path)
+        if depth:       # the preprocessor skips a byte-order mark at the start of each file
+            text = text.removeprefix("\ufeff")
+        text = text.split("\n")
         if text and text[-1] == "":
             text.pop()
         start = 0
@@ -793,6 +800,124 @@ def ref_matmul_named(s, a):
     return {a["out"]: s[a["a"]].astype(F) @ s[a["b"]].astype(F)}, (1e-4, 1e-4)
 
 
+# --- references of the held-out batch of 2026-12-02 (entries with "batch": "2026-12-02")
+
+def ref_sgemm_col_major(s, a):
+    """C = alpha A B + beta C with every matrix column-major (element (i, j) at i + j N, as
+    cuBLAS stores it): in NumPy's row-major view of the same bytes that is B A."""
+    want = s["alpha"] * (s["B"].astype(F) @ s["A"].astype(F)) + s["beta"] * s["C"].astype(F)
+    return {"C": want}, (1e-4, 1e-4)
+
+
+def ref_sgemv_col_major(s, a):
+    """y = alpha A x + beta y, A an m x n column-major matrix (held as [n, m] row-major)."""
+    want = s["alpha"] * (s["A"].astype(F).T @ s["x"].astype(F)) + s["beta"] * s["y"].astype(F)
+    return {"y": want}, (1e-4, 1e-4)
+
+
+def ref_laplace3d(s, a):
+    """One Jacobi step of the 3-D Laplace equation: an interior point becomes the mean of its
+    six neighbours; a point on a face is copied from the input (faces "copy") or left as the
+    output held before (faces "keep")."""
+    u = s[a["x"]].astype(F)
+    out = (u.copy() if a["faces"] == "copy" else s[a["out"]].astype(F).copy())
+    out[1:-1, 1:-1, 1:-1] = (u[1:-1, 1:-1, :-2] + u[1:-1, 1:-1, 2:] + u[1:-1, :-2, 1:-1]
+                             + u[1:-1, 2:, 1:-1] + u[:-2, 1:-1, 1:-1] + u[2:, 1:-1, 1:-1]) / 6
+    return {a["out"]: out}, (1e-5, 1e-6)
+
+
+def ref_csr_spmv_named(s, a):
+    """y = A x, A in CSR (row_offset, col_index, A_vals)."""
+    ptr, col, val, x = s["row_offset"], s["col_index"], s["A_vals"].astype(F), s["x"].astype(F)
+    y = np.array([(val[ptr[r]:ptr[r + 1]] * x[col[ptr[r]:ptr[r + 1]]]).sum()
+                  for r in range(ptr.size - 1)])
+    return {"y": y}, (1e-5, 1e-5)
+
+
+def ref_histogram_bins(s, a):
+    """bins += the count of each value of x below the number of bins (others are dropped)."""
+    x, out = s[a["x"]], s[a["out"]]
+    x = x[x < out.size]
+    return {a["out"]: out + np.bincount(x, minlength=out.size)}, (0, 0)
+
+
+def ref_saturate_u8(s, a):
+    return {a["out"]: np.minimum(s[a["x"]], 255)}, (0, 0)
+
+
+def ref_chunk_exclusive_scan(s, a):
+    """out = the exclusive prefix sum of `in` within each `chunk`-element piece, and
+    sums[b] = piece b's total for every piece but the last (whose total the kernel takes
+    from a partial tree when the input ends inside it)."""
+    x, chunk = s["in"].astype(F), int(a["chunk"])
+    pieces = cdiv(x.size, chunk)
+    padded = np.zeros(pieces * chunk)
+    padded[:x.size] = x
+    incl = np.cumsum(padded.reshape(pieces, chunk), axis=1)
+    excl = (incl - padded.reshape(pieces, chunk)).reshape(-1)[:x.size]
+    totals = incl[:, -1]
+
+    def check_sums(got):
+        np.testing.assert_allclose(got[:-1].astype(F), totals[:-1], rtol=1e-6,
+                                   err_msg="sums[b] is not piece b's total")
+
+    return {"out": excl, "sums": check_sums}, (1e-6, 1e-6)
+
+
+def ref_add_per_block(s, a):
+    """out[i] = in[i] + incr[i // chunk]."""
+    x, chunk = s["in"].astype(F), int(a["chunk"])
+    return {"out": x + np.repeat(s["incr"].astype(F), chunk)[:x.size]}, (1e-6, 1e-6)
+
+
+def ref_correlate_valid(s, a):
+    """out[i] = sum_j x[i + j] filter[j] (no flip, no padding: n - f + 1 outputs)."""
+    return {a["out"]: np.correlate(s[a["x"]].astype(F), s[a["filter"]].astype(F), "valid")}, \
+        (1e-5, 1e-5)
+
+
+def ref_gelu_as_written(s, a):
+    """Nithish-Yadav-31's GeLU with its own constants: 0.5 x (1 + tanh(sqrt(2 / 3.14f)
+    (x + 0.44715 x^3)))."""
+    x = s["input"].astype(F)
+    c = np.sqrt(2 / F(np.float32(3.14)))
+    return {"output": 0.5 * x * (1 + np.tanh(c * (x + F(np.float32(0.44715)) * x ** 3)))}, \
+        (1e-5, 1e-6)
+
+
+def ref_softmax_tree_as_written(s, a):
+    """What Nithish-Yadav-31's Softmax computes: per block of bs threads, e = exp(x) (0 past
+    n), the in-place tree sum for stride bs/2, bs/4, ..., 1 (e[t] += e[t + stride] for
+    t < stride), then output[i] = e[t] / e[0]: thread t's partial sum over its block's total."""
+    x, bs = s["input"].astype(F), int(a["bs"])
+    blocks = cdiv(x.size, bs)
+    e = np.zeros(blocks * bs)
+    e[:x.size] = np.exp(x)
+    e = e.reshape(blocks, bs)
+    stride = bs // 2
+    while stride > 0:
+        e[:, :stride] += e[:, stride:2 * stride]
+        stride //= 2
+    return {"output": (e / e[:, :1]).reshape(-1)[:x.size]}, (1e-5, 1e-7)
+
+
+def ref_batchnorm(s, a):
+    """output = gamma (x - mean) / sqrt(variance + eps) + beta, per feature (columns)."""
+    x = s["input"].astype(F)
+    want = s["gamma"] * (x - s["mean"]) / np.sqrt(s["variance"].astype(F) + F(s["eps"])) + s["beta"]
+    return {"output": want}, (1e-5, 1e-6)
+
+
+def ref_layernorm_scalar_affine(s, a):
+    """Per row: mean, (biased) variance, output = gamma (x - mean) / sqrt(variance + eps) +
+    beta, gamma and beta scalars."""
+    x = s["input"].astype(F)
+    m = x.mean(axis=1)
+    v = ((x - m[:, None]) ** 2).mean(axis=1)
+    out = s["gamma"] * (x - m[:, None]) / np.sqrt(v[:, None] + F(s["eps"])) + s["beta"]
+    return {"output": out, "mean": m, "variance": v}, (1e-4, 1e-5)
+
+
 REFERENCES = {name[4:]: f for name, f in globals().items() if name.startswith("ref_")}
 
 
@@ -1254,6 +1379,13 @@ def render_summary(listing: dict, before: dict | None, as_written: dict | None,
     return "\n".join(lines) + "\n"
 
 
+def batch_results(batch: str, as_written: bool = True, before: bool = False) -> Path:
+    """The results file of held-out batch `batch`: conformance_batch_<batch>[_before]
+    [_device_code].json in bench/results."""
+    return HERE / "results" / (f"conformance_batch_{batch}" + ("_before" if before else "")
+                               + ("" if as_written else "_device_code") + ".json")
+
+
 SUMMARY_BEGIN = "<!-- as-written summary: bench/conformance_corpus.py --doc -->"
 SUMMARY_END = "<!-- end of summary -->"
 RESULTS_AS_WRITTEN_BEFORE = HERE / "results" / "conformance_emulator_as_written_before.json"
@@ -1302,6 +1434,10 @@ def main(argv=None) -> int:
     ap.add_argument("--results", type=Path, default=None,
                     help="results file (default bench/results/conformance_emulator"
                          "_as_written.json, or conformance_emulator.json with --device-code)")
+    ap.add_argument("--batch", default=None, metavar="NAME",
+                    help="run only the held-out batch NAME (the entries whose \"batch\" is NAME) "
+                         "and write its results to bench/results/conformance_batch_NAME"
+                         "[_device_code].json")
     ap.add_argument("--doc", action="store_true",
                     help="only rewrite the table of docs/conformance.md from the results files "
                          "(bench/results/conformance_{emulator,h200}[_as_written].json)")
@@ -1312,6 +1448,8 @@ def main(argv=None) -> int:
 
     listing = json.loads(LIST.read_text())
     as_written = not opts.device_code
+    if opts.results is None and opts.batch:
+        opts.results = batch_results(opts.batch, as_written)
     if opts.results is None:
         opts.results = RESULTS_AS_WRITTEN if as_written else RESULTS
     if opts.doc:
@@ -1319,7 +1457,11 @@ def main(argv=None) -> int:
         return 0
     commits = listing["repositories"]
     entries = [e for e in listing["kernels"]
-               if not opts.only or any(o in e["id"] for o in opts.only)]
+               if (not opts.only or any(o in e["id"] for o in opts.only))
+               and (opts.batch is None or e.get("batch") == opts.batch)]
+    if not entries:
+        sys.exit("no entry matches" + (f" batch {opts.batch!r}" if opts.batch else "")
+                 + (f" and -k {opts.only}" if opts.only else ""))
     if as_written:      # the launch of the file as written, where it differs
         entries = [e | e.get("as_written", {}) for e in entries]
     folder = CORPUS_DIR / ("as_written" if as_written else "device_code")

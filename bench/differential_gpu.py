@@ -177,9 +177,12 @@ def gpu_run(tests, inputs, threads, options):
     return out
 
 
-def gpu_accepted(tests, inputs, options, refused):
-    """`tests` without those nvcc refuses (each printed and added to `refused`): the
-    emulator compiles every generated test, so one nvcc refuses is a difference too."""
+def gpu_accepted(tests, inputs, options, refused, emu_options=(), both=None):
+    """`tests` without those nvcc refuses. One nvcc refuses and the emulator compiles is a
+    difference (printed and added to `refused`); one both refuse (the generator's "gpu"
+    profile leaves division unguarded, so a constexpr initialiser may divide by zero, which
+    C++ makes ill-formed) agrees, and is added to `both`."""
+    from tilinglib.errors import CompileError as EmulatorCompileError
     from pycuda.driver import CompileError
     try:
         gpu_run(tests, inputs, 64, options)
@@ -192,9 +195,17 @@ def gpu_accepted(tests, inputs, options, refused):
             gpu_run([t], inputs, 64, options)
             kept.append(t)
         except CompileError as exc:
-            refused.append(t)
             lines = str(exc).strip().splitlines() or [""]
             first = next((line for line in lines if "error" in line), lines[-1])
+            try:
+                R.emulate([t], inputs, 64, options=list(emu_options), prefix=PREFIX)
+            except EmulatorCompileError as emu_exc:
+                if both is not None:
+                    both.append(t)
+                print(f"\nnvcc and the emulator both refused {t.name}: nvcc: {first[:200]}; "
+                      f"emulator: {str(emu_exc).splitlines()[0][:200]}")
+                continue
+            refused.append(t)
             print(f"\nnvcc refused {t.name}: {first[:300]}")
             print(t.render())
     return kept
@@ -278,7 +289,7 @@ def main(argv=None) -> int:
         tally = {c: {"instances": 0, "words": 0, "float words": 0}
                  for c in ("defined", "signed overflow", "undefined in C++")}
         shown = [0]
-        refused = []
+        refused, both = [], []
         tests_run = 0
         k = 0
         t0 = time.time()
@@ -291,7 +302,7 @@ def main(argv=None) -> int:
                 [gen.kernel(n - nk + i) for i in range(nk)]
             inputs = G.inputs(s, 64)
             if not args.no_gpu:
-                tests = gpu_accepted(tests, inputs, nv_opts, refused)
+                tests = gpu_accepted(tests, inputs, nv_opts, refused, emu_opts, both)
             hw = host_words(tests, inputs, 64)
             flags = hw[1] if hw else None
             emu, _ = R.emulate(tests, inputs, 64, options=emu_opts, prefix=PREFIX)
@@ -322,8 +333,11 @@ def main(argv=None) -> int:
         if refused:
             print(f"  nvcc refused {len(refused)} tests the emulator accepts (each a "
                   f"finding: printed above)")
+        if both:
+            print(f"  nvcc and the emulator both refused {len(both)} tests (agreeing)")
         figures["runs"][label] = {"tests": tests_run, "seconds": round(el, 1),
-                                  "tally": tally, "refused_by_nvcc": len(refused)}
+                                  "tally": tally, "refused_by_nvcc": len(refused),
+                                  "refused_by_both": len(both)}
         bad |= bool(refused)
         # what must match: every word of an instance C++ defines under -fmad=false, its
         # integer words under the default (the other classes are printed: nvcc may

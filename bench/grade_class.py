@@ -18,8 +18,9 @@ hostile submission has ordinary neighbours.
 It then grades the class with the command, in a subprocess (which makes the instructor's
 secret beside ``submitted/`` at its first run), and prints the wall time, submissions per
 minute, the peak memory of the whole process tree (the command and every process under it,
-RSS and PSS summed, sampled every 50 ms from /proc), the peak of any one grading process
-(``ru_maxrss`` of RUSAGE_CHILDREN) and the count per status. It checks that:
+as the command measures it: `tilinglib.grading.memory`), the peak of any one grading process
+(``ru_maxrss`` of RUSAGE_CHILDREN) and the count per status. Kinds beyond `--n` are left out
+(it says which): give at least as many submissions as there are kinds. It checks that:
 
 - grades.csv has exactly one row per submission and a feedback file for each (none lost);
 - every submission of a deterministic kind (all but the hostile kinds whose outcome depends
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib.util
+import json
 import os
 import random
 import re
@@ -49,7 +51,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -298,6 +299,10 @@ def build_class(directory, n: int, *, seed: int = 0, only=None) -> dict:
     directory = Path(directory)
     pool = [k for k in kinds() if only is None or k.name in only]
     dealt = [pool[i % len(pool)] for i in range(n)]
+    if n < len(pool):
+        print(f"grade_class: {len(pool) - n} kinds left out of a class of {n} (give --n "
+              f"{len(pool)} or more for all): {', '.join(k.name for k in pool[n:])}",
+              file=sys.stderr)
     random.Random(seed).shuffle(dealt)
     template = _notebook_template()
     plan = {}
@@ -308,85 +313,22 @@ def build_class(directory, n: int, *, seed: int = 0, only=None) -> dict:
     return plan
 
 
-class TreeMemory:
-    """Samples, every `interval` seconds until `stop`, the memory of process `pid` and all
-    its descendants (from /proc: VmRSS of /proc/PID/status and Pss of smaps_rollup, summed
-    over the tree). `peak_rss` and `peak_pss` are the largest sums seen, in bytes, and
-    `peak_processes` the most processes seen at once. RSS counts a page shared by several
-    processes once in each (an upper bound); PSS splits it among them."""
-
-    def __init__(self, pid: int, interval: float = 0.05):
-        self.pid, self.interval = pid, interval
-        self.peak_rss = self.peak_pss = self.peak_processes = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _children() -> dict:
-        kids = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(entry))
-        return kids
-
-    @staticmethod
-    def _kib(path: str, key: str) -> int:
-        try:
-            with open(path) as fh:
-                for line in fh:
-                    if line.startswith(key):
-                        return int(line.split()[1])
-        except OSError:
-            pass
-        return 0
-
-    def sample(self) -> None:
-        kids = self._children()
-        tree, todo = [], [self.pid]
-        while todo:
-            p = todo.pop()
-            tree.append(p)
-            todo += kids.get(p, [])
-        rss = sum(self._kib(f"/proc/{p}/status", "VmRSS:") for p in tree) * 1024
-        pss = sum(self._kib(f"/proc/{p}/smaps_rollup", "Pss:") for p in tree) * 1024
-        self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
-        self.peak_processes = max(self.peak_processes, len(tree))
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sample()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def grade_command(directory, out_dir, *, jobs, timeout, memory_mib, extra=()) -> tuple:
     """Run ``python -m tilinglib.grading`` on `directory`; return (rows by student, wall
-    seconds, the completed process, the `TreeMemory` of its run)."""
+    seconds, the completed process, the command's own memory figures: grades.json's
+    ``run.memory``, `tilinglib.grading.memory.TreeMemory.figures`, {} if none)."""
     out_dir = Path(out_dir)
     cmd = [sys.executable, "-m", "tilinglib.grading", str(directory), "--out",
            str(out_dir / "grades.csv"), "--feedback-dir", str(out_dir / "feedback"),
            "--results", str(out_dir / "grades.json"),
            "--jobs", str(jobs), "--timeout", str(timeout), "--memory", str(memory_mib), *extra]
     t0 = time.monotonic()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        popen = subprocess.Popen(cmd, stdout=out, stderr=err, text=True,
-                                 stdin=subprocess.DEVNULL)
-        memory = TreeMemory(popen.pid)
-        popen.wait()
-        memory.stop()
-        out.seek(0)
-        err.seek(0)
-        proc = subprocess.CompletedProcess(cmd, popen.returncode, out.read(), err.read())
+    proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - t0
+    try:
+        memory = json.loads((out_dir / "grades.json").read_text())["run"]["memory"]
+    except (OSError, ValueError, KeyError, TypeError):
+        memory = {}
     rows = {}
     csv_path = out_dir / "grades.csv"
     if csv_path.exists():
@@ -431,7 +373,7 @@ def grade_here(notebook, assignment: str, secret) -> float:
     from tilinglib.grading.secret import draw_for, drawing
 
     found = extract_answers(Path(notebook), ASSIGNMENTS[assignment])
-    with drawing(draw_for(secret, assignment, found.sources)):
+    with drawing(draw_for(secret, assignment, Path(notebook).read_bytes())):
         return grade(assignment, found.values).score
 
 
@@ -531,11 +473,16 @@ def a4_class(base: Path, n: int, *, jobs: int, timeout: float, memory_mib: int) 
     return len(problems)
 
 
-def _print_memory(memory: TreeMemory) -> None:
+def _print_memory(memory: dict) -> None:
+    tree = memory.get("peak_tree_rss_bytes")
+    if tree is None:
+        print("peak memory of the whole process tree: not measured (no /proc, or no results)")
+        return
     print(f"peak memory of the whole process tree (the command and every process under it, "
-          f"summed, sampled every {memory.interval * 1000:.0f} ms): RSS "
-          f"{memory.peak_rss / 2**20:.0f} MiB, PSS {memory.peak_pss / 2**20:.0f} MiB, at most "
-          f"{memory.peak_processes} processes at once")
+          f"resident sets summed, sampled every {memory.get('sampled_every_s', 0):g} s, as the "
+          f"command measured it): {tree / 2**20:,.0f} MiB; the command itself "
+          f"{memory.get('peak_parent_rss_bytes', 0) / 2**20:,.0f} MiB, the largest grading "
+          f"process {memory.get('peak_child_rss_bytes', 0) / 2**20:,.0f} MiB")
 
 
 def main(argv=None) -> int:

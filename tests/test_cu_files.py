@@ -12,7 +12,7 @@ import pytest
 from tilinglib.emulator import In, InOut, Out, SourceModule
 from tilinglib.errors import CompileError, UnsupportedFeatureError
 from tilinglib.frontend import mangled_names
-from tilinglib.frontend.headers import HEADERS, table_rows
+from tilinglib.frontend.headers import HEADERS, NVCC_REFUSED, table_rows
 
 KERNEL = "__global__ void k(int *out) { out[threadIdx.x] = 7 * threadIdx.x; }\n"
 
@@ -45,6 +45,24 @@ def test_a_cxx_header_inside_extern_c_is_refused_as_nvcc_refuses_it(name):
     assert info.value.line == 2
     assert 'this declaration may not have extern "C" linkage' in text
     assert "no_extern_c=True" in text and "mangled_names" in text
+
+
+@pytest.mark.parametrize("name, advice", [
+    ("coroutine", "remove the #include"), ("cuda_fp16.hpp", "#include <cuda_fp16.h>"),
+    ("cuda_bf16.hpp", "#include <cuda_bf16.h>")])
+@pytest.mark.parametrize("no_extern_c", [True, False])
+def test_a_header_nvcc_refuses_in_both_modes_is_refused_with_what_to_write(name, advice,
+                                                                           no_extern_c):
+    """nvcc 13.0 on the H200 refused these three in C++ mode and inside extern "C"
+    (bench/results/gpu_cu_files_h200.json), as every toolkit does: the emulator refuses
+    them at their line."""
+    assert set(NVCC_REFUSED) == {"coroutine", "cuda_fp16.hpp", "cuda_bf16.hpp"}
+    src = "#include <cstdio>\n" + f"#include <{name}>\n" + KERNEL
+    with pytest.raises(CompileError) as info:
+        SourceModule(src, no_extern_c=no_extern_c)
+    assert info.value.line == 2
+    assert "nvcc refuses this header" in str(info.value) and advice in str(info.value)
+    assert name not in HEADERS
 
 
 def test_a_name_outside_the_lists_is_still_refused_without_reading_anything():

@@ -512,3 +512,39 @@ def test_a_students_overload_of_min_beside_the_built_in_ones():
     np.testing.assert_array_equal(m, np.minimum(a, 3))
     np.testing.assert_array_equal(q.reshape(8, 2), np.minimum(p.reshape(8, 2),
                                                               np.float32([0.5, -0.5])))
+
+
+# ------------------------------------------- 6. the held-out batch of 2026-12-02 (files as saved)
+
+BOM_KERNEL = "\ufeff" + r"""#include "cuda_runtime.h"
+__global__ void twice(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def test_a_byte_order_mark_at_the_start_of_the_file_is_skipped():
+    # Visual Studio saves .cu files with a UTF-8 byte-order mark; nvcc (gcc's and clang's
+    # preprocessors) skips it. The emulator refused every such file at 1:1 before.
+    x = np.arange(40, dtype=np.float32) - 7
+    y = np.zeros(40, np.float32)
+    run1(BOM_KERNEL, "twice", emulator.In(x), emulator.Out(y), np.int32(40), block=(16, 1, 1),
+         grid=(3, 1))
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_lines_after_a_byte_order_mark_keep_their_numbers():
+    src = "\ufeff" + "// line 1\n__global__ void k(float *o)\n{\n    o[0] = undeclared;\n}\n"
+    with pytest.raises(CompileError) as err:
+        emulator.SourceModule(src, no_extern_c=True)
+    assert err.value.line == 4 and "undeclared" in str(err.value)
+
+
+def test_a_byte_order_mark_inside_the_file_stays_an_error_at_its_line():
+    # only the first character of a file may be one (a second file pasted below the first)
+    src = "__global__ void k(float *o) { o[0] = 1; }\n\ufeff__global__ void j(float *o) { }\n"
+    with pytest.raises(CompileError) as err:
+        emulator.SourceModule(src, no_extern_c=True)
+    assert err.value.line == 2

@@ -240,3 +240,18 @@ def test_the_gpu_script_runs_with_the_emulator_in_the_gpus_place(monkeypatch, ca
     assert "| `static_cast<size_t>(a) * b` | 10000000000 | 10000000000 |" in out
     assert out.count("instances") == 6 and "all equal" in out
     assert not re.search(r"words differing [1-9]", out)
+
+
+def test_a_constexpr_initialiser_never_divides_by_zero_in_the_gpu_profile():
+    """The "gpu" profile leaves some divisors unguarded (the GPU's x / 0), but in a
+    constexpr initialiser that is ill-formed C++: nvcc refused seed 1's test 26 on the H200
+    (``constexpr unsigned long c7 = (...) ? (4294967295u % 0ul) : ...``), and so did the
+    emulator (the emulator compiled the batch with that test: a CompileError before the
+    fix). Every test of that batch now compiles on the emulator."""
+    seed = 1 * 100003                       # bench/differential_gpu.py's first batch, seed 1
+    gen = K.KernelGenerator(seed, profile="gpu", fma=True)
+    tests = [gen.test(i) for i in range(32)]
+    assert sum("constexpr" in t.render() for t in tests) >= 3
+    emu, _ = R.emulate(tests, G.inputs(seed, 64), 64, options=["-fmad=false"],
+                       prefix="#include <stdint.h>\n")
+    assert emu.shape[0] > 0

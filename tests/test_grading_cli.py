@@ -209,9 +209,12 @@ def test_unreadable_notebooks_are_refused(tmp_path, monkeypatch):
     (tmp_path / "bad.ipynb").write_text('{"cells": [')
     os.symlink("/dev/zero", tmp_path / "link.ipynb")
     (tmp_path / "binary.ipynb").write_bytes(b"\xff\xfe\x00")
-    (tmp_path / "big.ipynb").write_text(" " * 2000)
+    (tmp_path / "big.ipynb").write_text(" " * 8000)
+    nbformat.write(notebook([(None, "x = 1\n" * 200)]), tmp_path / "long.ipynb")
     cases = {"bad.ipynb": "not valid notebook JSON", "link.ipynb": "not a regular file",
-             "binary.ipynb": "not UTF-8", "big.ipynb": "over the 0 MiB"}
+             "binary.ipynb": "not UTF-8", "big.ipynb": "over the 0 MiB a submitted file",
+             "long.ipynb": r"cells hold 0.0 MiB of source, over the 0 MiB"}
+    monkeypatch.setattr("tilinglib.grading.extract.MAX_FILE_BYTES", 6000)
     monkeypatch.setattr("tilinglib.grading.extract.MAX_NOTEBOOK_BYTES", 1000)
     for name, says in cases.items():
         with pytest.raises(BadNotebook, match=says):
@@ -566,7 +569,8 @@ def test_small_class_every_submission_graded_none_affected(tmp_path):
     rows, wall, proc, memory = bench.grade_command(tmp_path / "submitted", tmp_path, jobs=2,
                                                    timeout=60, memory_mib=1024)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert memory.peak_processes >= 2 and memory.peak_rss >= memory.peak_pss > 0
+    # the command's own figures (grades.json's run.memory)
+    assert memory["peak_tree_rss_bytes"] > 0 and memory["peak_child_rss_bytes"] > 0
     secret = bench.class_secret(tmp_path / "submitted")    # the one the command made
     assert not secret.created
     alone = bench.grade_alone(plan, timeout=60, memory_mib=1024, secret=secret)

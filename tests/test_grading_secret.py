@@ -35,6 +35,7 @@ from tilinglib.grading.extract import extract_from_notebook
 from tilinglib.grading.sandbox import Limits
 from tilinglib.grading.secret import (BIG_GRID_BLOCKS, SECRET_FILE_NAME, WIDE_GRID_BLOCKS_X,
                                       WIDE_GRID_WORK, Draw, default_secret_path, draw_for,
+                                      draw_for_file,
                                       drawing, drawn_shapes, load_or_create_secret)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,12 +111,20 @@ def test_the_secret_is_refused_where_students_files_are_or_when_not_one(tmp_path
 def test_draws_are_deterministic_and_keyed_to_secret_and_answers(tmp_path):
     s1 = load_or_create_secret(tmp_path / "one.secret")
     s2 = load_or_create_secret(tmp_path / "two.secret")
-    answers = {"KERNEL": "r'''...'''"}
-    d = draw_for(s1, A1, answers)
-    assert d == draw_for(s1, A1, dict(answers)) and 0 <= d.seed < 2 ** 63
-    assert d != draw_for(s2, A1, answers)                       # another secret
-    assert d != draw_for(s1, A1, {"KERNEL": "r'''....'''"})     # another submission
-    assert d != draw_for(s1, A4, answers)                       # another assignment
+    notebook = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    d = draw_for(s1, A1, notebook)
+    assert d == draw_for(s1, A1, bytes(notebook)) and 0 <= d.seed < 2 ** 63
+    assert d != draw_for(s2, A1, notebook)                      # another secret
+    assert d != draw_for(s1, A1, notebook + b"\n")              # another submission
+    assert d != draw_for(s1, A4, notebook)                      # another assignment
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(notebook * 100_000)                        # 6 MB: read in pieces
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert draw_for_file(s1, A1, fd) == draw_for(s1, A1, notebook * 100_000)
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0                # the offset left alone
+    finally:
+        os.close(fd)
     assert drawn_shapes(d.seed, 16) == drawn_shapes(d.seed, 16)
     assert drawn_shapes(d.seed, 16) != drawn_shapes(d.seed + 1, 16)
 
@@ -256,10 +265,10 @@ def test_honest_solutions_keep_full_marks_on_drawn_inputs(graded_class):
 
 def test_the_same_secret_and_submission_give_the_same_grade(graded_class):
     base, _, (first, second) = graded_class
-    assert first["settings"] == second["settings"]
-    assert first["settings"]["secret"]["file"] == str(base / SECRET_FILE_NAME)
+    assert first["settings"]["secret"] == second["settings"]["secret"]
+    assert first["settings"]["secret"]["id"] == load_or_create_secret(base / SECRET_FILE_NAME).id
     a, b = _by_student(first), _by_student(second)
-    strip = lambda o: {k: v for k, v in o.items() if k != "seconds"}   # noqa: E731
+    strip = lambda o: {k: v for k, v in o.items() if k not in ("seconds", "peak_memory_bytes")}   # noqa: E731
     assert {k: strip(v) for k, v in a.items()} == {k: strip(v) for k, v in b.items()}
 
 
@@ -278,8 +287,9 @@ def test_grades_json_records_the_draws_and_never_the_key(graded_class):
     drawn = drawn_shapes(inputs["seed"], 16)
     for name, extra in drawn.items():
         assert shapes[name][-len(extra):] == [list(s) for s in extra]
-    # the seed is the draw of the answer's source text, as the notebook holds it
-    assert inputs["seed"] == draw_for(secret, A1, {"KERNEL": repr(A1_SOLUTION)}).seed
+    # the seed is the draw of the notebook's bytes
+    notebook = base / "submitted" / "solution_a1" / A1 / f"{A1}.ipynb"
+    assert inputs["seed"] == draw_for(secret, A1, notebook.read_bytes()).seed
 
 
 def test_the_grading_process_never_receives_the_secret(tmp_path, monkeypatch):

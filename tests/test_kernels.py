@@ -9,8 +9,8 @@ from tilinglib import kernels
 
 def test_names_and_load():
     assert kernels.names() == ["saxpy", "sgemm_coarse", "sgemm_naive", "sgemm_regtile2d",
-                               "sgemm_tiled", "sgemm_tiled_db", "sgemm_vec4", "sgemm_warptile",
-                               "sgemm_warptile_db", "transpose"]
+                               "sgemm_tiled", "sgemm_tiled_db", "sgemm_tuned", "sgemm_vec4",
+                               "sgemm_warptile", "sgemm_warptile_db", "transpose"]
     assert "__global__ void sgemmNaive(int N, const float* A, const float* B, float* C)" in \
         kernels.load("sgemm_naive")
     assert kernels.load("saxpy.cu") == kernels.load("saxpy")

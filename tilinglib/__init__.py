@@ -21,7 +21,7 @@ from .launch import grid_for
 from .timing import Timing, gbps, gflops, time_kernel
 
 __all__ = ["backend_name", "SourceModule", "In", "Out", "InOut", "grid_for", "time_kernel",
-           "Timing", "gflops", "gbps", "errors", "kernels"]
+           "Timing", "gflops", "gbps", "errors", "kernels", "find_race_failure"]
 
 _BACKEND_NAMES = ("SourceModule", "In", "Out", "InOut")
 # Submodules reachable as tl.<name> without an import of their own (imported on first use).
@@ -35,6 +35,10 @@ def __getattr__(name: str):
         from .backend import get_backend
 
         return getattr(get_backend(), name)
+    if name == "find_race_failure":      # the emulator's race search (race_search.py)
+        from .emulator.race_search import find_race_failure
+
+        return find_race_failure
     if name in _LAZY_SUBMODULES:
         import importlib
 

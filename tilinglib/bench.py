@@ -285,28 +285,41 @@ def ptxas_report(source: str, options, arch: str) -> dict:
     """ptxas's resource report for `source` compiled with `options` for `arch` (e.g. 'sm_90'):
     {'registers', 'spill_stores', 'spill_loads', 'stack_bytes'} (bytes per thread), or
     {'error': text} when nvcc is missing or fails. Compiles as PyCUDA does (extern "C")."""
+    return compile_cubin(source, options, arch)[1]
+
+
+def compile_cubin(source: str, options, arch: str) -> tuple[bytes | None, dict]:
+    """(the cubin, ptxas's report) for `source` compiled with `options` for `arch`, as
+    PyCUDA's SourceModule compiles it (the source inside ``extern "C" {}``, ``nvcc -cubin``),
+    with ``-Xptxas -v``. The report is `ptxas_report`'s; the cubin is None when nvcc is
+    missing or fails (the report then has 'error'). The cubin loads with PyCUDA's
+    ``driver.module_from_buffer``."""
     import re
     import tempfile
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        return {"error": "nvcc is not on PATH"}
+        return None, {"error": "nvcc is not on PATH"}
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "kernel.cu")
+        out = os.path.join(tmp, "k.cubin")
         with open(src, "w", encoding="utf-8") as fh:
             fh.write('extern "C" {\n' + source + '\n}\n')
         done = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", *options,
-                               "-o", os.path.join(tmp, "k.cubin"), src],
-                              capture_output=True, text=True, timeout=300)
+                               "-o", out, src], capture_output=True, text=True, timeout=300)
+        cubin = None
+        if done.returncode == 0 and os.path.isfile(out):
+            with open(out, "rb") as fh:
+                cubin = fh.read()
     text = done.stdout + done.stderr
     regs = re.findall(r"Used (\d+) registers", text)
     spill = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill "
                        r"loads", text)
     if done.returncode != 0 or not regs or not spill:
-        return {"error": text[-600:]}
+        return None, {"error": text[-600:]}
     stack, stores, loads = (int(v) for v in spill[-1])
-    return {"registers": int(regs[-1]), "spill_stores": stores, "spill_loads": loads,
-            "stack_bytes": stack}
+    return cubin, {"registers": int(regs[-1]), "spill_stores": stores, "spill_loads": loads,
+                   "stack_bytes": stack}
 
 
 def _ladder_inputs(M, N, K, seed):

@@ -39,7 +39,7 @@ import numpy as np
 
 from .errors import ArgumentError
 
-__all__ = ["Step", "Joint", "STEPS", "names", "get", "launch", "run", "count", "measure",
+__all__ = ["Step", "Joint", "STEPS", "TUNING", "TUNED", "names", "get", "launch", "run", "count", "measure",
            "one_block_represents", "tile_loop_k",
            "StepMeasurement",
            "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
@@ -112,6 +112,7 @@ class Step:
     shared_load_width: int = FLOAT   # bytes per lane of each shared load (16: float4)
     also_measured: tuple = ()        # tile shapes besides the default that the bench measures
     joint: tuple = ()                # `Joint` groups of parameters that change only together
+    _adds_into_c: Callable[[dict], bool] = field(default=lambda p: False, repr=False)
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -147,9 +148,20 @@ class Step:
             return (p["TILE"], p["TILE"], 1)
         return (self._threads(p), 1, 1)
 
-    def grid(self, M: int, N: int, params: Params | None = None) -> tuple[int, int]:
-        """The grid for an M x N result: (ceil(N / block tile width), ceil(M / height))."""
+    def grid(self, M: int, N: int, params: Params | None = None) -> tuple[int, ...]:
+        """The grid for an M x N result: (ceil(N / block tile width), ceil(M / height)), and
+        for a step that splits K among blocks (``tuned`` with SPLITK > 1) a third entry, the
+        number of K chunks."""
         return self._grid(int(M), int(N), self.resolve(params))
+
+    def blocks(self, M: int, N: int, params: Params | None = None) -> int:
+        """Blocks in the grid for an M x N result (the product of `grid`'s entries)."""
+        return int(np.prod(self.grid(M, N, params)))
+
+    def adds_into_c(self, params: Params | None = None) -> bool:
+        """True when the blocks add their results into C (split-K's atomicAdd), so C must
+        hold zeros before the launch: `run` and `count` pass a zeroed C as ``InOut``."""
+        return bool(self._adds_into_c(self.resolve(params)))
 
     def shared_bytes(self, params: Params | None = None) -> int:
         """Static ``__shared__`` bytes per block (the tiles staged in shared memory)."""
@@ -410,13 +422,73 @@ WARPTILE_DB = Step(
     notes="sgemm_warptile with the next tile fetched into registers during the FMAs and "
           "stored into a second shared buffer (lesson 06's pipelining); the ladder's best")
 
+_TUNED_DEFAULTS = {**_WARPTILE_DB_DEFAULTS, "SWIZZLE": 0, "FRAGDB": 1, "SPLITK": 1, "GSWZ": 1,
+                   "MINB": 1}
+_SWIZZLE_BK = (4, 8, 16, 32)
+
+
+def _tuned_registers(p: dict) -> int:
+    rm, rn = _rm_rn(p)
+    fragments = (1 + p["FRAGDB"]) * (rm + rn)
+    return rm * rn + fragments + _prefetch_registers(p) + _OVERHEAD_REGISTERS
+
+
+def _tuned_rules(p: dict) -> str | None:
+    why = _warptile_rules(p)
+    if why:
+        return why
+    for k in ("SWIZZLE", "FRAGDB"):
+        if p[k] not in (0, 1):
+            return f"{k}={p[k]}: a switch, 0 (off) or 1 (on)"
+    if p["SWIZZLE"]:
+        if p["APAD"]:
+            return (f"APAD={p['APAD']} with SWIZZLE=1: the swizzled A tile has no padding "
+                    f"(the XOR spreads the stores instead); set APAD=0")
+        if p["BK"] not in _SWIZZLE_BK or p["BM"] % 32:
+            return (f"SWIZZLE=1 needs BK in {{4, 8, 16, 32}} and BM a multiple of 32 (BK={p['BK']}, "
+                    f"BM={p['BM']}): the XOR moves each group of BK / 4 lanes that copy one "
+                    f"row of A to its own part of the 32 banks")
+    t = _warptile_threads(p)
+    cap = REGISTERS_PER_SM // (p["MINB"] * t)
+    r = _tuned_registers(p)
+    if p["MINB"] > 1 and r > cap:
+        return (f"MINB={p['MINB']}: {p['MINB']} blocks of {t} threads leave ptxas "
+                f"{REGISTERS_PER_SM:,} / ({p['MINB']} x {t}) = {cap} registers per thread, "
+                f"and this shape needs about {r}: it would spill; lower MINB or the "
+                f"accumulators (RM x RN = {_rm_rn(p)[0] * _rm_rn(p)[1]})")
+    return None
+
+
+TUNED = Step(
+    name="tuned", title="tuned: fragment double buffering, swizzle, split-K, launch bounds",
+    kernel="sgemm_tuned", function="sgemmTuned", defaults=_TUNED_DEFAULTS, lesson=8,
+    _threads=_warptile_threads,
+    _grid=lambda M, N, p: ((_cdiv(N, p["BN"]), _cdiv(M, p["BM"])) if p["SPLITK"] == 1 else
+                           (_cdiv(N, p["BN"]), _cdiv(M, p["BM"]), p["SPLITK"])),
+    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
+    _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
+    _shared_bytes=lambda p: 2 * p["BK"] * ((p["BM"] if p["SWIZZLE"] else p["BM"] + p["APAD"])
+                                           + p["BN"]) * FLOAT,
+    _registers_estimate=_tuned_registers,
+    _rules=_tuned_rules, may_be_zero=("APAD", "SWIZZLE", "FRAGDB"), joint=(WARP_LAYOUT,),
+    shared_load_width=16,
+    _adds_into_c=lambda p: p["SPLITK"] > 1,
+    notes="sgemm_warptile_db plus register double buffering of the fragments (FRAGDB), an "
+          "XOR-swizzled unpadded A tile (SWIZZLE), split-K over blockIdx.z with atomicAdd "
+          "(SPLITK), grouped block order (GSWZ) and __launch_bounds__(threads, MINB)")
+
 #: The ladder in order: lesson 07's rungs, then lesson 08's (float4 loads with a transposed A
 #: tile, warp tiling, double buffering).
 STEPS: list[Step] = [TILED, COARSE, REGTILE2D, VEC4, WARPTILE, WARPTILE_DB]
 
+#: Lesson 08's last step, beyond the ladder's table: the best kernel tuned per size
+#: (`tilinglib.tile_choice`), measured at N = 1024 ... 8192 by ``bench/ladder_sizes.py``.
+#: Kept out of `STEPS`, every one of which the reference data's ladder run measured.
+TUNING: list[Step] = [TUNED]
+
 
 def names() -> list[str]:
-    """The names of the `STEPS`, in ladder order."""
+    """The names of the `STEPS`, in ladder order (`TUNING`'s are apart)."""
     return [s.name for s in STEPS]
 
 
@@ -426,10 +498,11 @@ def get(step: Step | str) -> Step:
     Raises ArgumentError listing the names when there is none."""
     if isinstance(step, Step):
         return step
-    for s in STEPS:
+    for s in STEPS + TUNING:
         if s.name == step:
             return s
-    raise ArgumentError(f"no ladder step {step!r}; the steps are {', '.join(names())}")
+    every = names() + [s.name for s in TUNING]
+    raise ArgumentError(f"no ladder step {step!r}; the steps are {', '.join(every)}")
 
 
 def choices(step: Step | str, name: str, candidates, params: Params | None = None) -> list[int]:
@@ -522,7 +595,8 @@ def run(step: Step | str, A: np.ndarray, B: np.ndarray, params: Params | None = 
     backend = get_backend()
     f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
     C = np.zeros((A.shape[0], B.shape[1]), dtype=np.float32)
-    _call(f, s, p, A, B, C, backend.In, backend.Out)
+    # (split-K adds into C: the zeros must reach the GPU, so InOut)
+    _call(f, s, p, A, B, C, backend.In, backend.InOut if s.adds_into_c(p) else backend.Out)
     return C
 
 
@@ -545,11 +619,12 @@ def one_block_represents(step: Step | str, M: int, N: int, K: int,
       requests, sectors and bytes are equal, and shared memory (wavefronts, bank conflicts,
       barriers, FLOPs) is the same per block whatever the addresses.
 
-    With one block there is nothing to gain, and False is returned. `tests/test_ladder.py`
-    checks the equality against full runs for every step."""
+    With one block there is nothing to gain, and False is returned; so it is with split-K
+    (``tuned`` at SPLITK > 1), whose blocks take different K chunks, the last one shorter.
+    `tests/test_ladder.py` checks the equality against full runs for every step."""
     s, p = _checked(step, M, N, K, params)
-    gx, gy = s.grid(M, N, p)
-    if gx * gy < 2:
+    grid = s.grid(M, N, p)
+    if len(grid) > 2 or grid[0] * grid[1] < 2:
         return False
     bm, bn = (p["TILE"], p["TILE"]) if s.square_only else (p["BM"], p["BN"])
     if M % bm or N % bn:
@@ -624,19 +699,21 @@ def _counted(s: Step, p: dict, M: int, N: int, K: int, seed: int, hazards: str):
         warnings.simplefilter("always")
         # (one block writes its tile of C only: InOut, so that the rest is not reported as
         # never written)
-        _call(f, s, p, A, B, C, In, InOut if one else Out, hazards=hazards,
-              grid=(1, 1) if one else None)
+        # (split-K adds into C: InOut, so that its zeros are there to add to)
+        _call(f, s, p, A, B, C, In, InOut if one or s.adds_into_c(p) else Out,
+              hazards=hazards, grid=(1, 1) if one else None)
         report = f.last_report
         if one and report.hazards:
             one = False           # the whole launch, so that the hazards are all its own
             del caught[:]
-            _call(f, s, p, A, B, C, In, Out, hazards=hazards)
+            C[...] = 0
+            _call(f, s, p, A, B, C, In, InOut if s.adds_into_c(p) else Out, hazards=hazards)
             report = f.last_report
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if one:
         bm, bn = (p["TILE"], p["TILE"]) if s.square_only else (p["BM"], p["BN"])
-        report = _scaled(report, grid[0] * grid[1], grid)
+        report = _scaled(report, int(np.prod(grid)), grid)
         err = relative_error(C[:bm, :bn], A[:bm], B[:, :bn])
     else:
         err = relative_error(C, A, B)
@@ -749,9 +826,19 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
         f = _function(backend.name, s.kernel, s.function, tuple(s.defines(p)))
         block, grid = s.block(p), s.grid(N, N, p)
         sizes = (np.int32(N),) if s.square_only else (np.int32(N),) * 3
-        t = time_kernel(f, *sizes, backend.In(A), backend.In(B), backend.Out(C), block=block,
-                        grid=grid, flops=2 * int(N) ** 3, repeat=repeat)
-        report, error = t.report, relative_error(C, A, B)
+        if s.adds_into_c(p):
+            # split-K adds into C: checked on one launch into zeros; the timed launches
+            # (which add up) write a scratch C
+            _call(f, s, p, A, B, C, backend.In, backend.InOut)
+            error = relative_error(C, A, B)
+            t = time_kernel(f, *sizes, backend.In(A), backend.In(B),
+                            backend.InOut(np.zeros_like(A)), block=block, grid=grid,
+                            flops=2 * int(N) ** 3, repeat=repeat)
+        else:
+            t = time_kernel(f, *sizes, backend.In(A), backend.In(B), backend.Out(C),
+                            block=block, grid=grid, flops=2 * int(N) ** 3, repeat=repeat)
+            error = relative_error(C, A, B)
+        report = t.report
         median_ms, gflops = t.median_ms, t.gflops
         counted_shape = None
     counted = (None, None) if report is None else measured_bytes_per_fma(

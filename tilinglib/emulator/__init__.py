@@ -19,7 +19,8 @@ from .execute import LaunchOptions, RaceWarning
 from .report import LaunchReport
 from .races import Hazard
 from .trace import WarpAccess
+from .race_search import RaceFailure, find_race_failure
 
 __all__ = ["SourceModule", "Function", "In", "Out", "InOut", "memcpy_htod", "memcpy_dtoh",
            "LaunchReport", "LaunchOptions",
-           "RaceWarning", "Hazard", "WarpAccess"]
+           "RaceWarning", "Hazard", "WarpAccess", "find_race_failure", "RaceFailure"]

@@ -16,8 +16,6 @@ hazards found so far.
 
 from __future__ import annotations
 
-import ctypes
-import platform
 import time
 import warnings
 from dataclasses import dataclass
@@ -71,13 +69,10 @@ def keep_temporaries_in_process() -> bool:
 
 
 def _mallopt() -> bool:
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    from ..platform_support import mallopt_function
+    mallopt = mallopt_function()     # None off glibc: the default allocator, same values
+    if mallopt is None:
         return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
                 and mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES))
 
@@ -307,10 +302,12 @@ class Launch:
         return max(1, min(nblocks, self.options.batch_threads // tpb,
                           BATCH_BYTES // max(per_block, 1)))
 
-    def run(self, env_values) -> None:
+    def run(self, env_values, runner=None) -> None:
+        """Run the launch's blocks in batches in lockstep, or with `runner(env_values)`
+        instead (schedule.Adversary.run: one warp at a time)."""
         try:
             with recursion_room():
-                self._run(env_values)
+                (runner or self._run)(env_values)
         except RecursionError:
             raise KernelRuntimeError(
                 f"{self.kernel.name}: the kernel nests __device__ calls more than 64 deep (a "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ..errors import (CompileError, KernelArgumentError, KernelNotFoundError, Ke
                       LaunchError, TilingLibError)
 from .compiler import compile_program
 from .execute import Launch, LaunchOptions, warn_hazards, warn_if_large
+from .schedule import Adversary, Plan, check_schedule
 from . import values as V
 from ..frontend.preprocess import check_options
 
@@ -209,9 +211,15 @@ class Function:
     Emulator-only keywords: `hazards` ("warn", "raise" or "ignore"), `max_steps`,
     `max_seconds` (default 60; None for no limit),
     `check_uninitialized`, `trace` (record warp 0 of block (0, 0, 0): `last_trace`, a tuple
-    of `trace.WarpAccess`). After each call, `last_report` holds the `LaunchReport`, and
-    `last_counters` the launch's running totals (`memory.Counters`), which also hold the
-    bytes requested by shared loads and stores (`shared_load_bytes`, `shared_store_bytes`).
+    of `trace.WarpAccess`), `schedule` ("lockstep", the default: every thread of a batch of
+    blocks statement by statement; or "adversarial": the warps of each block one at a
+    time, in an order chosen from `seed`, 0 to 2**32 - 1, to make each race the lockstep
+    run detects change the answer where it can; see `schedule.py`, and
+    `tilinglib.find_race_failure` to search seeds). After each call, `last_report` holds
+    the `LaunchReport`, `last_counters` the launch's running totals (`memory.Counters`),
+    which also hold the bytes requested by shared loads and stores (`shared_load_bytes`,
+    `shared_store_bytes`), and `last_schedule` the adversarial schedule's
+    `schedule.ScheduleReport` (None under the lockstep one).
     """
 
     max_threads_per_block = 1024
@@ -229,6 +237,7 @@ class Function:
         self.last_report = None
         self.last_trace = None
         self.last_counters = None
+        self.last_schedule = None
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
@@ -242,7 +251,24 @@ class Function:
 
     def __call__(self, *args, block=None, grid=(1, 1), shared=0, stream=None, texrefs=None,
                  time_kernel=False, hazards="warn", max_steps=None, check_uninitialized=True,
-                 batch_threads=None, trace=False, max_seconds=_DEFAULT):
+                 batch_threads=None, trace=False, max_seconds=_DEFAULT, schedule="lockstep",
+                 seed=None):
+        schedule, seed = check_schedule(schedule, seed)
+        self._launch(args, block=block, grid=grid, shared=shared, hazards=hazards,
+                     max_steps=max_steps, check_uninitialized=check_uninitialized,
+                     batch_threads=batch_threads, trace=trace, max_seconds=max_seconds,
+                     schedule=schedule, seed=seed)
+        return None
+
+    def _launch(self, args, *, block, grid, shared=0, hazards="warn", max_steps=None,
+                check_uninitialized=True, batch_threads=None, trace=False,
+                max_seconds=_DEFAULT, schedule="lockstep", seed=None, plan=None,
+                restriction=None, follow_writers=False):
+        """One launch (`__call__`'s work). Under schedule="adversarial", `plan` (a
+        schedule.Plan) gives the lockstep hazards, else a lockstep run of the same launch
+        on copies of the arguments finds them first; `restriction` (schedule.Restriction)
+        narrows the schedule and `follow_writers` records who stored each global element
+        (both for the race search, find_race_failure)."""
         from ..launch import check_launch
 
         check_launch(self.name, self.params, args, block=block, grid=grid, shared=shared,
@@ -251,6 +277,9 @@ class Function:
         grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         if hazards not in ("warn", "raise", "ignore"):
             raise LaunchError(f"hazards must be 'warn', 'raise' or 'ignore', not {hazards!r}")
+        if schedule == "adversarial" and trace:
+            raise LaunchError("trace=True records the lockstep schedule: pass either trace=True "
+                              "or schedule='adversarial', not both")
         options = LaunchOptions(hazards=hazards, check_uninitialized=check_uninitialized)
         if max_steps is not None:
             options.max_steps = int(max_steps)
@@ -262,18 +291,16 @@ class Function:
         if batch_threads is not None:
             options.batch_threads = int(batch_threads)
         options.trace = bool(trace)
+        adversary = None
+        if schedule == "adversarial" and plan is None:
+            plan = self._probe(args, block3, grid3, int(shared or 0), options)
         launch = Launch(self._code, block3, grid3, int(shared or 0), options)
         values, copies = self._bind(launch, args)
-        for index, (name, t, init) in enumerate(self._program.constants):
-            if self._module is not None:
-                data = self._module._constant_bytes(index)
-            else:
-                data = b"" if init is None else init.tobytes()
-            launch.constant_addresses.append(np.int64(launch.gmem.allocate(
-                name, t.size, elem_size=(t.base_elem if t.is_array else t).size,
-                init=data.ljust(t.size, b"\0"), readonly=True)))
+        self._constants(launch)
+        if schedule == "adversarial":
+            adversary = Adversary(launch, seed, plan, restriction, follow_writers)
         try:
-            launch.run(values)
+            launch.run(values, runner=None if adversary is None else adversary.run)
         except KernelRuntimeError as exc:
             # The executor knows the line; the student's text is here: quote it once.
             exc.quote_source(self._program.pre.source_lines)
@@ -286,9 +313,41 @@ class Function:
         self.last_report = report
         self.last_counters = launch.counters
         self.last_trace = tuple(launch.tracer.records) if launch.tracer is not None else None
+        self.last_schedule = adversary.report() if adversary is not None else None
         if hazards == "warn" and report.hazards:
             warn_hazards(report, launch.block_hint)
-        return None
+
+    def _constants(self, launch) -> None:
+        """Allocate the module's `__constant__` variables in `launch`'s global memory."""
+        for index, (name, t, init) in enumerate(self._program.constants):
+            if self._module is not None:
+                data = self._module._constant_bytes(index)
+            else:
+                data = b"" if init is None else init.tobytes()
+            launch.constant_addresses.append(np.int64(launch.gmem.allocate(
+                name, t.size, elem_size=(t.base_elem if t.is_array else t).size,
+                init=data.ljust(t.size, b"\0"), readonly=True)))
+
+    def _probe(self, args, block3, grid3, shared, options) -> Plan:
+        """The hazards of a lockstep run of this launch, on copies of its arguments (nothing
+        is copied back, no warning is issued): the plan of an adversarial schedule."""
+        probe_options = LaunchOptions(hazards="warn",
+                                      check_uninitialized=options.check_uninitialized,
+                                      max_steps=options.max_steps,
+                                      max_seconds=options.max_seconds,
+                                      max_bytes=options.max_bytes,
+                                      batch_threads=options.batch_threads)
+        probe = Launch(self._code, block3, grid3, shared, probe_options)
+        values, _ = self._bind(probe, args)
+        self._constants(probe)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                probe.run(values)
+            except KernelRuntimeError as exc:
+                exc.quote_source(self._program.pre.source_lines)
+                raise
+        return Plan(tuple(probe.hazards.values()))
 
     def _bind(self, launch, args):
         """Allocate argument memory; returns (parameter values, arrays to copy back)."""

@@ -122,10 +122,11 @@ def _clang_limits() -> list[tuple[int, tuple[int, int]]]:
     """The limits of one clang run: at most `CLANG_MEMORY_BYTES` of address space and
     `CLANG_SECONDS` (+5) of CPU, whoever started it (the grader's clang server runs outside
     the worker's own limits), or this process's own where they are lower. Empty where the
-    `resource` module is missing (Windows)."""
-    try:
-        import resource
-    except ImportError:
+    `resource` module is missing (Windows: clang then runs under its deadline and output cap
+    only; `tilinglib.platform_support`)."""
+    from ..platform_support import resource_module
+    resource = resource_module()
+    if resource is None:
         return []
     out = []
     for which, want in ((resource.RLIMIT_AS, CLANG_MEMORY_BYTES),
@@ -138,16 +139,14 @@ def _clang_limits() -> list[tuple[int, tuple[int, int]]]:
 
 
 def _has_prlimit() -> bool:
-    try:
-        import resource
-    except ImportError:
-        return False
-    return hasattr(resource, "prlimit")
+    from ..platform_support import has_prlimit
+    return has_prlimit()
 
 
 def _limit_clang() -> None:
     """`_clang_limits` set in the clang child before it starts (where prlimit is missing)."""
-    import resource
+    from ..platform_support import resource_module
+    resource = resource_module()
     for which, value in _clang_limits():
         try:
             resource.setrlimit(which, value)
@@ -181,7 +180,8 @@ class _Clang:
             self._dir.cleanup()
             raise
         if late:
-            import resource
+            from ..platform_support import resource_module
+            resource = resource_module()
             try:
                 for which, value in limits:
                     resource.prlimit(self.proc.pid, which, value)
@@ -534,8 +534,9 @@ class _Server:
 def start_server() -> None:
     """Fork a child that runs clang for this process from now on (call it before lowering
     RLIMIT_NPROC: the grader's worker does). Once per process; POSIX only."""
+    from ..platform_support import can_fork
     global _SERVER
-    if _SERVER is None and hasattr(os, "fork"):
+    if _SERVER is None and can_fork():
         _SERVER = _Server()
 
 

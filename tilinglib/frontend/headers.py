@@ -188,6 +188,28 @@ EXTERN_C_COMPILES = frozenset({
     "type_traits", "typeinfo", "utility", "version"})
 EXTERN_C_REFUSED = frozenset({"cuda_occupancy.h", "cusolverDn.h", "cusparse.h"})
 
+# Header names nvcc refuses in both modes with every toolkit (seen with nvcc 13.0 on the H200,
+# the same run): they are not in `HEADERS`, and the emulator refuses them with the reason
+# and what to write instead (preprocess.py), where any other unknown name gets "reads no
+# files". Two more failed there for want of a file that other machines have, and stay
+# accepted (`MACHINE_DEPENDENT`).
+NVCC_REFUSED = {
+    "coroutine": "libstdc++'s <coroutine> requires -fcoroutines (C++20), which nvcc's "
+                 "default C++17 lacks (nvcc: '#error \"the <coroutine> header requires "
+                 "-fcoroutines\"'). Coroutines are host code: remove the #include",
+    "cuda_fp16.hpp": "nvcc: 'Do not include this file directly. Instead, include "
+                     "cuda_fp16.h.' Write #include <cuda_fp16.h>",
+    "cuda_bf16.hpp": "nvcc: 'Do not include this file directly. Instead, include "
+                     "cuda_bf16.h.' Write #include <cuda_bf16.h>",
+}
+
+
+# Accepted here, refused by nvcc 13.0 on the H200 for a file that machine lacks:
+# cuda_gl_interop.h includes <GL/gl.h> (OpenGL's headers, installed on most desktops) and
+# nvToolsExt.h is NVTX 2, which CUDA 12 still ships and CUDA 13 dropped for nvtx3/.
+MACHINE_DEPENDENT = {"cuda_gl_interop.h": "needs OpenGL's headers (GL/gl.h)",
+                     "nvToolsExt.h": "CUDA 12 and older (CUDA 13: nvtx3/nvToolsExt.h)"}
+
 
 def _table() -> dict:
     out = {}
@@ -200,6 +222,8 @@ def _table() -> dict:
                                 (_CUDA_C, "CUDA toolkit (C API)", False),
                                 (_CUDA_CXX, "CUDA toolkit (C++)", True)):
         for name, device in group.items():
+            if name in NVCC_REFUSED:
+                continue
             out[name] = Header(name, library, device,
                                (cxx or name in EXTERN_C_REFUSED) and name not in EXTERN_C_COMPILES)
     return out

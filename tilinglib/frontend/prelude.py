@@ -123,9 +123,11 @@ def _cmath_overloads() -> list[str]:
                f"allows it): an integer argument picks the C++ library's template for "
                f"integers, a host function. Convert the argument: {name}((float)x) or "
                f"{CMATH_FLOAT[name]}(x) for float, {name}((double)x) for double")
-        # pow also has CUDA's (float, int) and (double, int) overloads (math_functions.hpp)
-        extra = " __device__ float pow(float, int); __device__ double pow(double, int);" \
-            if name == "pow" else ""
+        # pow also has CUDA's (float, int) and (double, int) overloads (math_functions.hpp),
+        # and pow(int, int) compiles in device code as a double, pow((double)a, b): nvcc 13.0
+        # on the H200 compiled it, with decltype(pow(n, n)) == double (bench/gpu_cu_files.py)
+        extra = (" __device__ float pow(float, int); __device__ double pow(double, int);"
+                 " __device__ double pow(int, int);") if name == "pow" else ""
         out.append(f"__device__ float {name}({floats});{extra} "
                    f"template <{tparams}> __device__ __attribute__((unavailable(\"{why}\"))) "
                    f"double {name}({params});")

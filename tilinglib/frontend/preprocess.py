@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import pcpp
 
 from ..errors import CompileError, UnsupportedFeatureError
-from .headers import COOPERATIVE_GROUPS_HEADERS, HEADERS
+from .headers import COOPERATIVE_GROUPS_HEADERS, HEADERS, NVCC_REFUSED
 
 SOURCE_NAME = "kernel.cu"
 
@@ -271,6 +271,8 @@ class _Preprocessor(pcpp.Preprocessor):
             name = tokens[0].value[1:-1]
         if name is None:
             raise _Stop(line, f"malformed #include: {NO_FILES}")
+        if name in NVCC_REFUSED:
+            raise _Stop(line, f"#include <{name}>: nvcc refuses this header: {NVCC_REFUSED[name]}")
         known = HEADERS.get(name)
         if known is not None:
             if known.cxx and self.extern_c:
@@ -446,6 +448,10 @@ def preprocess(source: str, options=None, extern_c: bool = False) -> Preprocesse
         raise CompileError(f"the source (with its -D options) has {size:,} characters, over "
                            f"the emulator's {MAX_SOURCE_CHARS:,}: a kernel is a few hundred "
                            f"lines")
+    # A file saved with a UTF-8 byte-order mark (Visual Studio's default) starts with
+    # U+FEFF; gcc and clang, hence nvcc, skip it at the start of a file. Anywhere else it
+    # stays a character clang refuses, as nvcc does.
+    source = source.removeprefix("\ufeff")
     source_lines = tuple(source.split("\n"))
     _check_text(source, source_lines)
     pp = _Preprocessor(extern_c)

@@ -21,9 +21,10 @@ one that hangs, floods or exhausts memory affects no other.
 
 Besides the public shapes and data, each submission is graded on shapes and data drawn from
 the instructor's secret (`tilinglib.grading.secret`: made at the first run beside DIR, or
-``--secret PATH``), keyed to its answers: no kernel can know them, and the same secret and
-answers give the same grade. ``grades.json`` records, per result, the seed and the shapes
-graded (``outcome.inputs``) and, in ``settings``, which secret (its id, never its bytes).
+``--secret PATH``), keyed to its notebook's bytes: no kernel can know them, and the same
+secret and notebook give the same grade. ``grades.json`` records, per result, the seed and
+the shapes graded (``outcome.inputs``) and, in ``settings``, which secret (its id, never its
+bytes).
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GradingError
-from .extract import BadNotebook, extract_answers
-from .sandbox import Limits, Outcome, STATUSES, grade_in_sandbox
-from .secret import default_secret_path, draw_for, load_or_create_secret, results_settings
+from .extract import BadNotebook, open_notebook
+from .memory import TreeMemory
+from .secret import (default_secret_path, draw_for_file, load_or_create_secret,
+                     results_settings)
+from .names import MAX_LISTED, capped, is_utf8_name, listing, printable, shown_name
+from .sandbox import Limits, Outcome, STATUSES, grade_notebook_in_sandbox
 
 __all__ = ["Submission", "Result", "find_submissions", "grade_submission", "grade_directory",
            "write_results", "read_results", "write_grades_csv", "feedback_text",
@@ -75,7 +79,8 @@ class Result:
     def row(self) -> dict:
         """The submission's line of grades.csv."""
         o = self.outcome
-        return {"student": self.submission.student, "assignment": self.submission.assignment,
+        return {"student": shown_name(self.submission.student),
+                "assignment": self.submission.assignment,
                 "score": f"{o.score:g}", "max_score": f"{o.max_score:g}", "status": o.status,
                 "seconds": f"{o.seconds:.2f}"}
 
@@ -122,13 +127,11 @@ def find_submissions(directory, assignments=None) -> list:
                                f"{', '.join(sorted(known))}")
         names = list(dict.fromkeys(assignments))
     else:
-        seen = {p.name for s in students if not (root / s).is_symlink()
-                for p in (root / s).iterdir()
-                if (p.is_symlink() or p.is_dir()) and not p.name.startswith(".")}
+        seen = {name for s in students for name in _folders(root / s)}
         names = sorted(seen & set(known))
         strange = sorted(seen - set(known))
         if strange:
-            print(f"tilinglib.grading: not graded (no such assignment): {', '.join(strange)}",
+            print(f"tilinglib.grading: not graded (no such assignment): {listing(strange)}",
                   file=sys.stderr)
     if not students or not names:
         raise GradingError(f"nothing to grade in {directory}: expected "
@@ -137,50 +140,83 @@ def find_submissions(directory, assignments=None) -> list:
     return [Submission(s, a, root / s / a / f"{a}.ipynb") for s in students for a in names]
 
 
-def _all_kernels(spec) -> bool:
-    return all(a.name.endswith("KERNEL") for a in spec.answers)
+def _folders(student_dir: Path) -> set:
+    """Names of the (not hidden) folders in a student's folder; none for a linked or
+    unreadable one (graded, and refused or reported, per submission)."""
+    if student_dir.is_symlink():
+        return set()
+    try:
+        return {p.name for p in student_dir.iterdir()
+                if (p.is_symlink() or p.is_dir()) and not p.name.startswith(".")}
+    except OSError:
+        return set()
 
 
 def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=(),
-                     secret=None) -> Result:
-    """Grade one submission: read its notebook (never run), then grade its answers in a
-    sandboxed process, on the inputs drawn from `secret` (a `secret.Secret`) for them as
-    well as the public ones (public ones only when None). Returns a `Result`; raises
-    nothing for anything the submission holds."""
+                     sandbox=None, secret=None) -> Result:
+    """Grade one submission: its names and links are checked here, then its notebook is read
+    (never run) and its answers graded in one sandboxed process (`sandbox`, a function
+    called as `sandbox.grade_notebook_in_sandbox` is, the default; `cluster.DaskSandbox`
+    runs it on a Dask worker), on the inputs drawn from `secret` (a `secret.Secret`) for
+    this notebook as well as the public ones (public ones only when None). The outcome's
+    `seconds` is the whole time this took. Returns a `Result`; raises nothing for anything
+    the submission holds."""
+    t0 = time.monotonic()
+    result = _grade_submission(sub, limits, setup, sandbox or grade_notebook_in_sandbox,
+                               secret)
+    result.outcome.seconds = time.monotonic() - t0
+    return result
+
+
+def _grade_submission(sub: Submission, limits: Limits, setup, sandbox, secret=None) -> Result:
     spec = _assignments()[sub.assignment]
     max_score = float(spec.max_score)
     try:
+        if not is_utf8_name(sub.student):
+            return Result(sub, Outcome("bad_name", 0.0, max_score, message=(
+                f"the student folder's name {shown_name(sub.student)!r} is not valid UTF-8 "
+                f"(the bytes written \\xNN): nbgrader and its gradebook need UTF-8 names, so "
+                f"this folder is not graded; rename it (the student's id) and grade again")))
         linked = _linked_component(sub)
         if linked:
             return Result(sub, Outcome("bad_notebook", 0.0, max_score, message=linked))
         if not os.path.lexists(sub.path):
-            folder = sub.path.parent
-            others = sorted(p.name for p in folder.glob("*.ipynb")) if folder.is_dir() else []
-            why = (f"no {sub.path.name} in {sub.student}/{sub.assignment}/"
-                   + (f" (found {', '.join(others)}: nbgrader only collects the notebook named "
-                      f"after the assignment)" if others else "")
-                   if folder.is_dir() else f"no folder {sub.student}/{sub.assignment}/: "
-                                           f"nothing was handed in")
-            return Result(sub, Outcome("missing_notebook", 0.0, max_score, message=why))
+            return Result(sub, Outcome("missing_notebook", 0.0, max_score,
+                                       message=_missing_why(sub)))
         try:
-            ex = extract_answers(sub.path, spec)
+            fd = open_notebook(sub.path)
         except BadNotebook as exc:
             return Result(sub, Outcome("bad_notebook", 0.0, max_score, message=str(exc)))
-        if not ex.sources:
-            status = "no_kernel" if _all_kernels(spec) else "no_answer"
-            what = "kernel" if status == "no_kernel" else "answer"
-            return Result(sub, Outcome(status, 0.0, max_score,
-                                       message=f"no literal {what} was found in the notebook, "
-                                               f"so nothing was graded (see above)"),
-                          ex.notes)
-        draw = draw_for(secret, sub.assignment, ex.sources) if secret is not None else None
-        return Result(sub, grade_in_sandbox(sub.assignment, ex.sources, max_score,
-                                            limits=limits, setup=tuple(setup), draw=draw),
-                      ex.notes)
+        extra = {}
+        if secret is not None:       # the notebook's bytes, hashed: nothing of it parsed here
+            extra["draw"] = draw_for_file(secret, sub.assignment, fd)
+        outcome, notes = sandbox(sub.assignment, fd, sub.path.name, max_score,
+                                 limits=limits, setup=tuple(setup), **extra)
+        return Result(sub, outcome, notes)
     except Exception as exc:       # the grader's own failure on this one: say so, go on
         return Result(sub, Outcome("crashed", 0.0, max_score,
                                    message=f"the grader failed while reading this submission: "
-                                           f"{type(exc).__name__}: {str(exc)[:300]}"))
+                                           f"{type(exc).__name__}: "
+                                           f"{shown_name(str(exc)[:300])}"))
+
+
+def _missing_why(sub: Submission) -> str:
+    """Why there is no notebook to read for `sub`, naming (some of) what is there instead."""
+    folder = sub.path.parent
+    if not folder.is_dir():
+        return f"no folder {sub.student}/{sub.assignment}/: nothing was handed in"
+    others = []
+    for p in folder.iterdir():
+        if p.name.endswith(".ipynb"):
+            others.append(p.name)
+            if len(others) > MAX_LISTED:
+                break
+    why = f"no {sub.path.name} in {sub.student}/{sub.assignment}/"
+    if others:
+        why += (f" (found {listing(sorted(others)[:MAX_LISTED])}"
+                + (" and more" if len(others) > MAX_LISTED else "")
+                + ": nbgrader only collects the notebook named after the assignment)")
+    return why
 
 
 def _linked_component(sub: Submission) -> str:
@@ -236,7 +272,7 @@ class _Progress:
                 end = "\r" if self.tty and self.done < self.total else "\n"
                 print(f"graded {self.done}/{self.total} "
                       f"({time.monotonic() - self.t0:.0f} s elapsed in all; last: "
-                      f"{result.submission.student}/{result.submission.assignment} "
+                      f"{printable(result.submission.student)}/{result.submission.assignment} "
                       f"{result.outcome.status})", end=end, file=sys.stderr, flush=True)
 
     def close(self):
@@ -245,19 +281,23 @@ class _Progress:
 
 
 def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = Limits(),
-                    setup=(), progress: bool = True, secret=None) -> list:
-    """Grade every submission under `directory` (see `find_submissions`), `jobs` at a time
-    (default `os.cpu_count()`), each in its own sandboxed process, with the inputs `secret`
-    draws for it (`grade_submission`). Returns the `Result`s sorted by student, then
-    assignment: one per submission, none left out."""
+                    setup=(), progress: bool = True, select=None, sandbox=None,
+                    secret=None) -> list:
+    """Grade every submission under `directory` (see `find_submissions`), or those
+    `select(submissions)` returns (`shard.Selection`: --shard, --students), `jobs` at a time
+    (default `os.cpu_count()`), each in its own sandboxed process (`sandbox`: see
+    `grade_submission`), with the inputs `secret` draws for it. Returns the `Result`s sorted
+    by student, then assignment: one per submission, none left out."""
     subs = find_submissions(directory, assignments)
+    if select is not None:
+        subs = select(subs)
     jobs = max(1, int(jobs or os.cpu_count() or 1))
     bar = _Progress(len(subs), progress)
     results = []
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(grade_submission, s, limits=limits, setup=setup,
-                                   secret=secret) for s in subs]
+                                   sandbox=sandbox, secret=secret) for s in subs]
             for fut in as_completed(futures):
                 res = fut.result()
                 results.append(res)
@@ -272,13 +312,30 @@ def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = 
 RESULTS_FORMAT = "tilinglib.grading results 1"
 
 
-def write_results(results, path, settings=None) -> str:
+def _shown(obj):
+    """`obj` (JSON-like) with every string through `names.shown_name`, so that it can be
+    written as UTF-8 whatever names it holds."""
+    if isinstance(obj, str):
+        return shown_name(obj)
+    if isinstance(obj, dict):
+        return {_shown(k): _shown(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_shown(v) for v in obj]
+    return obj
+
+
+def write_results(results, path, settings=None, run=None) -> str:
     """Write every result to the JSON file `path` (``grades.json``): for each submission the
     student, the assignment, the outcome (status, score, max_score, per-check points, points
     per nbgrader test cell, messages) and what was read from the notebook; all that
     `--from` needs to fill a gradebook without reading submitted/ again; `settings` (a
-    JSON-able dict, e.g. `secret.results_settings`) goes in as it is. Returns the file's
-    SHA-256 (hex), which `read_results` can check."""
+    dict, `shard.run_settings`) is written beside them, for `--merge`; and `run` (a dict,
+    e.g. the peak memory of the run, `memory.TreeMemory.figures`) under "run" (what this
+    run measured: `--merge` does not compare it). Names that are not valid UTF-8 are
+    written as `names.shown_name` writes them. The digest is also written to
+    ``PATH.sha256`` (as sha256sum writes it). Returns the file's SHA-256 (hex), which
+    `read_results` can check."""
+    from .shard import sha256_file_line
     import hashlib
     from dataclasses import asdict
 
@@ -289,11 +346,16 @@ def write_results(results, path, settings=None) -> str:
                             "notebook": str(r.submission.path),
                             "outcome": asdict(r.outcome),
                             "read_notes": list(r.read_notes)} for r in results]}
-    data = json.dumps(payload, indent=1, ensure_ascii=False).encode("utf-8")
+    if run is not None:
+        payload["run"] = dict(run)
+    data = json.dumps(_shown(payload), indent=1, ensure_ascii=False).encode("utf-8")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256(data).hexdigest()
+    path.with_name(path.name + ".sha256").write_text(sha256_file_line(digest, path),
+                                                     encoding="utf-8")
+    return digest
 
 
 def read_results(path, sha256=None) -> list:
@@ -355,7 +417,7 @@ def write_grades_csv(results, path) -> None:
         writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
         writer.writeheader()
         for r in results:
-            writer.writerow(r.row)
+            writer.writerow({k: shown_name(v) for k, v in r.row.items()})
 
 
 _STATUS_WORDS = {
@@ -365,6 +427,7 @@ _STATUS_WORDS = {
     "no_answer": "not graded: no answer found",
     "missing_notebook": "not graded: no notebook handed in",
     "bad_notebook": "not graded: the notebook could not be read",
+    "bad_name": "not graded: the folder's name is not valid UTF-8",
     "timeout": "stopped at the time limit",
     "memory": "stopped at the memory limit",
     "crashed": "the grader failed on this submission",
@@ -373,7 +436,8 @@ _STATUS_WORDS = {
 
 def feedback_text(result: Result) -> str:
     """The plain-words feedback for one submission: score, status, what was read from the
-    notebook, then every check with its points and message."""
+    notebook (at most `names.MAX_LISTED` notes of each kind, then how many more), then every
+    check with its points and message. Always valid UTF-8 (`names.shown_name`)."""
     sub, o = result.submission, result.outcome
     lines = [f"Assignment {sub.assignment}, student {sub.student}",
              f"Score: {o.score:g} / {o.max_score:g}   ({_STATUS_WORDS.get(o.status, o.status)})",
@@ -383,7 +447,7 @@ def feedback_text(result: Result) -> str:
              ""]
     if result.read_notes:
         lines.append("What was read from your notebook:")
-        lines += [f"  - {n}" for n in result.read_notes]
+        lines += [f"  - {n}" for n in capped(result.read_notes, what="more notes")]
         lines.append("")
     if o.message:
         lines += [f"Why: {o.message}", ""]
@@ -397,21 +461,21 @@ def feedback_text(result: Result) -> str:
                 lines += ["         " + line for line in c["message"].splitlines()]
         lines.append("")
     if o.notes:
-        lines += ["Notes:"] + [f"  - {n}" for n in o.notes] + [""]
+        lines += ["Notes:"] + [f"  - {n}" for n in capped(o.notes, what="more notes")] + [""]
     if o.output.strip():
         shown = o.output.splitlines()[:40]
         lines += [f"What the graded run printed ({o.printed:,} characters in all; the first "
                   f"{len(shown)} lines):"]
         lines += ["  " + line for line in shown]
         lines.append("")
-    return "\n".join(lines)
+    return shown_name("\n".join(lines))
 
 
 def write_feedback(results, directory) -> None:
     """Write `directory/<student>/<assignment>.txt` for every result."""
     directory = Path(directory)
     for r in results:
-        folder = directory / r.submission.student
+        folder = directory / shown_name(r.submission.student)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{r.submission.assignment}.txt").write_text(feedback_text(r),
                                                                encoding="utf-8")
@@ -428,7 +492,8 @@ def write_gradebook(results, path) -> None:
     or, for an assignment without parts, a share of the score in proportion to the cell's
     points; nbgrader shows a manual score as the instructor's override of its own
     autograded one. Cells graded by hand are left alone.
-    The answer cell's comment gets one line naming this command's status and score.
+    The answer cell's comment gets one line naming this command's status and score. A
+    bad_name result (a folder name that is not valid UTF-8, so no student id) is left out.
     Raises `GradingError` if nbgrader is not installed or an assignment is not in the
     gradebook."""
     try:
@@ -459,6 +524,8 @@ def _write_gradebook(Gradebook, MissingEntry, url, path, specs, results) -> None
     with Gradebook(url) as gb:
         for r in results:
             sub, o = r.submission, r.outcome
+            if o.status == "bad_name":      # no student id nbgrader could hold
+                continue
             spec = specs[sub.assignment]
             try:
                 assignment = gb.find_assignment(sub.assignment)
@@ -547,6 +614,8 @@ def _parser() -> argparse.ArgumentParser:
                         f"{default_secret_path('DIR').name} in the folder above DIR); keep it "
                         "out of every student's reach")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    from .shard import add_arguments
+    add_arguments(p)
     return p
 
 
@@ -563,6 +632,9 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         setup = [str(Path(s).resolve()) for s in args.setup]
+        if args.merge:
+            from .shard import merge_main
+            return merge_main(args, setup)
         if args.from_results is not None:
             if args.directory is not None:
                 raise GradingError("give DIR (to grade it) or --from RESULTS (to write saved "
@@ -570,6 +642,8 @@ def main(argv=None) -> int:
             if not args.gradebook:
                 raise GradingError("--from RESULTS writes saved results into a gradebook: "
                                    "add --gradebook gradebook.db")
+            from .shard import refuse_grading_options
+            refuse_grading_options(args, "--from")
             run_setup_files(setup)
             results = read_results(args.from_results, args.sha256)
             write_gradebook(results, args.gradebook)
@@ -597,12 +671,26 @@ def main(argv=None) -> int:
         print(f"tilinglib.grading: {'made a new' if secret.created else 'using the'} grading "
               f"secret {secret.path} (id {secret.id})" + (": keep it; the same secret gives "
               f"the same grades" if secret.created else ""), file=sys.stderr)
-        results = grade_directory(args.directory, assignments=args.assignment, jobs=args.jobs,
-                                  limits=limits, setup=setup, progress=not args.quiet,
-                                  secret=secret)
+        from ..platform_support import caveats as platform_caveats
+        from .cluster import sandbox_for
+        from .shard import Selection, parse_shard, parse_students, run_settings
+        select = Selection(parse_shard(args.shard) if args.shard else None,
+                           parse_students(args.students) if args.students else None)
+        with sandbox_for(args.scheduler, args.jobs) as (sandbox, jobs):
+            for line in getattr(sandbox, "caveats", None) or platform_caveats():
+                print(f"tilinglib.grading: {line}", file=sys.stderr)
+            with TreeMemory() as memory:
+                results = grade_directory(args.directory, assignments=args.assignment,
+                                          jobs=jobs, limits=limits, setup=setup,
+                                          progress=not args.quiet, select=select,
+                                          sandbox=sandbox, secret=secret)
+            settings = run_settings(select, limits, setup,
+                                    unenforced=getattr(sandbox, "unenforced", None))
+            settings["secret"] = results_settings(secret)
         write_grades_csv(results, args.out)
         write_feedback(results, args.feedback_dir)
-        digest = write_results(results, args.results, results_settings(secret))
+        digest = write_results(results, args.results, settings=settings,
+                               run={"memory": memory.figures})
         if args.gradebook:
             write_gradebook(results, args.gradebook)
     except GradingError as exc:
@@ -610,7 +698,7 @@ def main(argv=None) -> int:
         return 2
     print(f"{len(results)} submissions: {_summary(results)}. Grades in {args.out}, feedback in "
           f"{args.feedback_dir}/, all results in {args.results} (SHA-256 {digest}, printed on "
-          f"stdout)" + (f", scores in {args.gradebook}" if args.gradebook else ""),
-          file=sys.stderr)
+          f"stdout)" + (f", scores in {args.gradebook}" if args.gradebook else "")
+          + f". {memory.summary()}", file=sys.stderr)
     print(digest)
     return 0

@@ -10,13 +10,13 @@ a secret only the instructor holds:
   ``tilinglib-grading.secret`` beside the graded folder (nbgrader's course folder, next to
   ``submitted/`` and ``gradebook.db``, which nbgrader never releases), mode 0600. It is
   never inside a student's folder, never in a notebook, never sent to a grading process.
-- `Draw`: what one submission is graded on, derived from the secret and the submission's
-  answers (HMAC-SHA256): a data seed (every shape's A and B, public shapes included, are
+- `Draw`: what one submission is graded on, derived from the secret and the submitted
+  notebook's bytes (HMAC-SHA256): a data seed (every shape's A and B, public shapes included, are
   seeded float32 randoms from it) and, per kind of shape, extra shapes (`drawn_shapes`)
   from ranges that reach every edge: partial tiles in M, N and K, interior blocks that
   meet a partial K tile, tall, wide and long-K shapes, a grid of more than 4,096 blocks and,
   where the emulator runs it in about two seconds, more than 65,535 blocks along x. The
-  same secret and the same answers give the same draw, so the same grade; another
+  same secret and the same notebook give the same draw, so the same grade; another
   submission (a resubmission too) gets other shapes.
 - `drawing(draw)`: the context in which the graders (`check_sgemm`, `check_coarsened`) use
   the draw instead of the public inputs alone; it records the shapes they ran, which the
@@ -43,8 +43,8 @@ from pathlib import Path
 from ..errors import GradingError
 
 __all__ = ["SECRET_FILE_NAME", "Secret", "Draw", "default_secret_path", "load_or_create_secret",
-           "draw_for", "drawn_shapes", "drawing", "active_draw", "results_settings",
-           "BIG_GRID_BLOCKS",
+           "draw_for", "draw_for_file", "drawn_shapes", "drawing", "active_draw",
+           "results_settings", "BIG_GRID_BLOCKS",
            "WIDE_GRID_BLOCKS_X", "WIDE_GRID_WORK"]
 
 SECRET_FILE_NAME = "tilinglib-grading.secret"
@@ -150,12 +150,31 @@ class Draw:
         return drawn_shapes(self.seed, tile, threads_per_block)
 
 
-def draw_for(secret: Secret, assignment: str, answers: dict) -> Draw:
-    """The `Draw` of one submission: HMAC-SHA256 of the assignment's name and the answers'
-    source texts (name -> text), keyed with the secret. Deterministic; without the key
-    nothing about it can be known from the answers."""
-    message = json.dumps({"assignment": str(assignment),
-                          "answers": {str(k): str(v) for k, v in dict(answers).items()}},
+def draw_for(secret: Secret, assignment: str, notebook: bytes) -> Draw:
+    """The `Draw` of one submission: HMAC-SHA256, keyed with the secret, of the assignment's
+    name and the SHA-256 of the submitted notebook's bytes (`notebook`; the command never
+    parses a notebook outside the grading process, so the bytes are what it has). The same
+    file gets the same draw; any change to it (a resubmission) another; without the key
+    nothing about it can be known."""
+    return _draw(secret, assignment, hashlib.sha256(bytes(notebook)).hexdigest())
+
+
+def draw_for_file(secret: Secret, assignment: str, fd: int) -> Draw:
+    """`draw_for` of the file open as `fd` (read with os.pread from offset 0 in 1 MiB pieces,
+    so the descriptor's own offset is left where it was)."""
+    h = hashlib.sha256()
+    offset = 0
+    while True:
+        piece = os.pread(fd, 1 << 20, offset)
+        if not piece:
+            break
+        h.update(piece)
+        offset += len(piece)
+    return _draw(secret, assignment, h.hexdigest())
+
+
+def _draw(secret: Secret, assignment: str, notebook_sha256: str) -> Draw:
+    message = json.dumps({"assignment": str(assignment), "notebook": notebook_sha256},
                          sort_keys=True, ensure_ascii=True).encode("ascii")
     digest = hmac.new(secret.key, message, hashlib.sha256).digest()
     return Draw(int.from_bytes(digest[:8], "big") >> 1)
@@ -220,11 +239,13 @@ def drawn_shapes(seed: int, tile: int, threads_per_block: int | None = None) -> 
 
 
 def results_settings(secret: Secret) -> dict:
-    """What ``grades.json`` records about the inputs: the secret's file and `Secret.id`
-    (never its key) and how the draws are made; each result's own seed and shapes are in
-    its ``outcome.inputs``."""
-    return {"secret": {"file": str(secret.path), "id": secret.id},
-            "draws": "per submission: HMAC-SHA256(secret, assignment and answers) seeds the "
+    """What ``grades.json``'s settings record about the inputs (under "secret"): `Secret.id`
+    (never the key; not the file's path either, which differs between the machines of a
+    sharded run) and how the draws are made; each result's own seed and shapes are in its
+    ``outcome.inputs``."""
+    return {"id": secret.id,
+            "draws": "per submission: HMAC-SHA256(secret, assignment and the notebook's "
+                     "SHA-256) seeds the "
                      "data of every shape and adds shapes to each correctness case "
                      "(tilinglib.grading.secret.drawn_shapes); the public shapes are graded "
                      "too",

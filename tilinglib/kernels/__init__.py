@@ -24,6 +24,11 @@
 - ``sgemm_warptile_db``: ``sgemmWarptileDB``, same parameters and macros: warp tiling with the
   next tile fetched into registers during the FMAs, two shared buffers (defaults 128, 256, 12,
   32, 128, 2, 2, 8, 4, 4: the fastest shape of the H200 sweep; lesson 08);
+- ``sgemm_tuned``: ``sgemmTuned``, same parameters and macros, plus switches: ``-DFRAGDB=1``
+  (register double buffering of the fragments, default on), ``-DSWIZZLE=1`` (an XOR-swizzled,
+  unpadded A tile; APAD=0), ``-DSPLITK=s`` (K split among s blocks over blockIdx.z, added into
+  a zeroed C with atomicAdd), ``-DGSWZ=g`` (grouped block order), ``-DMINB=b``
+  (``__launch_bounds__(threads, b)``); lesson 08, section 8, `tilinglib.tile_choice`;
 - ``transpose``: ``transposeNaive`` and ``transposeShared(int N, const float* in,
   float* out)``, the second through a shared tile read by columns (``-DPAD=1`` pads it;
   lesson 05);

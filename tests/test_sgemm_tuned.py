@@ -1,0 +1,180 @@
+"""The tuned kernel (tilinglib/kernels/sgemm_tuned.cu, ladder step ``tuned``) on the emulator.
+
+Integer-valued inputs (small integers, whose products and sums float32 holds exactly in any
+order) make the product exact, whatever order split-K's atomicAdd applies the partial sums in:
+every switch (FRAGDB, SWIZZLE, SPLITK, GSWZ, MINB) must give A @ B to the last bit at shapes
+that take every edge path. With random inputs and SPLITK = 1 the arithmetic is warptile_db's,
+FMA for FMA in the same order, so the results are equal bit for bit. The swizzle's claim (no
+bank conflicts in the transposed stores without padding, none in the float4 reads) is
+checked on the emulator's counters."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tilinglib import ladder
+from tilinglib.errors import ArgumentError
+
+# One warp step of 8 x 4 lanes, 2 x 2 steps per warp, two warps: small enough to be quick.
+SMALL = {"BM": 64, "BN": 32, "BK": 8, "WM": 64, "WN": 32, "WMITER": 2, "WNITER": 2,
+         "TM": 4, "TN": 4, "APAD": 4}
+# (1, 1, 1): one element; K % 4 != 0: A read one float at a time; N % 4 != 0: B and C so;
+# (70, 45, 33): every edge cut; (65, 64, 9): a K shorter than three split-K chunks need.
+ODD_SHAPES = [(1, 1, 1), (70, 45, 33), (33, 36, 64), (65, 64, 9)]
+SWITCHES = [dict(zip(("SWIZZLE", "FRAGDB", "SPLITK", "GSWZ"), v))
+            for v in itertools.product((0, 1), (0, 1), (1, 3), (1, 2))]
+
+
+@pytest.fixture(autouse=True)
+def _emulator(monkeypatch):
+    monkeypatch.setenv("TILINGLIB_BACKEND", "emulator")
+
+
+def _integers(M, N, K, seed=3):
+    rng = np.random.default_rng(seed)
+    return (rng.integers(-4, 5, (M, K)).astype(np.float32),
+            rng.integers(-4, 5, (K, N)).astype(np.float32))
+
+
+def _params(switches):
+    p = {**SMALL, **switches}
+    if p["SWIZZLE"]:
+        p["APAD"] = 0
+    return p
+
+
+@pytest.mark.parametrize("switches", SWITCHES, ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("M,N,K", ODD_SHAPES)
+def test_every_switch_is_exact_on_odd_shapes(switches, M, N, K):
+    A, B = _integers(M, N, K)
+    p = _params(switches)
+    assert ladder.get("tuned").valid(p) is None
+    C = ladder.run("tuned", A, B, p)
+    np.testing.assert_array_equal(C, A @ B)
+
+
+def test_the_default_shape_is_exact_and_valid():
+    step = ladder.get("tuned")
+    assert step.valid() is None
+    A, B = _integers(130, 260, 29)
+    np.testing.assert_array_equal(ladder.run("tuned", A, B), A @ B)
+    A, B = _integers(130, 260, 24)
+    np.testing.assert_array_equal(ladder.run("tuned", A, B, {"SPLITK": 2, "GSWZ": 4}), A @ B)
+
+
+def test_split_k_one_is_warptile_db_bit_for_bit():
+    rng = np.random.default_rng(9)
+    A = rng.standard_normal((70, 37), dtype=np.float32)
+    B = rng.standard_normal((37, 45), dtype=np.float32)
+    db = ladder.run("warptile_db", A, B, SMALL)
+    for switches in ({"FRAGDB": 0}, {"FRAGDB": 1}, {"SWIZZLE": 1, "APAD": 0}, {"GSWZ": 2},
+                     {"MINB": 2}):
+        np.testing.assert_array_equal(ladder.run("tuned", A, B, {**SMALL, **switches}), db)
+
+
+def test_split_k_grid_and_chunks():
+    step = ladder.get("tuned")
+    assert step.grid(1000, 1003, {"SPLITK": 1}) == (4, 8)           # ceil(1003/256), ceil(1000/128)
+    assert step.grid(1000, 1003, {"SPLITK": 3}) == (4, 8, 3)
+    assert step.blocks(1024, 1024, {"SPLITK": 4}) == 4 * 8 * 4
+    assert step.adds_into_c({"SPLITK": 2}) and not step.adds_into_c()
+    # a split launch is counted whole (its blocks take different K chunks); the FMAs are the
+    # unsplit launch's: ceil(K / BK) tiles of BK in all, spread over the chunks
+    one = ladder.count("tuned", 64, 64, 48, {**SMALL, "SPLITK": 1})
+    three = ladder.count("tuned", 64, 64, 48, {**SMALL, "SPLITK": 3})
+    assert not ladder.one_block_represents("tuned", 64, 64, 48, {**SMALL, "SPLITK": 3})
+    assert one.flops == three.flops == 2 * 64 * 64 * 48
+    assert three.grid == (2, 1, 3)
+    # each chunk loads its own K range: the same global bytes in all
+    assert one.global_load_bytes == three.global_load_bytes
+
+
+def test_one_block_represents_the_unsplit_launch():
+    p = {**SMALL, "GSWZ": 2, "SWIZZLE": 1, "APAD": 0}
+    M, N, K = 128, 64, 32
+    assert ladder.one_block_represents("tuned", M, N, K, p)
+    scaled = ladder.count("tuned", M, N, K, p)
+    from tilinglib.emulator import In, Out, SourceModule
+    from tilinglib import kernels
+
+    step = ladder.get("tuned")
+    f = SourceModule(kernels.load("sgemm_tuned"), options=step.defines(p)).get_function("sgemmTuned")
+    A, B = _integers(M, N, K)
+    C = np.zeros((M, N), np.float32)
+    f(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), Out(C), block=step.block(p),
+      grid=step.grid(M, N, p))
+    full = f.last_report
+    for name in ("global_load_requests", "global_load_sectors", "global_load_bytes",
+                 "shared_load_wavefronts", "shared_store_wavefronts", "flops", "barriers"):
+        assert getattr(scaled, name) == getattr(full, name), name
+    np.testing.assert_array_equal(C, A @ B)
+
+
+@pytest.mark.parametrize("BK", [4, 8, 16])
+def test_swizzle_removes_the_store_conflicts_padding_removed(BK):
+    base = {**SMALL, "BK": BK}
+    plain = ladder.count("tuned", 64, 32, 2 * BK, {**base, "APAD": 0})
+    padded = ladder.count("tuned", 64, 32, 2 * BK, {**base, "APAD": 4})
+    swizzled = ladder.count("tuned", 64, 32, 2 * BK, {**base, "APAD": 0, "SWIZZLE": 1})
+    if BK > 4:      # at BK = 4 one lane copies each row of A: nothing to collide
+        assert plain.shared_store_bank_conflicts > 0
+    assert swizzled.shared_store_bank_conflicts == 0
+    assert swizzled.shared_load_bank_conflicts == plain.shared_load_bank_conflicts == 0
+    # the same reads: a permutation of whole float4 slots within each row
+    assert swizzled.shared_load_wavefronts == plain.shared_load_wavefronts
+    assert padded.shared_store_bank_conflicts >= swizzled.shared_store_bank_conflicts
+    step = ladder.get("tuned")
+    assert step.shared_bytes({**base, "APAD": 0, "SWIZZLE": 1}) == 2 * BK * (64 + 32) * 4
+
+
+def test_formulas_by_hand():
+    step = ladder.get("tuned")
+    p = step.resolve()
+    # 128 x 256 block tile: 4 (128 + 256) / (128 * 256) = 0.046875 B/FMA; a lane 16 x 8
+    assert step.global_bytes_per_fma(p) == 4 * (128 + 256) / (128 * 256)
+    assert step.shared_bytes_per_fma(p) == 4 * (16 + 8) / (16 * 8)
+    assert step.threads(p) == 256
+    # two buffers of 12 x (128 + 4 + 256) floats; swizzled at BK = 16: 16 x (128 + 256)
+    assert step.shared_bytes(p) == 2 * 12 * 388 * 4
+    assert step.shared_bytes({"BK": 16, "APAD": 0, "SWIZZLE": 1}) == 2 * 16 * 384 * 4
+    # registers: 128 accumulators + 2 x (16 + 8) fragments + 4 x (2 + 3) in flight + 30
+    assert step.registers_estimate(p) == 128 + 48 + 20 + 30
+    assert step.registers_estimate({"FRAGDB": 0}) == 128 + 24 + 20 + 30
+
+
+@pytest.mark.parametrize("params, phrase", [
+    ({"SWIZZLE": 1, "APAD": 0}, "BK in {4, 8, 16, 32}"),       # BK = 12
+    ({"SWIZZLE": 1, "BK": 8}, "set APAD=0"),
+    ({"SWIZZLE": 1, "BK": 8, "APAD": 0, "BM": 48, "BN": 32, "WM": 48, "WN": 32, "WMITER": 3,
+      "WNITER": 1, "TM": 4, "TN": 4}, "BM a multiple of 32"),
+    ({"FRAGDB": 2}, "0 (off) or 1 (on)"),
+    ({"MINB": 2}, "would spill"),
+    ({"SPLITK": 0}, "at least 1"),
+])
+def test_valid_refuses_with_reason(params, phrase):
+    why = ladder.get("tuned").valid(params)
+    assert why is not None and phrase in why, why
+    with pytest.raises(ArgumentError, match="cannot launch"):
+        ladder.launch("tuned", 64, 64, 64, params)
+
+
+def test_minb_two_fits_a_smaller_lane_tile():
+    # 64 accumulators at 256 threads: 65,536 / (2 x 256) = 128 registers allowed; the
+    # estimate: 64 + (4 + 16) fragments + 4 x (1 + 1) in flight + 30 = 122 without FRAGDB,
+    # 142 with its second pair of fragments (refused)
+    p = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "WMITER": 1, "WNITER": 4,
+         "TM": 4, "TN": 4, "APAD": 4, "MINB": 2, "FRAGDB": 0}
+    step = ladder.get("tuned")
+    assert step.registers_estimate(p) == 122
+    assert step.valid(p) is None
+    assert "would spill" in step.valid({**p, "FRAGDB": 1})
+
+
+def test_tuned_is_found_by_name_but_kept_out_of_the_measured_ladder():
+    assert ladder.get("tuned") is ladder.TUNED
+    assert "tuned" not in ladder.names() and ladder.TUNING == [ladder.TUNED]
+    with pytest.raises(ArgumentError, match="tuned"):
+        ladder.get("nope")

@@ -1,0 +1,299 @@
+// The tuned kernel: sgemm_warptile_db plus the last steps toward cuBLAS (lesson 08, section 8).
+// C (M x N) = A (M x K) * B (K x N), row-major, any M, N, K >= 1.
+// Launch: block ((BM / WM) * (BN / WN) * 32, 1, 1), grid (ceil(N / BN), ceil(M / BM), SPLITK).
+// With SPLITK > 1 the blocks ADD into C (atomicAdd): C must hold zeros before the launch
+// (pass it as InOut of a zeroed array).
+//
+// The tiles, the lanes' layout, the edges and the double-buffered shared tiles are those of
+// sgemm_warptile_db (read it first). Each addition below is a -D switch, so that each can be
+// measured alone:
+//
+// FRAGDB=1  register double buffering of the fragments: while the FMAs of step k run on
+//           a[k % 2], b[k % 2], the shared loads of step k + 1 fill the other pair, so an
+//           LDS's latency hides behind RM x RN FMAs instead of stalling the next ones.
+// SWIZZLE=1 the transposed A tile without padding: column m of row k is stored at
+//           m ^ ((k / 4) * (128 / BK)), an XOR of a multiple of 4 below 32. Within a row it is
+//           a permutation of whole float4 slots (the float4 reads stay aligned and meet the
+//           same banks as before: no conflict), and the lanes that copy one row of A into
+//           rows k, k + 4, ... of the tile now write to different banks (with APAD = 0 and
+//           no swizzle they collide). Needs BK in {4, 8, 16, 32} and BM a multiple of 32.
+// SPLITK=s  the K range split into s chunks of whole BK tiles, one per blockIdx.z: s times
+//           the blocks for the same C, each doing 1/s of the FMAs, for sizes whose M x N grid
+//           cannot fill the GPU. The partial sums are added into C with atomicAdd.
+// GSWZ=g    grouped block order: consecutive blocks (in launch order) walk down g block rows
+//           before moving right, so the blocks resident together share rows of A and columns
+//           of B in the L2 cache. GSWZ=1 is the plain row-major order.
+// MINB=b    __launch_bounds__(threads, b): ptxas keeps registers per thread within
+//           65,536 / (b x threads), so that b blocks fit on an SM (it spills if it must).
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 12
+#endif
+#ifndef WM
+#define WM 32
+#endif
+#ifndef WN
+#define WN 128
+#endif
+#ifndef WMITER
+#define WMITER 2
+#endif
+#ifndef WNITER
+#define WNITER 2
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 4
+#endif
+#ifndef APAD
+#define APAD 4
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 0
+#endif
+#ifndef FRAGDB
+#define FRAGDB 1
+#endif
+#ifndef SPLITK
+#define SPLITK 1
+#endif
+#ifndef GSWZ
+#define GSWZ 1
+#endif
+#ifndef MINB
+#define MINB 1
+#endif
+#define NTHREADS ((BM / WM) * (BN / WN) * 32)
+#define WSUBM (WM / WMITER)
+#define WSUBN (WN / WNITER)
+#define RM (WMITER * TM)            // rows of C per lane
+#define RN (WNITER * TN)            // columns of C per lane
+#define A_LOADS ((BM * BK / 4 + NTHREADS - 1) / NTHREADS)   // float4 of A per thread and tile
+#define B_LOADS ((BK * BN / 4 + NTHREADS - 1) / NTHREADS)   // float4 of B per thread and tile
+
+#if BM % WM || BN % WN || WM % WMITER || WN % WNITER || WSUBM % TM || WSUBN % TN
+#error "sgemm_tuned: WM must divide BM, WN divide BN, WMITER divide WM, WNITER divide WN, TM divide WM / WMITER, TN divide WN / WNITER"
+#endif
+#if (WSUBM / TM) * (WSUBN / TN) != 32
+#error "sgemm_tuned: a warp step must hold 32 lanes: (WM / WMITER / TM) * (WN / WNITER / TN) == 32"
+#endif
+#if BK % 4 || BN % 4 || TM % 4 || TN % 4 || APAD % 4
+#error "sgemm_tuned needs BK, BN, TM, TN and APAD multiples of 4 (float4 accesses)"
+#endif
+#if SWIZZLE && ((BK != 4 && BK != 8 && BK != 16 && BK != 32) || BM % 32)
+#error "sgemm_tuned: SWIZZLE=1 needs BK = 4, 8, 16 or 32 and BM a multiple of 32"
+#endif
+#if SPLITK < 1 || GSWZ < 1 || MINB < 1
+#error "sgemm_tuned: SPLITK, GSWZ and MINB must be at least 1"
+#endif
+
+#if SWIZZLE
+#define AROW BM                                   // no padding: the XOR spreads the stores
+#define ACOL(k, m) ((m) ^ (((k) / 4) * (128 / BK)))
+#else
+#define AROW (BM + APAD)
+#define ACOL(k, m) (m)
+#endif
+
+// Four consecutive floats row[col..col+3] of a row with `ncols` columns; those past the end
+// read as 0. One 16-byte load when `vec` (the row length is a multiple of 4) and all four
+// are inside the row.
+__device__ float4 load4(const float* row, int col, int ncols, bool vec)
+{
+    if (vec && col + 3 < ncols)
+        return *(const float4*)&row[col];
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (col < ncols) v.x = row[col];
+    if (col + 1 < ncols) v.y = row[col + 1];
+    if (col + 2 < ncols) v.z = row[col + 2];
+    if (col + 3 < ncols) v.w = row[col + 3];
+    return v;
+}
+
+// Write v into row[col..col+3] (added to what is there when `add`: split-K), skipping what
+// lies past the row's `ncols` columns.
+__device__ void store4(float* row, int col, int ncols, bool vec, float4 v, bool add)
+{
+    if (add) {
+        if (col < ncols) atomicAdd(&row[col], v.x);
+        if (col + 1 < ncols) atomicAdd(&row[col + 1], v.y);
+        if (col + 2 < ncols) atomicAdd(&row[col + 2], v.z);
+        if (col + 3 < ncols) atomicAdd(&row[col + 3], v.w);
+        return;
+    }
+    if (vec && col + 3 < ncols) {
+        *(float4*)&row[col] = v;
+        return;
+    }
+    if (col < ncols) row[col] = v.x;
+    if (col + 1 < ncols) row[col + 1] = v.y;
+    if (col + 2 < ncols) row[col + 2] = v.z;
+    if (col + 3 < ncols) row[col + 3] = v.w;
+}
+
+__global__ void __launch_bounds__(NTHREADS, MINB)
+sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+           float* __restrict__ C)
+{
+    __shared__ float As[2][BK][AROW];        // As[buf][k][ACOL(k, m)] = A[rowBase + m][k0 + k]
+    __shared__ float Bs[2][BK][BN];          // Bs[buf][k][n] = B[k0 + k][colBase + n]
+
+    // Which tile of C: grouped order (GSWZ block rows at a time), then this block's K chunk.
+#if GSWZ > 1
+    const int pid = blockIdx.y * gridDim.x + blockIdx.x;      // the launch order
+    const int perGroup = GSWZ * gridDim.x;
+    const int firstRow = (pid / perGroup) * GSWZ;
+    const int groupRows = min((int)gridDim.y - firstRow, GSWZ);
+    const int tileRow = firstRow + (pid % perGroup) % groupRows;
+    const int tileCol = (pid % perGroup) / groupRows;
+#else
+    const int tileRow = blockIdx.y;
+    const int tileCol = blockIdx.x;
+#endif
+    const int tilesPerChunk = ((K + BK - 1) / BK + SPLITK - 1) / SPLITK;
+    const int kBegin = blockIdx.z * tilesPerChunk * BK;
+    const int kEnd = min(K, kBegin + tilesPerChunk * BK);
+    if (kBegin >= K)
+        return;                                // an empty chunk (K too short for SPLITK)
+
+    const int tid = threadIdx.x;
+    const int rowBase = tileRow * BM;
+    const int colBase = tileCol * BN;
+    const int warp = tid / 32;
+    const int lane = tid % 32;
+    const int warpRow = (warp / (BN / WN)) * WM;
+    const int warpCol = (warp % (BN / WN)) * WN;
+    const int laneRow = (lane / (WSUBN / TN)) * TM;
+    const int laneCol = (lane % (WSUBN / TN)) * TN;
+    const bool vecA = K % 4 == 0;
+    const bool vecB = N % 4 == 0;
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+    float acc[RM][RN];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int j = 0; j < RN; ++j)
+            acc[i][j] = 0.0f;
+    float a[1 + FRAGDB][RM];   // the fragments of step k (and, with FRAGDB, of step k + 1)
+    float b[1 + FRAGDB][RN];
+    float4 ra[A_LOADS];        // the next tile, on its way from global memory to shared memory
+    float4 rb[B_LOADS];
+
+    // Fetch the tile that starts at column k0 of A and row k0 of B into ra, rb (0 past the
+    // edges; a chunk ends on a tile boundary or at K, so K is the only edge).
+#define FETCH(k0)                                                                 \
+    _Pragma("unroll")                                                             \
+    for (int r = 0; r < A_LOADS; ++r) {                                           \
+        int i = tid + r * NTHREADS;                                               \
+        ra[r] = zero;                                                             \
+        if (i < BM * BK / 4 && rowBase + i / (BK / 4) < M)                        \
+            ra[r] = load4(A + (rowBase + i / (BK / 4)) * K, (k0) + (i % (BK / 4)) * 4, K, vecA); \
+    }                                                                             \
+    _Pragma("unroll")                                                             \
+    for (int r = 0; r < B_LOADS; ++r) {                                           \
+        int i = tid + r * NTHREADS;                                               \
+        rb[r] = zero;                                                             \
+        if (i < BK * BN / 4 && (k0) + i / (BN / 4) < K)                           \
+            rb[r] = load4(B + ((k0) + i / (BN / 4)) * N, colBase + (i % (BN / 4)) * 4, N, vecB); \
+    }
+    // Store ra, rb into shared buffer `buf`, the A tile transposed (and swizzled).
+#define STASH(buf)                                                                \
+    _Pragma("unroll")                                                             \
+    for (int r = 0; r < A_LOADS; ++r) {                                           \
+        int i = tid + r * NTHREADS;                                               \
+        if (i < BM * BK / 4) {                                                    \
+            int m = i / (BK / 4);                                                 \
+            int kq = (i % (BK / 4)) * 4;                                          \
+            As[buf][kq + 0][ACOL(kq, m)] = ra[r].x;                               \
+            As[buf][kq + 1][ACOL(kq + 1, m)] = ra[r].y;                           \
+            As[buf][kq + 2][ACOL(kq + 2, m)] = ra[r].z;                           \
+            As[buf][kq + 3][ACOL(kq + 3, m)] = ra[r].w;                           \
+        }                                                                         \
+    }                                                                             \
+    _Pragma("unroll")                                                             \
+    for (int r = 0; r < B_LOADS; ++r) {                                           \
+        int i = tid + r * NTHREADS;                                               \
+        if (i < BK * BN / 4)                                                      \
+            *(float4*)&Bs[buf][i / (BN / 4)][(i % (BN / 4)) * 4] = rb[r];         \
+    }
+    // Load the fragments of step k of shared buffer `buf` into a[s], b[s].
+#define FRAGMENTS(s, buf, k)                                                      \
+    _Pragma("unroll")                                                             \
+    for (int wm = 0; wm < WMITER; ++wm)                                           \
+        _Pragma("unroll")                                                         \
+        for (int i = 0; i < TM; i += 4) {                                         \
+            float4 v = *(const float4*)&As[buf][k][ACOL(k, warpRow + wm * WSUBM + laneRow + i)]; \
+            a[s][wm * TM + i] = v.x; a[s][wm * TM + i + 1] = v.y;                 \
+            a[s][wm * TM + i + 2] = v.z; a[s][wm * TM + i + 3] = v.w;             \
+        }                                                                         \
+    _Pragma("unroll")                                                             \
+    for (int wn = 0; wn < WNITER; ++wn)                                           \
+        _Pragma("unroll")                                                         \
+        for (int j = 0; j < TN; j += 4) {                                         \
+            float4 v = *(const float4*)&Bs[buf][k][warpCol + wn * WSUBN + laneCol + j]; \
+            b[s][wn * TN + j] = v.x; b[s][wn * TN + j + 1] = v.y;                 \
+            b[s][wn * TN + j + 2] = v.z; b[s][wn * TN + j + 3] = v.w;             \
+        }
+
+    FETCH(kBegin)
+    STASH(0)
+    __syncthreads();
+
+    int buf = 0;
+    for (int k0 = kBegin; k0 < kEnd; k0 += BK) {
+        const bool more = k0 + BK < kEnd;
+        if (more) {
+            FETCH(k0 + BK)      // issued now, used after the FMAs below
+        }
+#if FRAGDB
+        FRAGMENTS(0, buf, 0)
+#endif
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#if FRAGDB
+            const int s = k % 2;
+            if (k + 1 < BK) {
+                FRAGMENTS((k + 1) % 2, buf, k + 1)   // step k + 1's loads, in flight now
+            }
+#else
+            const int s = 0;
+            FRAGMENTS(0, buf, k)
+#endif
+#pragma unroll
+            for (int i = 0; i < RM; ++i)
+#pragma unroll
+                for (int j = 0; j < RN; ++j)
+                    acc[i][j] += a[s][i] * b[s][j];
+        }
+        if (more) {
+            STASH(buf ^ 1)
+        }
+        __syncthreads();
+        buf ^= 1;
+    }
+
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            int row = rowBase + warpRow + wm * WSUBM + laneRow + i;
+            if (row < M) {
+#pragma unroll
+                for (int j = 0; j < RN; j += 4) {
+                    int wn = j / TN;
+                    store4(C + row * N, colBase + warpCol + wn * WSUBN + laneCol + j % TN, N,
+                           vecB, make_float4(acc[wm * TM + i][j], acc[wm * TM + i][j + 1],
+                                             acc[wm * TM + i][j + 2], acc[wm * TM + i][j + 3]),
+                           SPLITK > 1);
+                }
+            }
+        }
+}

@@ -1,0 +1,449 @@
+"""A tile shape per problem size: wave quantisation, and the choice the course makes per N.
+
+Introduced in lesson 08, section 8. A launch's blocks run in **waves**: an SM holds
+`blocks_per_sm` blocks at once (`tilinglib.occupancy`), so the GPU runs
+``SMs x blocks_per_sm`` blocks per wave, and a grid of B blocks takes ceil(B / per wave)
+waves, the last one (the **tail**) partly empty. When every block takes the same time, the
+fraction of the SM slots that work over those waves is ``B / (waves x per wave)``:
+`Waves.efficiency`::
+
+    from tilinglib import tile_choice
+    w = tile_choice.waves(1024, 1024, (128, 256), blocks_per_sm=1)
+    w.blocks, w.per_wave, w.waves, w.efficiency     # 32, 132, 1, 0.2424...
+
+The choice per size (`pick_per_size`) comes from the H200's measurements when the course has
+them (``ladder_sizes_h200.json`` in ``tilinglib/data``, written by ``bench/ladder_sizes.py``: the
+fastest correct configuration at that size), and otherwise from the wave model: each
+candidate's rate at N = 4096 in the reference data, scaled by its wave efficiency at the
+size over its efficiency at 4096 (`model_gflops`). The model's limits, said with its
+figures: it takes blocks as equally long, ignores that one block alone on an SM runs faster
+than one of several sharing it, and charges split-K nothing for its atomic additions.
+
+The data file's format (``"format": "tilinglib-ladder-sizes"``, version 1): ``device``
+(``name``, ``sms``, ``compute_capability``), ``software``, ``date``, ``command``,
+``settings``; ``sizes``: [[M, N, K], ...]; ``cublas``: one entry per timing of cuBLAS
+(``M``, ``N``, ``K``, ``gflops``, ``median_ms``, ``when``); ``rows``: one per configuration
+and size, with ``step``, ``kernel``, ``params``, ``M``, ``N``, ``K``, ``grid``, ``block``,
+``registers``, ``spill_stores``, ``spill_loads``, ``local_bytes``, ``static_shared_bytes``,
+``gflops``, ``median_ms``, ``q1_ms``, ``q3_ms``, ``max_relative_error`` (at the size),
+``odd_shape_relative_error`` (at 1000 x 1003 x 999), ``correct`` (both under 1e-4), and
+``cublas_gflops`` (the median of that size's cuBLAS timings, taken between the kernels').
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Mapping
+
+from . import ladder
+from .errors import ArgumentError
+
+__all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS", "sweep_configurations",
+           "SizesData", "load_sizes", "model_gflops", "Choice", "pick_per_size",
+           "candidates", "DATA_FILE", "MAX_RELATIVE_ERROR"]
+
+SMS = 132                      # streaming multiprocessors of an H200 (reference data: device.sms)
+#: The problem sizes (M, N, K) the bench measures: four squares and one that is neither square
+#: nor a power of two (its grid of 128 x 256 tiles, 10 x 12 = 120 blocks, is under one wave).
+SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+         (1500, 2500, 3000))
+DATA_FILE = "ladder_sizes_h200.json"
+MAX_RELATIVE_ERROR = 1e-4      # a row is correct when both its errors are under this
+
+
+@dataclass(frozen=True)
+class Waves:
+    """How a grid of `blocks` runs on `sms` SMs holding `blocks_per_sm` blocks each.
+
+    `per_wave` = sms x blocks_per_sm; `waves` = ceil(blocks / per_wave); `tail_blocks`: the
+    blocks of the last wave (per_wave when it is full); `efficiency`: blocks / (waves x
+    per_wave), the busy fraction of the SM slots over the launch (1.0: no tail);
+    `busy_sms_last_wave`: SMs with at least one block in the last wave (blocks spread one
+    per SM first)."""
+
+    blocks: int
+    blocks_per_sm: int
+    sms: int
+    per_wave: int
+    waves: int
+    tail_blocks: int
+    efficiency: float
+    busy_sms_last_wave: int
+
+    def __str__(self) -> str:
+        return (f"{self.blocks:,} blocks, {self.per_wave:,} per wave ({self.sms} SMs x "
+                f"{self.blocks_per_sm}): {self.waves} wave{'s' * (self.waves != 1)}, the last "
+                f"with {self.tail_blocks:,}; {100 * self.efficiency:.0f}% of the slots busy")
+
+
+def waves(M: int, N: int, tile, blocks_per_sm: int, sms: int = SMS, splitk: int = 1) -> Waves:
+    """The waves of a launch that cuts an M x N result into `tile` = (BM, BN) blocks, times
+    `splitk` K chunks, on `sms` SMs each holding `blocks_per_sm` blocks.
+
+    Blocks: ceil(M / BM) x ceil(N / BN) x splitk. Raises ArgumentError for sizes, tiles or
+    counts below 1."""
+    BM, BN = (int(v) for v in tile)
+    for what, v in (("M", M), ("N", N), ("BM", BM), ("BN", BN), ("blocks_per_sm", blocks_per_sm),
+                    ("sms", sms), ("splitk", splitk)):
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise ArgumentError(f"{what}={v!r}: must be a whole number >= 1")
+    blocks = -(-int(M) // BM) * -(-int(N) // BN) * int(splitk)
+    per_wave = int(sms) * int(blocks_per_sm)
+    n = -(-blocks // per_wave)
+    tail = blocks - (n - 1) * per_wave
+    return Waves(blocks=blocks, blocks_per_sm=int(blocks_per_sm), sms=int(sms),
+                 per_wave=per_wave, waves=n, tail_blocks=tail,
+                 efficiency=blocks / (n * per_wave), busy_sms_last_wave=min(tail, int(sms)))
+
+
+def registers(step, params=None, *, data=None) -> tuple[int, str]:
+    """(registers per thread, where the figure comes from) for a step and tile shape compiled
+    for the H200: a row of the measured sizes `data` (ptxas on the GPU, any size); else the
+    reference data's ladder run (PyCUDA's ``num_regs``); else the sm_90 table of
+    `ladder.ptxas_registers` (ptxas without a GPU); else `Step.registers_estimate`, capped
+    by MINB as ptxas caps it (``tuned``)."""
+    s = ladder.get(step)
+    p = s.resolve(params)
+    if data is not None:
+        for r in data.rows:
+            if r["step"] == s.name and r.get("registers") is not None and \
+                    s.resolve(r["params"]) == p:
+                return int(r["registers"]), "ptxas on the H200 (the sizes data)"
+    run = ladder.reference_run(s, p, 4096) if s in ladder.STEPS else None
+    if run is not None and run.extra.get("registers") is not None:
+        return int(run.extra["registers"]), "PyCUDA's num_regs on the H200 (reference data)"
+    table = ladder.ptxas_registers(s, p)
+    if table is not None:
+        return int(table["registers"]), table["label"]
+    r = s.registers_estimate(p)
+    if p.get("MINB", 1) > 1:
+        r = min(r, ladder.REGISTERS_PER_SM // (p["MINB"] * s.threads(p)))
+    return min(r, ladder.MAX_REGISTERS), "estimated (Step.registers_estimate)"
+
+
+def blocks_per_sm(step, params=None, registers_per_thread: int | None = None, *,
+                  data=None) -> tuple[int, str]:
+    """(blocks per SM, where the registers came from) for a step and tile shape on an H200:
+    `tilinglib.occupancy` with the block's threads, its static shared memory and
+    `registers_per_thread` (default: `registers`, with `data` passed on)."""
+    from .occupancy import occupancy
+
+    s = ladder.get(step)
+    p = s.resolve(params)
+    if registers_per_thread is None:
+        registers_per_thread, source = registers(s, p, data=data)
+    else:
+        source = "given"
+    occ = occupancy(s.threads(p), registers_per_thread=int(registers_per_thread),
+                    static_shared=s.shared_bytes(p))
+    return occ.active_blocks, source
+
+
+# -- the configurations the bench sweeps -------------------------------------------------
+
+def _warp_layouts(BM: int, BN: int):
+    """Every valid warp layout of the warp-tiled kernels for a block tile: 128 or 256 threads,
+    64 or 128 accumulators per lane."""
+    out = []
+    for WM in (16, 32, 64, 128):
+        for WN in (16, 32, 64, 128):
+            for WMITER in (1, 2, 4):
+                for WNITER in (1, 2, 4):
+                    for TM, TN in ((4, 4), (8, 4), (4, 8)):
+                        q = dict(WM=WM, WN=WN, WMITER=WMITER, WNITER=WNITER, TM=TM, TN=TN)
+                        p = dict(BM=BM, BN=BN, BK=8, APAD=4, **q)
+                        if ladder.WARPTILE.valid(p) is not None:
+                            continue
+                        if ladder.WARPTILE.threads(p) not in (128, 256):
+                            continue
+                        if WMITER * TM * WNITER * TN not in (64, 128):
+                            continue
+                        out.append(q)
+    return out
+
+
+def _squarest(layouts, n: int):
+    """The `n` layouts whose warp tile WM x WN is squarest (lesson 08: the banks deliver
+    4 (WM + WN) / (WM WN) bytes per FMA), ties in listing order."""
+    return sorted(layouts, key=lambda q: (abs(math.log2(q["WM"] / q["WN"])),
+                                         -q["WMITER"] * q["TM"] * q["WNITER"] * q["TN"]))[:n]
+
+
+@functools.lru_cache(maxsize=2)
+def _configurations(quick: bool) -> tuple:
+    configs: list[tuple[str, dict]] = []
+
+    def add(name, extra):
+        p = ladder.get(name).resolve(extra)
+        if ladder.get(name).valid(p) is None and (name, p) not in configs:
+            configs.append((name, p))
+
+    # the defaults first: the lesson's ladder, then the tuned kernel's switches one by one
+    for name in ("vec4", "warptile", "warptile_db", "tuned"):
+        add(name, {})
+    for sk in (2, 3, 4):
+        add("tuned", {"SPLITK": sk})
+    if quick:
+        add("tuned", {"BK": 16, "APAD": 0, "SWIZZLE": 1})
+        add("tuned", {"FRAGDB": 0})
+        small = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "WMITER": 1, "WNITER": 4,
+                 "TM": 4, "TN": 4, "APAD": 4}
+        add("tuned", {**small, "FRAGDB": 0, "MINB": 2})
+        return tuple(configs)
+    db = ladder.WARPTILE_DB.resolve()
+    for extra in ({"FRAGDB": 0}, {"GSWZ": 8}, {"BK": 8, "APAD": 0, "SWIZZLE": 1},
+                  {"BK": 16, "APAD": 0, "SWIZZLE": 1}, {"BK": 16, "APAD": 0},
+                  {"BK": 16, "APAD": 0, "SWIZZLE": 1, "GSWZ": 8},
+                  {"BK": 8, "APAD": 0, "SWIZZLE": 1, "SPLITK": 2},
+                  {"BK": 16, "APAD": 0, "SWIZZLE": 1, "SPLITK": 2},
+                  {"BK": 16, "APAD": 0, "SWIZZLE": 1, "SPLITK": 4}):
+        add("tuned", {**db, **extra})
+    # lesson 08's kernels: float4 shapes, and the squarest warp layouts per block tile
+    for BM in (64, 128):
+        for BN in (64, 128):
+            for BK in (8, 16):
+                for TM, TN in ((4, 4), (8, 4), (4, 8), (8, 8)):
+                    p = dict(BM=BM, BN=BN, BK=BK, TM=TM, TN=TN)
+                    if 64 <= ladder.VEC4.threads(p) <= 256:
+                        add("vec4", p)
+    for BM, BN in ((64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128)):
+        for q in _squarest(_warp_layouts(BM, BN), 2):
+            for BK in (8, 16):
+                add("warptile", dict(BM=BM, BN=BN, BK=BK, APAD=4, **q))
+                add("warptile_db", dict(BM=BM, BN=BN, BK=BK, APAD=4, **q))
+                sw = dict(BM=BM, BN=BN, BK=BK, APAD=0, SWIZZLE=1, **q)
+                add("tuned", sw)
+                if BM * BN <= 128 * 128:       # small tiles: two blocks per SM, or split-K
+                    add("tuned", {**sw, "MINB": 2})
+                    add("tuned", {**sw, "FRAGDB": 0, "MINB": 2})
+                    add("tuned", {**sw, "SPLITK": 2})
+    return tuple(configs)
+
+
+def sweep_configurations(quick: bool = False) -> list[tuple[str, dict]]:
+    """[(step name, resolved params)]: what ``bench/ladder_sizes.py`` times at every size of
+    `SIZES`, every one `valid`. First the default shapes of vec4, warptile, warptile_db and
+    tuned, and tuned split 2, 3 and 4 ways; then (unless `quick`) the tuned kernel's switches
+    one at a time at warptile_db's shape, lesson 08's kernels over block tiles from 64 x 64 to
+    256 x 128 (the two squarest warp layouts of each, BK 8 and 16), and the tuned kernel at
+    those tiles with the swizzle, two blocks per SM (MINB = 2) and split-K."""
+    return [(name, dict(p)) for name, p in _configurations(bool(quick))]
+
+
+# -- the measured data --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SizesData:
+    """The contents of a ``ladder_sizes`` data file (format in the module docstring).
+
+    `rows`, `cublas`: the file's lists of dicts; `device`, `software`, `settings`: its dicts;
+    `label`: a caption (device, date, command)."""
+
+    device: Mapping
+    software: Mapping
+    settings: Mapping
+    date: str
+    command: str
+    sizes: tuple
+    rows: tuple
+    cublas_runs: tuple
+    label: str
+
+    def rows_at(self, M: int, N: int, K: int, *, correct_only: bool = True) -> list[dict]:
+        """The configurations timed at M x N x K, fastest first (correct ones only unless
+        `correct_only` is False)."""
+        out = [r for r in self.rows if (r["M"], r["N"], r["K"]) == (M, N, K)
+               and "gflops" in r and (r.get("correct") or not correct_only)]
+        return sorted(out, key=lambda r: -r["gflops"])
+
+    def cublas(self, M: int, N: int, K: int) -> float | None:
+        """The median of cuBLAS's GFLOP/s at M x N x K over this run's timings, or None."""
+        import statistics
+
+        g = [c["gflops"] for c in self.cublas_runs if (c["M"], c["N"], c["K"]) == (M, N, K)]
+        return statistics.median(g) if g else None
+
+    def best(self, M: int, N: int, K: int, step: str | None = None) -> dict | None:
+        """The fastest correct row at M x N x K (of `step` only, when given), or None."""
+        rows = [r for r in self.rows_at(M, N, K) if step is None or r["step"] == step]
+        return rows[0] if rows else None
+
+    def row(self, step: str, params, M: int, N: int, K: int) -> dict | None:
+        """The row of one configuration at M x N x K, or None when it was not timed."""
+        p = ladder.get(step).resolve(params)
+        for r in self.rows:
+            if (r["step"], r["M"], r["N"], r["K"]) == (step, M, N, K) and \
+                    ladder.get(step).resolve(r["params"]) == p:
+                return r
+        return None
+
+
+def _data_path(path) -> Path | None:
+    if path is not None:
+        return Path(path)
+    p = resources.files("tilinglib") / "data" / DATA_FILE
+    return Path(str(p)) if p.is_file() else None
+
+
+def load_sizes(path=None) -> SizesData | None:
+    """The measured sizes data (`DATA_FILE` in ``tilinglib/data``, or the file at `path`), or
+    None when the course has none yet (then the lesson uses the wave model).
+
+    Raises ValueError for a file that is not of this format."""
+    p = _data_path(path)
+    if p is None or not p.is_file():
+        return None
+    data = json.loads(p.read_text(encoding="utf-8"))
+    if data.get("format") != "tilinglib-ladder-sizes" or data.get("format_version") != 1:
+        raise ValueError(f"{p}: not a tilinglib-ladder-sizes file of format version 1")
+    dev = data["device"]
+    label = (f"measured on an {dev['name']} ({dev.get('sms', '?')} SMs), {data['date']}, "
+             f"by {data['command']}")
+    return SizesData(device=dev, software=data.get("software", {}),
+                     settings=data.get("settings", {}), date=data["date"],
+                     command=data["command"], sizes=tuple(tuple(s) for s in data["sizes"]),
+                     rows=tuple(data["rows"]), cublas_runs=tuple(data["cublas"]), label=label)
+
+
+# -- the choice -----------------------------------------------------------------------------
+
+def candidates() -> list[tuple[str, dict]]:
+    """What the wave model chooses among: the default shapes of vec4, warptile and
+    warptile_db (whose rates at N = 4096 the reference data has), and warptile_db's shape in
+    the tuned kernel split 2, 3, 4, 6 and 8 ways. (The tuned kernel unsplit is left out: the
+    model, knowing no rate of its own for it, could not tell it from warptile_db.)"""
+    out = [(n, ladder.get(n).resolve()) for n in ("vec4", "warptile", "warptile_db")]
+    out += [("tuned", ladder.TUNED.resolve({"SPLITK": s})) for s in (2, 3, 4, 6, 8)]
+    return out
+
+
+#: Within this fraction of the best prediction, the wave model takes the fewest K chunks:
+#: it does not charge split-K for its atomic additions and shorter K loops.
+SPLIT_GAIN = 0.01
+
+
+def _rate_4096(step: str, params, ref) -> tuple[float, str]:
+    """(GFLOP/s at N = 4096, which run) for the model: the reference data's run of the step
+    at its default shape; for tuned (not in the reference ladder run), warptile_db's."""
+    s = ladder.get(step)
+    base = "warptile_db" if s.name == "tuned" else s.name
+    run = ref.step(base, 4096, ladder.get(base).resolve())
+    return float(run.gflops), base
+
+
+def model_gflops(step: str, params, M: int, N: int, K: int, *, ref=None, data=None,
+                 sms: int = SMS) -> tuple[float, Waves]:
+    """(GFLOP/s the wave model predicts at M x N x K, the `Waves` there) for a step and tile
+    shape: its rate at N = 4096 (the reference data: `_rate_4096`) x its wave efficiency at
+    the size / its efficiency at 4096 unsplit. Blocks per SM from `blocks_per_sm` (registers
+    from `data` when given)."""
+    from . import reference
+
+    ref = reference.load("h200") if ref is None else ref
+    s = ladder.get(step)
+    p = s.resolve(params)
+    rate, _ = _rate_4096(step, p, ref)
+    per_sm, _ = blocks_per_sm(s, p, data=data)
+    split = p.get("SPLITK", 1)
+    here = waves(M, N, (p["BM"], p["BN"]), per_sm, sms, split)
+    at_4096 = waves(4096, 4096, (p["BM"], p["BN"]), per_sm, sms, 1)
+    return rate * here.efficiency / at_4096.efficiency, here
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The configuration chosen for one size: `step`, `params`, `source` ("measured" or
+    "wave model"), `gflops` (measured, or the model's prediction), `cublas_gflops` (measured
+    in the same run; None for the model), `waves` (its `Waves` on the H200), `reason` (a
+    sentence)."""
+
+    M: int
+    N: int
+    K: int
+    step: str
+    params: Mapping[str, int]
+    source: str
+    gflops: float
+    cublas_gflops: float | None
+    waves: Waves
+    reason: str
+
+    @property
+    def percent_of_cublas(self) -> float | None:
+        return None if not self.cublas_gflops else 100.0 * self.gflops / self.cublas_gflops
+
+
+def shape_label(step: str, params) -> str:
+    """A short label of a configuration: ``tuned 128x256x12, warp 32x128, split-K 2``."""
+    p = ladder.get(step).resolve(params)
+    text = f"{step} {p['BM']}x{p['BN']}x{p['BK']}"
+    if "WM" in p:
+        text += f", warp {p['WM']}x{p['WN']}"
+    else:
+        text += f", thread {p['TM']}x{p['TN']}"
+    extras = [f"split-K {p['SPLITK']}" if p.get("SPLITK", 1) > 1 else "",
+              "swizzled" if p.get("SWIZZLE") else "",
+              f"MINB {p['MINB']}" if p.get("MINB", 1) > 1 else "",
+              f"grouped {p['GSWZ']}" if p.get("GSWZ", 1) > 1 else "",
+              "no fragment double buffering" if p.get("FRAGDB", 1) == 0 else ""]
+    return ", ".join([text] + [e for e in extras if e])
+
+
+def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=...,
+                  ref=None) -> Choice:
+    """The configuration the course uses for C (M x N) = A (M x K) · B (K x N) (M and K
+    default to N), with the reason.
+
+    `data`: a `SizesData` (default: `load_sizes()`; None forces the model). From the data
+    when it timed this size: its fastest correct row. Otherwise the wave model
+    (`model_gflops` over `candidates`). Raises ArgumentError for
+    sizes below 1.
+
+    The model's rules: split-K is a candidate only where the unsplit grid is smaller than one
+    wave (it cannot fill the GPU); within `SPLIT_GAIN` of the best prediction the fewest K
+    chunks win."""
+    M = N if M is None else M
+    K = N if K is None else K
+    for what, v in (("M", M), ("N", N), ("K", K)):
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise ArgumentError(f"{what}={v!r}: matrix sizes must be whole numbers >= 1")
+    M, N, K = int(M), int(N), int(K)
+    data = load_sizes() if data is ... else data
+    if data is not None:
+        best = data.best(M, N, K)
+        if best is not None:
+            s = ladder.get(best["step"])
+            p = s.resolve(best["params"])
+            per_sm, _ = blocks_per_sm(s, p, best.get("registers"), data=data)
+            w = waves(M, N, (p["BM"], p["BN"]), per_sm, int(data.device.get("sms", SMS)),
+                      p.get("SPLITK", 1))
+            cub = data.cublas(M, N, K)
+            others = {r["step"] for r in data.rows_at(M, N, K)}
+            reason = (f"the fastest of {len(data.rows_at(M, N, K))} correct configurations "
+                      f"({', '.join(sorted(others))}) timed at {M} x {N} x {K} "
+                      f"({data.label}): {w}")
+            return Choice(M, N, K, s.name, p, "measured", float(best["gflops"]), cub, w, reason)
+    scored = []
+    for name, p in candidates():
+        g, w = model_gflops(name, p, M, N, K, ref=ref, data=data)
+        if w.blocks // p.get("SPLITK", 1) >= w.per_wave and p.get("SPLITK", 1) > 1:
+            continue        # split-K only where the unsplit grid cannot fill one wave
+        scored.append((name, p, g, w))
+    top = max(g for _, _, g, _ in scored)
+    # the fewest K chunks among those within SPLIT_GAIN of the best, then the fastest
+    near = [t for t in scored if t[2] >= top * (1 - SPLIT_GAIN)]
+    name, p, g, w = min(near, key=lambda t: (t[1].get("SPLITK", 1), -t[2]))
+    rest = sorted((t for t in scored if t[:2] != (name, p)), key=lambda t: -t[2])
+    runner = rest[0]
+    reason = (f"wave model (no H200 timing of {M} x {N} x {K} in the course's data): "
+              f"{shape_label(name, p)}: {w}; predicted {g:,.0f} GFLOP/s, against "
+              f"{runner[2]:,.0f} for {shape_label(runner[0], runner[1])}")
+    if top > g:
+        reason += (f" (fewer K chunks within {100 * SPLIT_GAIN:.0f}% of the best prediction, "
+                   f"{top:,.0f}: the model does not charge split-K for its atomic additions)")
+    return Choice(M, N, K, name, p, "wave model", g, None, w, reason)
