@@ -9,23 +9,30 @@ submissions of ``a1_tiled_sgemm``: correct kernels in several styles and tile si
 shapes, every known bug of ``tests/submissions/bad_*.cu``, and hostile ones (answer cells that
 monkeypatch the grader or write to its files, ``#include`` of host files, a macro bomb, endless
 loops, printf floods, huge local arrays and formats, expressions that exhaust the parser's
-stack, non-literal kernels, broken, missing, linked and oversized notebooks). Kinds are dealt
-round-robin and shuffled with a fixed seed, so every hostile submission has ordinary
-neighbours.
+stack, non-literal kernels, broken, missing, linked and oversized notebooks) and the attacks
+of ``bench/grading_attacks.py`` on the grader's public inputs (a ``__constant__`` table of C,
+tiled code only on the public shapes, a kernel wrong on every grid of more than 4,096 blocks
+at TILE 16 and 32). Kinds are dealt round-robin and shuffled with a fixed seed, so every
+hostile submission has ordinary neighbours.
 
-It then grades the class with the command, in a subprocess, and prints the wall time,
-submissions per minute, the peak memory of any one grading process (``ru_maxrss`` of
-RUSAGE_CHILDREN) and the count per status. It checks that:
+It then grades the class with the command, in a subprocess (which makes the instructor's
+secret beside ``submitted/`` at its first run), and prints the wall time, submissions per
+minute, the peak memory of the whole process tree (the command and every process under it,
+as the command measures it: `tilinglib.grading.memory`), the peak of any one grading process
+(``ru_maxrss`` of RUSAGE_CHILDREN) and the count per status. Kinds beyond `--n` are left out
+(it says which): give at least as many submissions as there are kinds. It checks that:
 
 - grades.csv has exactly one row per submission and a feedback file for each (none lost);
 - every submission of a deterministic kind (all but the hostile kinds whose outcome depends
   on time or memory) has the same status and score as the same notebook graded alone, so no
   hostile submission changed any other's score, its neighbours' included;
-- every hostile submission ended with one of the statuses its kind allows and a score.
+- every hostile submission ended with one of the statuses its kind allows and a score;
+- every attack scored at most what its honest part earns (`Kind.at_most`).
 
 With ``--assignment a4_coarsen`` the class is Assignment 4's instead (`a4_class`): the
-instructor's solution and every kernel of ``tests/submissions/a4/``, dealt round-robin; each
-row must equal the same answers graded in this process, without a sandbox.
+instructor's solution, every kernel of ``tests/submissions/a4/`` and the a4 attacks, dealt
+round-robin; each row must equal the same answers graded in this process, without a
+sandbox, on the inputs the class's secret draws for them.
 
 Exit status 0 when every check holds, 1 otherwise. `build_class` and `verify` are used by
 ``tests/test_grading_cli.py`` for CI's small version.
@@ -35,6 +42,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
+import json
 import os
 import random
 import re
@@ -47,6 +56,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _attacks():
+    spec = importlib.util.spec_from_file_location("grading_attacks",
+                                                  ROOT / "bench" / "grading_attacks.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("grading_attacks", module)
+    spec.loader.exec_module(module)
+    return module
+
 SUBMISSIONS = ROOT / "tests" / "submissions"
 ASSIGNMENT = "a1_tiled_sgemm"
 SOURCE_NOTEBOOK = ROOT / "notebooks" / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -100,6 +119,7 @@ class Kind:
     hostile: bool = False
     notebook: str = "normal"     # normal | no_metadata | bad_json | missing | symlink | huge
     #                              | linked_folder | hard_link
+    at_most: float | None = None  # an attack: the most it may score (its honest part's)
 
 
 HOST_FILE_TEXT = "root:x:0:0:root:/root:/bin/bash\n"
@@ -211,6 +231,18 @@ def kinds() -> list:
                     hostile=True, notebook="hard_link"))
     out.append(Kind("missing_notebook", None, frozenset({"missing_notebook"}),
                     notebook="missing"))
+    # --- attacks on the public inputs: graded on inputs drawn from the instructor's secret
+    ga = _attacks()
+    out.append(Kind("attack_lookup_table", _cell(ga.lookup_table(16)), frozenset({"graded"}),
+                    hostile=True, at_most=0))
+    out.append(Kind("attack_tiled_on_public_shapes_only", _cell(ga.shape_detecting(16)),
+                    frozenset({"graded"}), hostile=True, at_most=30))
+    # 26 of the 30 correctness points (the grid of more than 4,096 blocks is in "tall and
+    # wide"), the other 70 in proportion: 26 + 70 * 26/30
+    for tile in (16, 32):
+        out.append(Kind(f"attack_wrong_on_big_grids_tile{tile}",
+                        _cell(ga.wrong_on_big_grids(_with_tile(ref, tile))),
+                        frozenset({"graded"}), hostile=True, at_most=round(26 + 70 * 26 / 30, 2)))
     return out
 
 
@@ -267,6 +299,10 @@ def build_class(directory, n: int, *, seed: int = 0, only=None) -> dict:
     directory = Path(directory)
     pool = [k for k in kinds() if only is None or k.name in only]
     dealt = [pool[i % len(pool)] for i in range(n)]
+    if n < len(pool):
+        print(f"grade_class: {len(pool) - n} kinds left out of a class of {n} (give --n "
+              f"{len(pool)} or more for all): {', '.join(k.name for k in pool[n:])}",
+              file=sys.stderr)
     random.Random(seed).shuffle(dealt)
     template = _notebook_template()
     plan = {}
@@ -279,7 +315,8 @@ def build_class(directory, n: int, *, seed: int = 0, only=None) -> dict:
 
 def grade_command(directory, out_dir, *, jobs, timeout, memory_mib, extra=()) -> tuple:
     """Run ``python -m tilinglib.grading`` on `directory`; return (rows by student, wall
-    seconds, the completed process)."""
+    seconds, the completed process, the command's own memory figures: grades.json's
+    ``run.memory``, `tilinglib.grading.memory.TreeMemory.figures`, {} if none)."""
     out_dir = Path(out_dir)
     cmd = [sys.executable, "-m", "tilinglib.grading", str(directory), "--out",
            str(out_dir / "grades.csv"), "--feedback-dir", str(out_dir / "feedback"),
@@ -288,18 +325,23 @@ def grade_command(directory, out_dir, *, jobs, timeout, memory_mib, extra=()) ->
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - t0
+    try:
+        memory = json.loads((out_dir / "grades.json").read_text())["run"]["memory"]
+    except (OSError, ValueError, KeyError, TypeError):
+        memory = {}
     rows = {}
     csv_path = out_dir / "grades.csv"
     if csv_path.exists():
         with open(csv_path, newline="") as fh:
             for row in csv.DictReader(fh):
                 rows.setdefault(row["student"], []).append(row)
-    return rows, wall, proc
+    return rows, wall, proc, memory
 
 
-def grade_alone(plan: dict, *, timeout, memory_mib) -> dict:
+def grade_alone(plan: dict, *, timeout, memory_mib, secret=None) -> dict:
     """Grade one submission of each deterministic kind in `plan` on its own (a class of one,
-    one job); returns {kind name: (status, score)}."""
+    one job), on the inputs `secret` (the class's `secret.Secret`) draws; returns {kind
+    name: (status, score)}."""
     from tilinglib.grading.cli import Submission, grade_submission
     from tilinglib.grading.sandbox import Limits
 
@@ -311,9 +353,28 @@ def grade_alone(plan: dict, *, timeout, memory_mib) -> dict:
             folder = Path(tmp) / kind.name / ASSIGNMENT
             write(folder, kind)
             r = grade_submission(Submission(kind.name, ASSIGNMENT, folder / f"{ASSIGNMENT}.ipynb"),
-                                 limits=limits)
+                                 limits=limits, secret=secret)
             alone[kind.name] = (r.outcome.status, r.outcome.score)
     return alone
+
+
+def class_secret(submitted):
+    """The secret the command made for the class in `submitted` (beside it)."""
+    from tilinglib.grading.secret import default_secret_path, load_or_create_secret
+
+    return load_or_create_secret(default_secret_path(submitted))
+
+
+def grade_here(notebook, assignment: str, secret) -> float:
+    """The score the answers of `notebook` get in this process (no sandbox) on the inputs
+    `secret` draws for them: what the command must give them."""
+    from tilinglib.grading.assignments import ASSIGNMENTS, grade
+    from tilinglib.grading.extract import extract_answers
+    from tilinglib.grading.secret import draw_for, drawing
+
+    found = extract_answers(Path(notebook), ASSIGNMENTS[assignment])
+    with drawing(draw_for(secret, assignment, Path(notebook).read_bytes())):
+        return grade(assignment, found.values).score
 
 
 def verify(plan: dict, rows: dict, alone: dict, feedback_dir) -> list:
@@ -331,6 +392,9 @@ def verify(plan: dict, rows: dict, alone: dict, feedback_dir) -> list:
         if status not in kind.statuses:
             problems.append(f"{student} ({kind.name}): status {status}, expected one of "
                             f"{sorted(kind.statuses)}")
+        if kind.at_most is not None and score > kind.at_most + 0.005:
+            problems.append(f"{student} ({kind.name}): an attack scored {score:g}, more than "
+                            f"its honest part's {kind.at_most:g}")
         if kind.deterministic and (status, score) != alone[kind.name]:
             i = students.index(student)
             near = [f"{s} ({plan[s].name})" for s in students[max(0, i - 1):i + 2] if s != student]
@@ -357,7 +421,7 @@ def a4_class(base: Path, n: int, *, jobs: int, timeout: float, memory_mib: int) 
     different from the grader run in this process)."""
     import nbformat
 
-    from tilinglib.grading.assignments import ASSIGNMENTS, grade
+    from tilinglib.grading.assignments import ASSIGNMENTS
     from tilinglib.grading.extract import extract_from_notebook
 
     source_nb = ROOT / "notebooks" / "assignments" / A4 / f"{A4}.ipynb"
@@ -365,6 +429,9 @@ def a4_class(base: Path, n: int, *, jobs: int, timeout: float, memory_mib: int) 
     pool = {"solution": extract_from_notebook(template, ASSIGNMENTS[A4]).values["KERNEL"]}
     for path in sorted((SUBMISSIONS / "a4").glob("*.cu")):
         pool[path.stem] = path.read_text()
+    ga = _attacks()
+    pool["attack_tiled_on_public_shapes_only"] = ga.shape_detecting_coarse(pool["solution"])
+    pool["attack_wrong_on_big_grids"] = ga.wrong_on_big_grids(pool["solution"], "sgemmCoarse")
     names = sorted(pool)
     plan = {f"s{i:03d}": names[i % len(names)] for i in range(n)}
     submitted = base / "submitted"
@@ -378,10 +445,16 @@ def a4_class(base: Path, n: int, *, jobs: int, timeout: float, memory_mib: int) 
         nbformat.write(nb, folder / f"{A4}.ipynb")
     print(f"class: {n} submissions of {A4} ({len(names)} kinds); grading with --jobs {jobs} "
           f"on {os.cpu_count()} cores...", flush=True)
-    rows, wall, proc = grade_command(submitted, base, jobs=jobs, timeout=timeout,
-                                     memory_mib=memory_mib, extra=("--assignment", A4))
+    rows, wall, proc, memory = grade_command(submitted, base, jobs=jobs, timeout=timeout,
+                                             memory_mib=memory_mib, extra=("--assignment", A4))
     print(f"wall time: {wall:.1f} s for {n} submissions ({60 * n / wall:.1f} per minute)")
-    here = {k: grade(A4, {"KERNEL": "\n" + pool[k] + "\n"}).score for k in names}
+    _print_memory(memory)
+    # graded here on the inputs the class's secret (made by the command) draws for each
+    secret = class_secret(submitted)
+    here = {}
+    for student, kind in sorted(plan.items()):
+        if kind not in here:
+            here[kind] = grade_here(submitted / student / A4 / f"{A4}.ipynb", A4, secret)
     problems = [] if proc.returncode == 0 else [f"the command exited with {proc.returncode}"]
     for student, kind in sorted(plan.items()):
         got = rows.get(student, [])
@@ -391,7 +464,8 @@ def a4_class(base: Path, n: int, *, jobs: int, timeout: float, memory_mib: int) 
             problems.append(f"{student} ({kind}): {got[0]['status']} {got[0]['score']} in the "
                             f"class, {here[kind]:g} graded here")
     for kind in names:
-        print(f"  {kind:<36} {here[kind]:g}")
+        if kind in here:
+            print(f"  {kind:<36} {here[kind]:g}")
     for line in problems:
         print("  problem: " + line)
     if not problems:
@@ -399,14 +473,26 @@ def a4_class(base: Path, n: int, *, jobs: int, timeout: float, memory_mib: int) 
     return len(problems)
 
 
+def _print_memory(memory: dict) -> None:
+    tree = memory.get("peak_tree_rss_bytes")
+    if tree is None:
+        print("peak memory of the whole process tree: not measured (no /proc, or no results)")
+        return
+    print(f"peak memory of the whole process tree (the command and every process under it, "
+          f"resident sets summed, sampled every {memory.get('sampled_every_s', 0):g} s, as the "
+          f"command measured it): {tree / 2**20:,.0f} MiB; the command itself "
+          f"{memory.get('peak_parent_rss_bytes', 0) / 2**20:,.0f} MiB, the largest grading "
+          f"process {memory.get('peak_child_rss_bytes', 0) / 2**20:,.0f} MiB")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=300, help="submissions (default 300)")
     p.add_argument("--jobs", type=int, default=os.cpu_count(),
                    help="--jobs for the command (default: all cores)")
-    p.add_argument("--timeout", type=float, default=20.0,
-                   help="--timeout per submission, seconds (default 20: a correct kernel "
-                        "takes about 1)")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="--timeout per submission, seconds (default 60: a correct kernel "
+                        "takes 2 to 15, most of it the drawn grid of over 4,096 blocks)")
     p.add_argument("--memory", type=int, default=1536, help="--memory per submission, MiB")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--keep", metavar="DIR", help="build the class in DIR and keep it")
@@ -433,8 +519,8 @@ def main(argv=None) -> int:
           f"({len({k.name for k in plan.values()})} kinds, "
           f"{sum(k.hostile for k in plan.values())} hostile); grading with --jobs {args.jobs} "
           f"on {os.cpu_count()} cores...", flush=True)
-    rows, wall, proc = grade_command(submitted, base, jobs=args.jobs, timeout=args.timeout,
-                                     memory_mib=args.memory)
+    rows, wall, proc, memory = grade_command(submitted, base, jobs=args.jobs,
+                                             timeout=args.timeout, memory_mib=args.memory)
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if proc.returncode != 0:
         print(proc.stderr[-3000:], file=sys.stderr)
@@ -444,6 +530,7 @@ def main(argv=None) -> int:
             counts[row["status"]] = counts.get(row["status"], 0) + 1
     print(f"wall time: {wall:.1f} s for {len(plan)} submissions "
           f"({60 * len(plan) / wall:.1f} per minute)")
+    _print_memory(memory)
     print(f"peak memory of one process (ru_maxrss, RUSAGE_CHILDREN): {peak_kib / 1024:.0f} MiB")
     print("statuses: " + ", ".join(f"{s} {n}" for s, n in sorted(counts.items())))
     by_kind = {}
@@ -453,7 +540,8 @@ def main(argv=None) -> int:
     for name in sorted(by_kind):
         print(f"  {name:<36} " + "; ".join(f"{s} {sc}" for s, sc in sorted(by_kind[name])))
     print("grading each deterministic kind alone...", flush=True)
-    alone = grade_alone(plan, timeout=args.timeout, memory_mib=args.memory)
+    alone = grade_alone(plan, timeout=args.timeout, memory_mib=args.memory,
+                        secret=class_secret(submitted))
     problems = verify(plan, rows, alone, base / "feedback")
     if proc.returncode != 0:
         problems.append(f"the command exited with {proc.returncode}")

@@ -386,6 +386,21 @@ def test_fma_counts_two_flops_and_plain_multiply_add_two():
     assert f.last_report.flops == 32 * (2 + 1 + 1)
 
 
+def test_rounding_intrinsics_count_as_the_operators_they_are():
+    # __fadd_rn, __fmul_rn, __fsub_rn, __fdiv_rn (and the double ones): one FLOP per lane
+    # each, like + * - /; the grader's count of multiply-adds reads these (grading/evidence.py)
+    src = """
+    __global__ void k(float* x, double* y) {
+        float a = x[threadIdx.x];
+        x[threadIdx.x] = __fdiv_rn(__fsub_rn(__fadd_rn(a, __fmul_rn(a, a)), 1.0f), 2.0f);
+        y[threadIdx.x] = __dmul_rn(__dadd_rn(y[threadIdx.x], 1.0), 3.0);
+    }"""
+    x = np.arange(32, dtype=np.float32)
+    y = np.arange(32, dtype=np.float64)
+    f = launch(src, "k", x.copy(), y.copy(), block=(32, 1, 1))
+    assert f.last_report.flops == 32 * (4 + 2)
+
+
 # ----------------------------------------------------------------------------- what is refused
 
 def test_the_address_of_a_local_and_a_method_changing_its_object_now_run():

@@ -216,7 +216,15 @@ def test_a_hard_coded_answer_fails_because_the_data_depend_on_the_source():
                          f"        C[0] = {value!r}f;\n        return;\n    }}\n"
                          "    __shared__ float As[TILE][TILE];\n", 1)
     assert cheat != GOOD
-    assert check_coarsened(cheat, seed=0).score == 100
+    # With seed 0 its C is right, but no multiply-add made it and it read neither A nor B:
+    # the case fails, and so does the gate (evidence of the work on every right run), so it
+    # keeps the other 26 correctness points only.
+    at_zero = check_coarsened(cheat, seed=0)
+    assert at_zero.score == 26
+    checks = by_name(at_zero)
+    assert "executed 0 floating-point operations" in checks["correct: 1x1x1"].message
+    assert checks[GLOBAL].message.startswith("M=1, N=1, K=1: the kernel loads 0 bytes from "
+                                             "global memory, fewer than A and B hold (8)")
     honest = by_name(check_coarsened(cheat))
     assert not honest["correct: 1x1x1"].passed
     assert _seed_of(cheat, []) != _seed_of(GOOD, []) and _seed_of(GOOD, []) == _seed_of(GOOD, [])

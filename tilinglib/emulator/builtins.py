@@ -283,6 +283,12 @@ _MATH.update(_BITS)
 
 _NO_OPS = {"__threadfence", "__threadfence_block", "__threadfence_system"}
 
+# Intrinsics that are one floating-point add, subtract, multiply or divide: each counts one
+# FLOP per active lane in LaunchReport.flops, as `+`, `-`, `*` and `/` do (Nsight Compute's
+# FADD, FMUL; `__fmaf_rn` counts 2, as `fmaf`).
+_ARITHMETIC = frozenset({"__fadd_rn", "__fsub_rn", "__fmul_rn", "__fdiv_rn",
+                         "__dadd_rn", "__dsub_rn", "__dmul_rn", "__ddiv_rn"})
+
 
 def _fma(a, b, c, dtype):
     """fmaf / fma: one rounding (`values.fma`)."""
@@ -377,6 +383,11 @@ def _math(comp, node, name, args):
         f0 = fargs[0]
         return X(lambda ctx: _cast(func(f0(ctx)), dtype), rtype)
     f0, f1 = fargs
+    if name in _ARITHMETIC:
+        def counted(ctx):
+            ctx.flops += ctx.nactive
+            return _cast(func(f0(ctx), f1(ctx)), dtype)
+        return X(counted, rtype)
     return X(lambda ctx: _cast(func(f0(ctx), f1(ctx)), dtype), rtype)
 
 

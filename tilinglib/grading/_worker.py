@@ -5,9 +5,12 @@ Input, on stdin (read once, then closed): one JSON object ``{"assignment": name,
 the instructor's Python files to run first]}``, or with ``"notebook": {"fd": an inherited file
 descriptor open on the submitted notebook, "name": its name}`` instead of "answers": then the
 notebook is read here, under the limits (`extract.read_notebook_fd`, IPython's transforms,
-`extract.extract_from_notebook`). Output, on the stdout it was started with: one JSON object
+`extract.extract_from_notebook`); and ``"draw": {"seed": int}`` where the command grades
+on inputs drawn from the instructor's secret (`tilinglib.grading.secret`; the secret itself
+never comes here). Output, on the stdout it was started with: one JSON object
 ``{"status", "score", "max_score", "checks": [{name, points, max_points, passed, message}],
-"notes", "message", "output", "printed", "cells", "read_notes", "peak_memory_bytes"}``.
+"notes", "message", "output", "printed", "cells", "read_notes", "peak_memory_bytes",
+"inputs"}`` (`inputs`: the seed and the shapes graded, per kernel, with a draw).
 Nothing else ever reaches that stdout: file descriptor 1 is pointed at /dev/null before
 anything is graded, and Python-level printing (the emulator's printf) goes to a buffer that
 keeps the first `output_bytes`.
@@ -116,7 +119,7 @@ def main() -> int:
         if why is not None:
             reply["status"], reply["message"] = why
         else:
-            _grade(spec, sources, reply)
+            _grade(spec, sources, reply, request.get("draw"), limits)
     except _Stop as exc:
         reply["status"] = "timeout"
         reply["message"] = (f"grading was stopped after {limits.cpu_seconds} s of CPU time "
@@ -145,13 +148,13 @@ def main() -> int:
     return _finish(report_fd, reply, captured)
 
 
-def _grade(spec, sources: dict, reply: dict) -> None:
-    """Grade the answers `sources` (name -> source text of a literal) with `spec`; fills
-    `reply`."""
+def _grade(spec, sources: dict, reply: dict, draw=None, limits=None) -> None:
+    """Grade the answers `sources` (name -> source text of a literal) with `spec`, on the
+    inputs of `draw` ({"seed": int}) as well when given; fills `reply`."""
     from .names import capped
 
     answers = {k: ast.literal_eval(v) for k, v in sources.items()}
-    report, cells = spec.grade_cells(answers)
+    report, cells = _grade_with_draw(spec, answers, draw, reply, limits)
     reply["cells"] = {str(k): float(v) for k, v in cells.items()}
     reply["checks"] = [{"name": str(c.name), "points": float(c.points),
                         "max_points": float(c.max_points), "passed": bool(c.passed),
@@ -162,6 +165,22 @@ def _grade(spec, sources: dict, reply: dict) -> None:
     compile_failed = any(not c["passed"] and "the source does not compile" in c["message"]
                          for c in reply["checks"])
     reply["status"] = "compile_error" if compile_failed else "graded"
+
+
+def _grade_with_draw(spec, answers, draw, reply, limits):
+    """`spec.grade_cells(answers)`, inside `secret.drawing` when the request has a draw, with
+    the graders' time limit this process's own less 5 s (their time box, 1.5 s past it, then
+    ends before this process's alarm, 2 s before the parent's kill): a slow machine costs a
+    submission points only where the command's --timeout would stop it anyway. The shapes
+    graded go into reply["inputs"] as they are run."""
+    if not draw:
+        return spec.grade_cells(answers)
+    from .secret import Draw, drawing
+
+    with drawing(Draw(int(draw["seed"])),
+                 time_limit=max(1.0, limits.wall_seconds - 5.0)) as record:
+        reply["inputs"] = record
+        return spec.grade_cells(answers)
 
 
 def _finish(report_fd: int, reply: dict, captured) -> int:

@@ -18,6 +18,13 @@ No student Python runs: each notebook is read as JSON and its answers as Python 
 of its own (`tilinglib.grading.sandbox`), several at a time (``--jobs``, all cores by
 default). Every submission ends with one of the statuses in `sandbox.STATUSES` and a score;
 one that hangs, floods or exhausts memory affects no other.
+
+Besides the public shapes and data, each submission is graded on shapes and data drawn from
+the instructor's secret (`tilinglib.grading.secret`: made at the first run beside DIR, or
+``--secret PATH``), keyed to its notebook's bytes: no kernel can know them, and the same
+secret and notebook give the same grade. ``grades.json`` records, per result, the seed and
+the shapes graded (``outcome.inputs``) and, in ``settings``, which secret (its id, never its
+bytes).
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from pathlib import Path
 from ..errors import GradingError
 from .extract import BadNotebook, open_notebook
 from .memory import TreeMemory
+from .secret import (default_secret_path, draw_for_file, load_or_create_secret,
+                     results_settings)
 from .names import MAX_LISTED, capped, is_utf8_name, listing, printable, shown_name
 from .sandbox import Limits, Outcome, STATUSES, grade_notebook_in_sandbox
 
@@ -144,19 +153,22 @@ def _folders(student_dir: Path) -> set:
 
 
 def grade_submission(sub: Submission, *, limits: Limits = Limits(), setup=(),
-                     sandbox=None) -> Result:
+                     sandbox=None, secret=None) -> Result:
     """Grade one submission: its names and links are checked here, then its notebook is read
     (never run) and its answers graded in one sandboxed process (`sandbox`, a function
     called as `sandbox.grade_notebook_in_sandbox` is, the default; `cluster.DaskSandbox`
-    runs it on a Dask worker). The outcome's `seconds` is the whole time this took. Returns
-    a `Result`; raises nothing for anything the submission holds."""
+    runs it on a Dask worker), on the inputs drawn from `secret` (a `secret.Secret`) for
+    this notebook as well as the public ones (public ones only when None). The outcome's
+    `seconds` is the whole time this took. Returns a `Result`; raises nothing for anything
+    the submission holds."""
     t0 = time.monotonic()
-    result = _grade_submission(sub, limits, setup, sandbox or grade_notebook_in_sandbox)
+    result = _grade_submission(sub, limits, setup, sandbox or grade_notebook_in_sandbox,
+                               secret)
     result.outcome.seconds = time.monotonic() - t0
     return result
 
 
-def _grade_submission(sub: Submission, limits: Limits, setup, sandbox) -> Result:
+def _grade_submission(sub: Submission, limits: Limits, setup, sandbox, secret=None) -> Result:
     spec = _assignments()[sub.assignment]
     max_score = float(spec.max_score)
     try:
@@ -175,8 +187,11 @@ def _grade_submission(sub: Submission, limits: Limits, setup, sandbox) -> Result
             fd = open_notebook(sub.path)
         except BadNotebook as exc:
             return Result(sub, Outcome("bad_notebook", 0.0, max_score, message=str(exc)))
+        extra = {}
+        if secret is not None:       # the notebook's bytes, hashed: nothing of it parsed here
+            extra["draw"] = draw_for_file(secret, sub.assignment, fd)
         outcome, notes = sandbox(sub.assignment, fd, sub.path.name, max_score,
-                                 limits=limits, setup=tuple(setup))
+                                 limits=limits, setup=tuple(setup), **extra)
         return Result(sub, outcome, notes)
     except Exception as exc:       # the grader's own failure on this one: say so, go on
         return Result(sub, Outcome("crashed", 0.0, max_score,
@@ -266,12 +281,13 @@ class _Progress:
 
 
 def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = Limits(),
-                    setup=(), progress: bool = True, select=None, sandbox=None) -> list:
+                    setup=(), progress: bool = True, select=None, sandbox=None,
+                    secret=None) -> list:
     """Grade every submission under `directory` (see `find_submissions`), or those
     `select(submissions)` returns (`shard.Selection`: --shard, --students), `jobs` at a time
     (default `os.cpu_count()`), each in its own sandboxed process (`sandbox`: see
-    `grade_submission`). Returns the `Result`s sorted by student, then assignment: one per
-    submission, none left out."""
+    `grade_submission`), with the inputs `secret` draws for it. Returns the `Result`s sorted
+    by student, then assignment: one per submission, none left out."""
     subs = find_submissions(directory, assignments)
     if select is not None:
         subs = select(subs)
@@ -281,7 +297,7 @@ def grade_directory(directory, *, assignments=None, jobs=None, limits: Limits = 
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(grade_submission, s, limits=limits, setup=setup,
-                                   sandbox=sandbox) for s in subs]
+                                   sandbox=sandbox, secret=secret) for s in subs]
             for fut in as_completed(futures):
                 res = fut.result()
                 results.append(res)
@@ -592,6 +608,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--setup", action="append", default=[], metavar="FILE.py",
                    help="the instructor's Python file to run before grading, here and in each "
                         "grading process (e.g. to add an Assignment to ASSIGNMENTS)")
+    p.add_argument("--secret", metavar="PATH",
+                   help="the instructor's grading secret, which draws the shapes and data no "
+                        "kernel can know (made at the first run; default: "
+                        f"{default_secret_path('DIR').name} in the folder above DIR); keep it "
+                        "out of every student's reach")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     from .shard import add_arguments
     add_arguments(p)
@@ -643,6 +664,13 @@ def main(argv=None) -> int:
         except ValueError as exc:
             raise GradingError(str(exc)) from None
         run_setup_files(setup)
+        if not Path(args.directory).is_dir():      # its message, before any secret is made
+            find_submissions(args.directory, args.assignment)
+        secret = load_or_create_secret(args.secret or default_secret_path(args.directory),
+                                       not_inside=[args.directory])
+        print(f"tilinglib.grading: {'made a new' if secret.created else 'using the'} grading "
+              f"secret {secret.path} (id {secret.id})" + (": keep it; the same secret gives "
+              f"the same grades" if secret.created else ""), file=sys.stderr)
         from ..platform_support import caveats as platform_caveats
         from .cluster import sandbox_for
         from .shard import Selection, parse_shard, parse_students, run_settings
@@ -655,9 +683,10 @@ def main(argv=None) -> int:
                 results = grade_directory(args.directory, assignments=args.assignment,
                                           jobs=jobs, limits=limits, setup=setup,
                                           progress=not args.quiet, select=select,
-                                          sandbox=sandbox)
+                                          sandbox=sandbox, secret=secret)
             settings = run_settings(select, limits, setup,
                                     unenforced=getattr(sandbox, "unenforced", None))
+            settings["secret"] = results_settings(secret)
         write_grades_csv(results, args.out)
         write_feedback(results, args.feedback_dir)
         digest = write_results(results, args.results, settings=settings,

@@ -94,10 +94,11 @@ def _systems(systems: dict) -> str:
 
 
 def _grade_on_worker(assignment: str, data: bytes, name: str, max_score: float,
-                     limits: Limits, setup_files: list) -> tuple:
+                     limits: Limits, setup_files: list, draw=None) -> tuple:
     """On a worker: write the --setup files' contents (name, text) and the notebook's bytes
     to a private folder, then read and grade it in a sandboxed process of this machine
-    (`grade_notebook_in_sandbox`). Returns (`Outcome`, read notes)."""
+    (`grade_notebook_in_sandbox`; `draw`, a `secret.Draw` or None, is passed on: the
+    secret stays with the command). Returns (`Outcome`, read notes)."""
     import os
 
     with tempfile.TemporaryDirectory(prefix="tilinglib-setup-") as folder:
@@ -111,7 +112,7 @@ def _grade_on_worker(assignment: str, data: bytes, name: str, max_score: float,
             f.write(data)
         fd = os.open(notebook, os.O_RDONLY)
         return grade_notebook_in_sandbox(assignment, fd, name, max_score, limits=limits,
-                                         setup=tuple(paths))
+                                         setup=tuple(paths), draw=draw)
 
 
 def _read_all(fd: int) -> bytes:
@@ -156,10 +157,10 @@ class DaskSandbox:
         return self._setup_cache[key]
 
     def __call__(self, assignment, fd, name, max_score, *, limits: Limits = Limits(),
-                 setup=()) -> tuple:
+                 setup=(), draw=None) -> tuple:
         data = _read_all(fd)
         future = self.client.submit(_grade_on_worker, assignment, data, str(name),
-                                    float(max_score), limits, self._setup(setup),
+                                    float(max_score), limits, self._setup(setup), draw,
                                     key=f"tilinglib-grade-{uuid.uuid4().hex}", pure=False,
                                     retries=0)
         try:

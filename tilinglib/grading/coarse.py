@@ -38,9 +38,11 @@ import warnings
 from typing import Sequence
 
 from ..errors import CompileError, KernelRuntimeError
+from .evidence import staging_shortfall
+from .secret import Draw, active_draw, record_shapes
 from .sgemm import (_SYNC, SGEMM_SIGNATURE, Check, GradeReport, _accumulator, _ceil_div,
                     _contained, _correctness, _default_grid, _index_width, _probe_tile, _Runner,
-                    _synchronisation, _weigh, sgemm_cases)
+                    _synchronisation, _weigh, graded_cases, sgemm_cases)
 
 __all__ = ["check_coarsened", "coarse_targets", "declared_coarse", "COARSE_TILE",
            "COARSE_VALUES", "COARSE_KERNEL"]
@@ -195,6 +197,12 @@ def _traffic(runner: _Runner, coarse: int, measured, measured_ok: bool):
             s_fail = (f"M={m}, N={n}, K={k}: the kernel asks for {s_got:,} bytes of shared "
                       f"loads, where {COARSE_TILE} x (1 + COARSE) loads per thread per tile "
                       f"need at most {bound['shared']:,} (every correctness shape is checked).")
+
+    # 4. On every run that gave the right C: the inputs read, staged, feeding the FMAs.
+    for shape in runner.reports:
+        if g_fail is None and shape in runner.right:
+            g_fail = staging_shortfall(shape, runner.reports[shape], runner.counters.get(shape),
+                                       COARSE_TILE)
     g_check = Check(GLOBAL, 0 if g_fail else g_pts, g_pts, g_fail is None, g_fail or "ok")
     s_check = Check(SHARED, 0 if s_fail else s_pts, s_pts, s_fail is None, s_fail or "ok")
     return g_check, s_check, notes
@@ -209,7 +217,8 @@ def _accumulators(runner: _Runner, source, options, kernel) -> Check:
 
 
 def _grade(source: str, kernel_name: str, *, options: Sequence[str] | None = None,
-           seed: int | None = None, time_limit: float = 60.0) -> GradeReport:
+           seed: int | None = None, time_limit: float = 60.0,
+           draw: Draw | None = None) -> GradeReport:
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's CUDA C as a str, not "
                         f"{type(source).__name__}")
@@ -253,13 +262,18 @@ def _grade(source: str, kernel_name: str, *, options: Sequence[str] | None = Non
         return fail(f"{why}. Choose COARSE from {', '.join(map(str, COARSE_VALUES))} (it must "
                     f"divide TILE: the block is TILE x TILE/COARSE threads)", tile=tile)
     block = (tile, tile // coarse, 1)
+    draw = draw if draw is not None else active_draw()
+    if seed is None:
+        seed = draw.seed if draw is not None else _seed_of(source, options)
+    # Each thread does COARSE threads' work: the draw's cost is that of TILE² threads.
+    cases = graded_cases(tile, draw)
+    record_shapes(kernel_name, tile, cases)
     runner = _Runner(f, tile, block, lambda M, N, K, t: _default_grid(M, N, K, t),
-                     _seed_of(source, options) if seed is None else int(seed), deadline,
-                     step_scale=1 + coarse // 8)
+                     int(seed), deadline, step_scale=1 + coarse // 8)
     checks: list[Check] = [Check("compiles and launches", 0, 0, True)]
     long_k = measured = None
     measured_ok = False
-    for case in sgemm_cases(tile):
+    for case in cases:
         check = _correctness(runner, case)
         checks.append(check)
         if case.name == "long K":
@@ -283,7 +297,7 @@ _check = functools.partial(_contained, fail_all=_fail_all)(_grade)
 
 def check_coarsened(source: str, kernel_name: str = COARSE_KERNEL, *,
                     options: Sequence[str] | None = None, seed: int | None = None,
-                    time_limit: float = 60.0) -> GradeReport:
+                    time_limit: float | None = None, draw: Draw | None = None) -> GradeReport:
     """Grade a coarsened tiled SGEMM, ``C = A·B`` for any M, N, K (Assignment 4).
 
     `source` (str, CUDA C) defines ``__global__ void sgemmCoarse(int M, int N, int K, const
@@ -294,12 +308,17 @@ def check_coarsened(source: str, kernel_name: str = COARSE_KERNEL, *,
 
     Checks (100 points). Correctness (30): check_sgemm's seven kinds of shape at TILE = 32
     (1x1x1, 64 cubed, 33/31, primes, 1000x3x5 and 3x1000x7, a long K, 67x69x71), NaN-filled
-    C, random data seeded from the source (`seed` overrides), every access bounds-checked.
-    Then: global loads at most 8/TILE = 0.25 bytes per FMA at M = N = K = 64, and on every
-    shape at most what staging whole tiles costs (20, the gate: a kernel failing it keeps
-    only its correctness points); shared loads at most 4 + 4/COARSE bytes per FMA at 64
-    cubed, at most TILE·(1 + COARSE) per thread per tile on every shape, with the loads
-    spread over the warps' lanes (25); no race, partial barrier or read of unwritten shared
+    C, random data seeded from the source (`seed` overrides), every access bounds-checked,
+    a right C from fewer than M·N·K multiply-adds failing its case; `draw` (default: that of
+    an enclosing `secret.drawing` block, as the command grades) seeds the data instead and
+    adds its shapes to each case.
+    Then: global loads at most 8/TILE = 0.25 bytes per FMA at M = N = K = 64, on every
+    shape at most what staging whole tiles costs, and on every run with the right C the
+    inputs read, stored in shared memory and feeding the multiply-adds
+    (`evidence.staging_shortfall`) (20, the gate: a kernel failing it keeps only its
+    correctness points); shared loads at most 4 + 4/COARSE bytes per FMA at 64 cubed, at
+    most TILE·(1 + COARSE) per thread per tile on every shape, with the loads spread over
+    the warps' lanes (25); no race, partial barrier or read of unwritten shared
     memory (15); 64-bit index products (5, read from the source) and initialised accumulators
     (5: local scalars from the source, local array elements such as ``acc[COARSE]`` from the
     emulator's report of reads before writes). Bytes are those the threads request (the emulator's counters), per FMA of the
@@ -307,7 +326,8 @@ def check_coarsened(source: str, kernel_name: str = COARSE_KERNEL, *,
     in proportion to the correctness points earned.
 
     A source that does not compile, the wrong signature, TILE other than 32 or a COARSE not
-    in the list scores 0 with the reason; grading stops after `time_limit` seconds.
+    in the list scores 0 with the reason; grading stops after `time_limit` seconds (as
+    check_sgemm's: 60, or the command's limit inside its `secret.drawing` block).
     Returns a `GradeReport` (its `notes` give the measured bytes per FMA); raises nothing
     for any source string (TypeError for arguments of the wrong type).
     """
@@ -315,4 +335,5 @@ def check_coarsened(source: str, kernel_name: str = COARSE_KERNEL, *,
         raise TypeError(f"kernel_name must be a str, not {type(kernel_name).__name__}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _check(source, kernel_name, options=options, seed=seed, time_limit=time_limit)
+        return _check(source, kernel_name, options=options, seed=seed, time_limit=time_limit,
+                      draw=draw)

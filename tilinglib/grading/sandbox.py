@@ -90,8 +90,10 @@ class Outcome:
     printed), `printed` (how many characters it printed in all), `seconds` (wall-clock
     time of the whole submission: reading it, its grading process, everything), `cells`
     (points earned per nbgrader test cell, by grade_id, where the assignment says which cell
-    grades what) and `peak_memory_bytes` (the grading process's peak resident set size,
-    ``ru_maxrss``; 0 where no process ran)."""
+    grades what), `peak_memory_bytes` (the grading process's peak resident set size,
+    ``ru_maxrss``; 0 where no process ran) and `inputs` (what was graded beyond the public
+    inputs: {"seed", "kernels": {name: {"tile", "shapes"}}}, see `secret.drawing`; empty
+    without a draw)."""
 
     status: str
     score: float
@@ -104,6 +106,7 @@ class Outcome:
     printed: int = 0
     cells: dict = field(default_factory=dict)
     peak_memory_bytes: int = 0
+    inputs: dict = field(default_factory=dict)
 
 
 def apply_limits(limits: Limits) -> list:
@@ -202,22 +205,31 @@ def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits) -> tuple:
     return (None, "memory") if watch is not None and watch.tripped else (out, "")
 
 
+def _draw_request(draw) -> dict:
+    """The request's part for a `secret.Draw` (its seed only), or {} for None."""
+    return {"draw": {"seed": int(draw.seed)}} if draw is not None else {}
+
+
 def grade_in_sandbox(assignment: str, sources: dict, max_score: float, *,
-                     limits: Limits = Limits(), setup: tuple = ()) -> Outcome:
+                     limits: Limits = Limits(), setup: tuple = (), draw=None) -> Outcome:
     """Grade one submission of `assignment` in a fresh process under `limits`.
 
     `sources` maps answer names to the source text of their Python literals (from
     `extract.Extraction.sources`); `setup` lists Python files the grading process runs before
     grading (the instructor's own code, e.g. one that adds an `Assignment` to `ASSIGNMENTS`;
-    never a student's). Returns an `Outcome`; never raises for anything the submission does.
+    never a student's); `draw` (a `secret.Draw`, or None) adds the inputs drawn from the
+    instructor's secret (only its seed is sent). Returns an `Outcome`; never raises for
+    anything the submission does.
     """
     request = {"assignment": assignment, "answers": dict(sources),
-               "limits": asdict(limits), "setup": [str(p) for p in setup]}
+               "limits": asdict(limits), "setup": [str(p) for p in setup],
+               **_draw_request(draw)}
     return _run_worker(request, max_score, limits)[0]
 
 
 def grade_notebook_in_sandbox(assignment: str, fd: int, name: str, max_score: float, *,
-                              limits: Limits = Limits(), setup: tuple = ()) -> tuple:
+                              limits: Limits = Limits(), setup: tuple = (),
+                              draw=None) -> tuple:
     """Read and grade one submitted notebook of `assignment` in a fresh process under
     `limits`: reading the file, its JSON, IPython's transforms of every cell and the
     literals (`tilinglib.grading.extract`) happen in the grading process, under the same
@@ -225,11 +237,12 @@ def grade_notebook_in_sandbox(assignment: str, fd: int, name: str, max_score: fl
 
     `fd`: the notebook's file descriptor, open for reading (`extract.open_notebook`; the
     grading process inherits it, and this function closes it); `name`: the file's name for
-    messages. Returns (`Outcome`, read_notes: the sentences on what was read from the
-    notebook, at most `names.MAX_LISTED` and a count); never raises for anything the
-    submission does."""
+    messages; `draw`: as for `grade_in_sandbox`. Returns (`Outcome`, read_notes: the
+    sentences on what was read from the notebook, at most `names.MAX_LISTED` and a count);
+    never raises for anything the submission does."""
     request = {"assignment": assignment, "notebook": {"fd": int(fd), "name": str(name)},
-               "limits": asdict(limits), "setup": [str(p) for p in setup]}
+               "limits": asdict(limits), "setup": [str(p) for p in setup],
+               **_draw_request(draw)}
     try:
         outcome, reply = _run_worker(request, max_score, limits, pass_fds=(int(fd),))
     finally:
@@ -303,7 +316,8 @@ def _outcome(proc, out, killed, seconds, tail, max_score, limits) -> tuple:
                        str(reply.get("message", "")),
                        str(reply.get("output", "")), seconds, int(reply.get("printed", 0)),
                        {str(k): float(v) for k, v in dict(reply.get("cells") or {}).items()},
-                       int(reply.get("peak_memory_bytes", 0))), reply
+                       int(reply.get("peak_memory_bytes", 0)),
+                       dict(reply.get("inputs") or {})), reply
     rc = proc.returncode
     if rc < 0 and -rc in {signal_number("SIGXCPU"), signal_number("SIGKILL")}:
         return Outcome("timeout", 0.0, max_score, seconds=seconds,

@@ -44,6 +44,8 @@ import numpy as np
 
 from ..errors import (BarrierError, CompileError, KernelArgumentError, KernelRuntimeError,
                      LaunchError, MemoryAccessError, RaceError, StepBudgetExceeded)
+from .evidence import fma_shortfall, staging_shortfall
+from .secret import Draw, active_draw, active_time_limit, record_shapes
 
 __all__ = ["Check", "GradeReport", "check_sgemm", "declared_tile", "sgemm_cases",
            "SGEMM_SIGNATURE"]
@@ -166,6 +168,19 @@ def sgemm_cases(tile: int) -> list:
               "a 3 x 3 grid whose interior blocks (not in the last block row or column) also "
               "meet the last, partial tile along K"),
     ]
+
+
+def graded_cases(tile: int, draw: Draw | None = None,
+                 threads_per_block: int | None = None) -> list:
+    """`sgemm_cases(tile)`, each case with the shapes of `draw` (a `secret.Draw`, or None for
+    the public shapes only) for its kind added: the cases the grade to trust runs
+    (`secret.drawn_shapes`; `threads_per_block` as there). Same names and points."""
+    cases = sgemm_cases(tile)
+    if draw is None:
+        return cases
+    extra = draw.shapes(tile, threads_per_block)
+    return [_Case(c.name, c.shapes + tuple(extra.get(c.name, ())), c.points, c.why)
+            for c in cases]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -331,6 +346,7 @@ class _Runner:
     step_scale: int = 1          # multiplies _step_budget (kernels whose threads loop more)
     counters: dict = field(default_factory=dict)        # shape -> the emulator's Counters
     unset_reads: list = field(default_factory=list)     # (shape, UninitializedReadWarning text)
+    right: set = field(default_factory=set)             # shapes whose C was right
 
     def run(self, shape, *, hazards="warn"):
         """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
@@ -438,7 +454,9 @@ def _contained(grade, fail_all=None):
     fail_all = fail_all or _fail_all
 
     @functools.wraps(grade)
-    def contained(source, kernel_name, *args, time_limit: float = 60.0, **kwargs):
+    def contained(source, kernel_name, *args, time_limit: float | None = None, **kwargs):
+        if time_limit is None:          # 60 s, or the command's limit inside its drawing block
+            time_limit = active_time_limit() or 60.0
         if not isinstance(source, str) or not isinstance(kernel_name, str) \
                 or not isinstance(time_limit, (int, float)):
             return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
@@ -523,8 +541,8 @@ def _weigh(checks: list, gate: str = _TILING, gate_why: str | None = None) -> li
 def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None = None,
                 block: Sequence[int] | None = None,
                 grid: Callable[[int, int, int, int], Sequence[int]] | None = None,
-                seed: int = 0, gpu: bool | None = None,
-                time_limit: float = 60.0) -> GradeReport:
+                seed: int | None = None, gpu: bool | None = None,
+                time_limit: float | None = None, draw: Draw | None = None) -> GradeReport:
     """Grade a tiled SGEMM kernel, ``C = A·B`` for any M, N, K.
 
     The kernel must have the signature
@@ -539,10 +557,18 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     Checks (100 points). Correctness (30): 1x1x1, 2·TILE cubed, TILE±1, primes with
     M != N != K, 1000x3x5 and 3x1000x7, a K spanning several tiles, and (2·TILE+3) x
     (2·TILE+5) x (2·TILE+7), whose interior blocks meet the last, partial K tile; each with
-    NaN-filled C and random non-symmetric data, every load and store bounds-checked; a store
-    into A or B (inputs, which other blocks may still be reading) fails the case. Then
-    (70): tiling, tiles of A and B really staged in shared memory (about 2·ceil(K/TILE)
-    global load requests per warp, not 2·K; atomics count as loads) with TILE >= 4, on every
+    NaN-filled C and random non-symmetric float32 data (seeded with `seed`, default 0),
+    every load and store bounds-checked, checked against a float64 NumPy product within
+    8·K·eps(float32) of the sum of |terms|; a store into A or B (inputs, which other blocks
+    may still be reading) fails the case, and so does a right C from fewer than M·N·K
+    multiply-adds (`evidence.fma_shortfall`: a table of answers). `draw` (a
+    `secret.Draw`; default: the one of an enclosing `secret.drawing` block, as the command
+    grades, else none) seeds the data instead and adds its shapes to each case
+    (`graded_cases`). Then (70): tiling, tiles of A and B really staged in shared memory
+    (about 2·ceil(K/TILE) global load requests per warp, not 2·K; atomics count as loads;
+    on every run with the right C, global load bytes at most twice the whole tiles' 8·TILE²
+    per block per step along K, and the inputs read, stored in shared memory and feeding
+    the multiply-adds: `evidence.staging_shortfall`) with TILE >= 4, on every
     correctness shape, each against its own grid and K (25); no shared-memory race, partial
     barrier or read of unwritten shared memory on any shape (20); the shared arrays as big
     as TILE says (5); index products computed in 64 bits, in the kernel and the __device__
@@ -561,7 +587,9 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     A source that does not compile, the wrong signature, no TILE, or a block over 1,024
     threads scores 0, with the reason. `gpu=None` also runs the correctness cases on the
     GPU when tilinglib's backend is PyCUDA (`True` requires it, `False` never). Grading
-    stops launching after `time_limit` seconds and fails what is left.
+    stops launching after `time_limit` seconds (default 60, or inside a `secret.drawing`
+    block the command's own limit, so that there only the command's --timeout stops a
+    submission) and fails what is left.
 
     Returns a `GradeReport`; raises nothing for a faulty submission (TypeError only for
     arguments of the wrong type, e.g. a non-str source).
@@ -608,15 +636,20 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
                          f"{block3[1]} = {threads:,} threads, but a block holds at most 1,024 "
                          f"on every CUDA GPU: with one thread per element, TILE <= 32",
                          tile=tile, block=block3, t0=t0)
+    draw = draw if draw is not None else active_draw()
+    if seed is None:
+        seed = draw.seed if draw is not None else 0
+    cases = graded_cases(tile, draw, threads)
+    record_shapes(kernel_name, tile, cases)
     runner = _Runner(f, tile, block3,
-                     grid or (lambda M, N, K, t: _default_grid(M, N, K, t)), seed,
+                     grid or (lambda M, N, K, t: _default_grid(M, N, K, t)), int(seed),
                      t0 + time_limit)
     checks: list[Check] = [Check("compiles and launches", 0, 0, True)]
     notes: list[str] = []
 
     # --- correctness
     shared_case_shape = None
-    for case in sgemm_cases(tile):
+    for case in cases:
         checks.append(_correctness(runner, case))
         if shared_case_shape is None and case.name == "long K":
             shared_case_shape = case.shapes[0]
@@ -629,7 +662,8 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     checks.append(_accumulator(source, options, kernel_name, runner))
 
     if gpu or gpu is None:
-        notes += _gpu_pass(source, options, kernel_name, tile, block3, runner, checks, gpu)
+        notes += _gpu_pass(source, options, kernel_name, tile, block3, runner, checks, gpu,
+                           cases)
     checks = _weigh(checks)
     return GradeReport(kernel_name, tuple(checks), tile, block3, time.perf_counter() - t0,
                        tuple(notes))
@@ -665,6 +699,10 @@ def _correctness(runner: _Runner, case: _Case) -> Check:
         if not bool(np.all(_close(C, ref, np.abs(A64) @ np.abs(B64), K))):
             return Check(name, 0, case.points, False,
                          f"M={M}, N={N}, K={K}: " + _diagnose(C, A, B, M, N, K, runner.tile))
+        runner.right.add(shape)
+        short = fma_shortfall(shape, runner.reports[shape])
+        if short is not None:
+            return Check(name, 0, case.points, False, f"M={M}, N={N}, K={K}: {short}")
     return Check(name, case.points, case.points, True)
 
 
@@ -750,10 +788,31 @@ def _shared_used(runner: _Runner, preferred) -> Check:
                          f"requests{atomics}, where a tiled kernel needs about {tiled:,} (a "
                          f"naive one about {naive:,}): the inner loop still reads A or B from "
                          f"global memory instead of the shared tiles. {cap}")
+        # On every run that gave the right C: the bytes, and the work in shared memory.
+        staged = _staging(runner, shape, report, t, blocks, tiles) \
+            if shape in runner.right else None
+        if staged is not None:
+            return Check(name, 0, pts, False, f"{staged} {cap}")
     if not any(r.global_load_requests + r.global_atomic_requests
                for r in runner.reports.values()):
         return no_staging(*next(iter(runner.reports.items())))
     return Check(name, pts, pts, True)
+
+
+def _staging(runner: _Runner, shape, report, t: int, blocks: int, tiles: int) -> str | None:
+    """The tiling rule in bytes on one run: global loads at most twice what staging whole
+    TILE x TILE tiles of A and B once per block per step along K asks for (8·TILE² bytes),
+    then `evidence.staging_shortfall` (inputs read, staged in shared memory, feeding the
+    multiply-adds); None when the run meets them."""
+    M, N, K = shape
+    whole = 8 * t * t * blocks * tiles
+    loads = report.global_load_bytes + 128 * report.global_atomic_requests
+    if loads > 2 * whole:
+        return (f"M={M}, N={N}, K={K}: {loads:,} bytes of global loads, over twice the "
+                f"{whole:,} that staging each TILE x TILE tile of A and of B once per block "
+                f"asks for (a naive kernel: {8 * M * N * K:,}): the multiply-adds still read "
+                f"A or B from global memory instead of the shared tiles.")
+    return staging_shortfall(shape, report, runner.counters.get(shape), t)
 
 
 def _tile_consistent(f, tile: int, block) -> Check:
@@ -815,7 +874,8 @@ def _accumulator(source, options, kernel, runner: _Runner | None = None) -> Chec
     return Check(name, pts, pts, True)
 
 
-def _gpu_pass(source, options, kernel, tile, block, runner, checks, gpu) -> list[str]:
+def _gpu_pass(source, options, kernel, tile, block, runner, checks, gpu,
+              cases=None) -> list[str]:
     """On the PyCUDA backend, run the correctness shapes on the GPU too; a wrong GPU result
     turns that case's check into a failure. Returns notes for the report."""
     from ..backend import get_backend
@@ -832,7 +892,7 @@ def _gpu_pass(source, options, kernel, tile, block, runner, checks, gpu) -> list
     mod = backend.SourceModule(source, options=options)
     fn = mod.get_function(kernel)
     by_name = {c.name: i for i, c in enumerate(checks)}
-    for case in sgemm_cases(tile):
+    for case in cases or sgemm_cases(tile):
         i = by_name[f"correct: {case.name}"]
         if not checks[i].passed:
             continue

@@ -40,7 +40,7 @@ __all__ = ["shard_of", "parse_shard", "parse_students", "Selection", "grader_fin
 
 # What a merge compares between results files (all must be equal), in the order the message
 # names the first difference.
-COMPARED = ("assignments", "limits", "grader", "setup", "class", "unenforced")
+COMPARED = ("assignments", "limits", "grader", "setup", "class", "unenforced", "secret")
 
 
 def shard_of(student: str, n: int) -> int:
@@ -218,6 +218,7 @@ _WHAT_TO_DO = {
     "setup": "give every shard the same --setup files",
     "class": "copy the same submitted/ folder to every machine",
     "unenforced": "grade every shard on systems that enforce the same limits (Linux)",
+    "secret": "give every shard a copy of the same grading secret (--secret PATH)",
 }
 
 
