@@ -76,6 +76,9 @@ def main() -> int:
     # forbids this process to start one.
     from ..frontend.clang import start_server
     start_server()
+    # the adversarial warp schedule's threads (a racy kernel is re-run under it), likewise
+    from ..emulator.schedule import reserve_threads
+    reserve_threads(one_arena=True)
     apply_limits(limits)
 
     def stop(signum, frame):
