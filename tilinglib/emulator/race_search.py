@@ -98,8 +98,10 @@ class RaceFailure:
                       f"  In lockstep these two accesses ran the other way round (a "
                       f"{flip.hazard} race): no __syncthreads() orders them."]
         lines.append(f"  The same seed gives the same wrong answer: f(..., schedule="
-                     f"'adversarial', seed={self.seed}) ({self.seed_wrong_elements:,} elements "
-                     f"of {self.output} differ under the whole seed).")
+                     f"'adversarial', seed={self.seed}) ({self.seed_wrong_elements:,} element"
+                     f"{'s' if self.seed_wrong_elements != 1 else ''} of {self.output} "
+                     f"{'differ' if self.seed_wrong_elements != 1 else 'differs'} under the "
+                     f"whole seed).")
         return "\n".join(lines)
 
 
