@@ -182,6 +182,11 @@ WRONG = {
         ('tl.exercises.check("03.4", (29,))', "Race (write-after-read) on As[0][0]"),
         ('tl.exercises.check("03.4", (29,))', "kernel.cu:27: As[ty][tx] = A[row * N + (t * TILE + tx)];"),
         ('tl.exercises.check("03.4", (35,))', "Race (read-after-write) on As[0][0]"),
+        # the wrong answer the race gives under the adversarial schedule, and its order
+        ('tl.exercises.check("03.4", (35,))',
+         "With the warps in another order a GPU may produce (schedule='adversarial', seed=0, "
+         "warp 0 held back until warp 1 reached a barrier in barrier interval 0), C["),
+        ('tl.exercises.check("03.4", (29,))', "before warp 0 read it at kernel.cu:33."),
         ('tl.exercises.check("03.4", (29, 37))', "before the next loads"),
         ('tl.exercises.check("03.4", (29, 33))',
          "the barrier after line 33 is inside the k loop (lines 32–34), so it runs TILE = 8 "

@@ -20,7 +20,8 @@ from .errors import ArgumentError
 
 __all__ = ["random_matrices", "relative_error", "naive_launch", "tiled_launch", "valid_tiles",
            "requested_bytes_naive", "requested_bytes_tiled", "count_naive", "count_tiled",
-           "without_barrier", "TiledMeasurement", "measure_tiled"]
+           "without_barrier", "barrier_before_stores", "race_failure", "TiledMeasurement",
+           "measure_tiled"]
 
 MAX_TILE = 32          # TILE x TILE threads per block, and a block holds at most 1,024
 BARRIER = "__syncthreads();"
@@ -119,6 +120,43 @@ def count_tiled(N: int, tile: int, *, pad: int = 0, source: str | None = None, s
     f = SourceModule(src, options=[f"-DTILE={tile}", f"-DPAD={pad}"]).get_function("sgemmTiled")
     f(np.int32(N), In(A), In(B), Out(C), block=block, grid=grid, hazards=hazards)
     return f.last_report, relative_error(C, A, B)
+
+
+def race_failure(source: str, N: int = 32, tile: int = 16, *, kernel: str = "sgemmTiled",
+                 seed: int = 0, seeds: int = 8):
+    """What a race in a tiled kernel of sgemmTiled's signature (``int N, A, B, C``) does
+    to its answer: `tilinglib.find_race_failure` on the CPU emulator, compiled with
+    ``-DTILE=<tile>``, for N x N float32 matrices from `random_matrices(N, seed)`, block
+    (tile, tile, 1), grid (N / tile, N / tile), trying `seeds` warp schedules.
+
+    Returns the `RaceFailure` (print it for the wrong element, the two lines and the warps;
+    `found` is False, with the reason, when there is no race or no seed changes C). Used by
+    lessons 03 and 06 and exercise 03.4."""
+    from .emulator import In, Out, SourceModule, find_race_failure
+
+    _check_tile(N, tile)
+    block, grid = tiled_launch(N, tile)
+    A, B = random_matrices(N, seed)
+    f = SourceModule(source, options=[f"-DTILE={tile}"]).get_function(kernel)
+    return find_race_failure(f, np.int32(N), In(A), In(B), Out(np.zeros_like(A)),
+                             block=block, grid=grid, seeds=seeds)
+
+
+def barrier_before_stores(source: str) -> str:
+    """The double-buffered kernel (`sgemm_tiled_db`) with its loop's one `__syncthreads()`
+    moved up, from after the stores of tile t + 1 into the other buffer to before them
+    (right after the multiply-add loop): a misplaced barrier, the line count kept. Raises
+    ArgumentError when `source` does not have the double-buffered kernel's stores."""
+    stores = ("        if (t + 1 < tiles) {\n"
+              "            As[cur ^ 1][ty][tx] = a_next;\n"
+              "            Bs[cur ^ 1][ty][tx] = b_next;\n"
+              "        }\n")
+    at = source.find(stores + "        " + BARRIER + "\n")
+    if at < 0:
+        raise ArgumentError("the source does not store tile t + 1 into As[cur ^ 1] and "
+                            "Bs[cur ^ 1] just before its barrier, as sgemm_tiled_db does")
+    end = at + len(stores) + len("        " + BARRIER + "\n")
+    return source[:at] + "        " + BARRIER + "\n" + stores + source[end:]
 
 
 def without_barrier(source: str, which: str = "first") -> str:

@@ -1,10 +1,11 @@
 // Mistake (an attack on the grader): the barrier after the inner loop is there only on the
 // shape M = 7, N = 9 (the one shape an earlier grader checked for races); on every other
 // shape the next tile's loads overwrite a tile still being read.
+// expect: right in lockstep, wrong when the warps of a block run in another order
 // expect: write-after-read
 // expect: M=32, N=32, K=32
-// score: 80
-// fails: synchronisation
+// score: 32
+// fails: square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; interior blocks, partial K tile; synchronisation
 #define TILE 16
 __global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C)
 {

@@ -1,8 +1,9 @@
 // Mistake: no __syncthreads() between loading the tiles and reading them.
+// expect: right in lockstep, wrong when the warps of a block run in another order
 // expect: synchronisation
 // expect: read-after-write
-// score: 80
-// fails: synchronisation
+// score: 10.67
+// fails: square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; tall and wide; long K; interior blocks, partial K tile; synchronisation
 #ifndef TILE
 #define TILE 16
 #endif

@@ -1,8 +1,9 @@
 // Mistake: no __syncthreads() after the inner loop, so the next tile's loads overwrite a tile still being read.
+// expect: right in lockstep, wrong when the warps of a block run in another order
 // expect: synchronisation
 // expect: write-after-read
-// score: 80
-// fails: synchronisation
+// score: 21.33
+// fails: square, multiple of TILE; TILE+1 and TILE-1; primes, M != N != K; long K; interior blocks, partial K tile; synchronisation
 #ifndef TILE
 #define TILE 16
 #endif

@@ -536,17 +536,20 @@ class ExpressionsMixin:
         binop = op[:-1]
         fake = c_ast.BinaryOp(binop, node.lvalue, node.rvalue, node.coord)
         if target.addr is not None:
-            # a[i] += v: evaluate the address once.
+            # a[i] += v: evaluate the address once. The loaded value waits in an environment
+            # slot of its own (per call and per Context: under schedule="adversarial" another
+            # warp may run this statement while this one's right-hand side is being loaded).
             addr, line = target.addr, _line(node)
-            cell = {}
-            tmp = X(lambda ctx: cell["v"], t)
+            slot = self.fn.new_slot()
+            tmp = X(self.slot_reader(slot), t)
             combined = self.binary_on(fake, binop, tmp, value)
             fc = self.convert(combined, t, node)
             is_struct = t.is_struct
 
             def update(ctx):
                 a = addr(ctx)
-                cell["v"] = ctx.load(a, t, line) if not is_struct else ctx.load_struct(a, t, line)
+                ctx.env[slot] = (ctx.load(a, t, line) if not is_struct else
+                                 ctx.load_struct(a, t, line))
                 v = fc(ctx)
                 ctx.store(a, t, v, line)
                 return v

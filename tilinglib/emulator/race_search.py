@@ -46,7 +46,8 @@ class RaceFailure:
     their lockstep order) and `statements` ((line, source text) of the flip's two
     accesses, in the order they ran). Always: `kernel`, `seeds_tried`, `seconds` (wall
     time of the search), `hazards` (the lockstep run's read/write races), `reason` (why
-    nothing was found, when so)."""
+    nothing was found, when so). `str()` gives the evidence in words (without `seconds`, so
+    that the same search prints the same text)."""
 
     found: bool
     kernel: str
@@ -73,7 +74,7 @@ class RaceFailure:
         where = self.output + "".join(f"[{i}]" for i in self.index)
         lines = [f"{self.kernel} gives a wrong answer under schedule='adversarial', "
                  f"seed={self.seed} (found after {self.seeds_tried} seed"
-                 f"{'s' if self.seeds_tried != 1 else ''}, {self.seconds:.1f} s):",
+                 f"{'s' if self.seeds_tried != 1 else ''}):",
                  f"  {where} = {_fmt(self.got)}, where the lockstep run gives "
                  f"{_fmt(self.expected)}: off by {_fmt(self.difference)} "
                  f"({self.wrong_elements:,} of {self.elements:,} elements of {self.output} "
@@ -97,9 +98,33 @@ class RaceFailure:
                       f"  In lockstep these two accesses ran the other way round (a "
                       f"{flip.hazard} race): no __syncthreads() orders them."]
         lines.append(f"  The same seed gives the same wrong answer: f(..., schedule="
-                     f"'adversarial', seed={self.seed}) ({self.seed_wrong_elements:,} elements "
-                     f"of {self.output} differ under the whole seed).")
+                     f"'adversarial', seed={self.seed}) ({self.seed_wrong_elements:,} element"
+                     f"{'s' if self.seed_wrong_elements != 1 else ''} of {self.output} "
+                     f"{'differ' if self.seed_wrong_elements != 1 else 'differs'} under the "
+                     f"whole seed).")
         return "\n".join(lines)
+
+
+    def summary(self) -> str:
+        """The evidence in one sentence (`str()` gives it in full)."""
+        if not self.found:
+            return f"{self.kernel}: {self.reason}"
+        where = self.output + "".join(f"[{i}]" for i in self.index)
+        r, flip = self.restriction, self.flip
+        order = ""
+        if r is not None and r.hold is not None:
+            order = (f", warp {r.hold[0]} held back until warp {r.hold[1]} reached a barrier "
+                     f"in barrier interval {r.epoch}")
+        text = (f"with the warps in another order a GPU may produce (schedule='adversarial', "
+                f"seed={self.seed}{order}), {where} = {_fmt(self.got)} instead of "
+                f"{_fmt(self.expected)} ({self.wrong_elements:,} of {self.elements:,} elements "
+                f"wrong)")
+        if flip is not None:
+            verb = {"R": "read", "W": "wrote"}
+            text += (f": warp {flip.first_warp} {verb[flip.first_kind]} {flip.element} at "
+                     f"kernel.cu:{flip.first_line} before warp {flip.second_warp} "
+                     f"{verb[flip.second_kind]} it at kernel.cu:{flip.second_line}")
+        return text[0].upper() + text[1:] + "."
 
 
 def _interval(epoch) -> str:

@@ -15,11 +15,12 @@ On a GPU the warps of a block interleave at instruction granularity, constrained
 barriers and the memory model, and the same race gives a wrong answer when a warp reaches
 the read before another warp's write, or overwrites a tile another warp still reads.
 
-How. Each warp of a block runs the compiled kernel in a context of its own (`WarpContext`:
-the block's threads, only the warp's lanes active), in a Python thread used as a coroutine:
-exactly one warp runs at a time, and control passes only at the points below, so a seed gives
-one order and the same answer every time. The warps of a block share its shared memory, the
-race tracker and the barrier: a `__syncthreads()` completes when every warp that has not
+How. Blocks run in batches, as in lockstep. Warp w of every block of a batch runs the
+compiled kernel in a context of its own (`WarpContext`: the batch's threads, only those lanes
+active; the blocks of a batch so follow one order, which each block on its own could follow),
+in a Python thread used as a coroutine (`_ThreadPool`): exactly one runs at a time, and
+control passes only at the points below, so a seed gives one order and the same answer every
+time. The warps share the batch's shared memory, the race tracker and the barrier: a `__syncthreads()` completes when every warp that has not
 exited waits at one (sm_70 and later: exited threads count as arrived), checked by the same
 `barriers.Barriers` as in lockstep. Between barriers the schedule decides which warp runs
 next, at each memory access and loop iteration of the running warp:
@@ -41,7 +42,7 @@ sequentially consistent (stronger than CUDA promises), and no warp passes a barr
 every other non-exited warp of its block has reached one. A warp that has run 4,096 loop
 iterations without letting another warp run is switched out, so a warp spinning on a flag
 another warp sets makes progress, as CUDA's independent thread scheduling guarantees.
-Blocks run one after another (CUDA promises nothing about their order).
+Batches run one after another (CUDA promises nothing about the order of blocks).
 
 Limits, each refused at the launch with an `UnsupportedFeatureError`: asynchronous copies
 and `cuda::barrier` (their completions are per block, not per warp, here), collectives of a
@@ -51,6 +52,7 @@ schedule). Under this schedule each warp's loop iterations count against `max_st
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -69,7 +71,7 @@ MAX_SEED = 2 ** 32 - 1
 SPIN_STEPS = 4096            # loop iterations a warp runs before it must let others run
 MAX_FLIPS = 64               # Flip records kept per launch (all are counted)
 TRACK_ENTRIES = 1 << 22      # (shared word, warp) pairs followed per batch of blocks
-WORKER_STACK = 64 << 20      # bytes of stack per warp thread (deep __device__ call chains)
+WORKER_STACK = 4 << 20       # bytes of stack per warp thread (a 63-deep __device__ chain ran in 1)
 _READY, _BARRIER, _DONE = "ready", "barrier", "done"
 
 # The two accesses of a lockstep hazard, in lockstep order ("W" write, "R" read).
@@ -339,6 +341,85 @@ class _Abort(BaseException):
     """Unwinds a warp's thread when its block's run stops (an error in another warp)."""
 
 
+class _ThreadPool:
+    """The Python threads the warps run in, kept between batches and launches (a process
+    whose limits forbid new threads, the grader's sandbox, reserves them first:
+    `reserve_threads`). Each runs one task at a time: a warp's whole run."""
+
+    def __init__(self):
+        self.tasks = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.idle = 0
+        self.threads = 0
+        self.busy = 0
+
+    def reserve(self, n: int) -> None:
+        """Have at least `n` idle threads."""
+        with self.lock:
+            missing = n - self.idle
+            self.idle += max(0, missing)
+        if missing <= 0:
+            return
+        old = threading.stack_size()
+        threading.stack_size(WORKER_STACK)
+        try:
+            for _ in range(missing):
+                threading.Thread(target=self._loop, daemon=True,
+                                 name=f"tilinglib warp thread {self.threads}").start()
+                self.threads += 1
+        except RuntimeError:            # the process may start no more threads
+            with self.lock:
+                self.idle -= missing
+            raise
+        finally:
+            threading.stack_size(old)
+
+    def submit(self, task) -> None:
+        with self.lock:
+            self.idle -= 1
+            self.busy += 1
+        self.tasks.put(task)
+
+    def _loop(self):
+        while True:
+            task = self.tasks.get()
+            try:
+                task()
+            finally:
+                with self.lock:
+                    self.busy -= 1
+                    self.idle += 1
+
+
+_POOL = _ThreadPool()
+
+
+_M_ARENA_MAX = -8          # glibc's mallopt() parameter (malloc.h)
+
+
+def reserve_threads(n: int = 32, *, one_arena: bool = False) -> None:
+    """Start `n` idle threads for adversarial schedules now (a block has at most 32
+    warps), for a process that will forbid new threads later (grading/_worker.py, before
+    its RLIMIT_NPROC). `one_arena`: ask glibc's malloc to serve every thread from one arena
+    (M_ARENA_MAX 1; by default each thread that allocates may reserve an arena of 64 MiB of
+    address space, which an address-space limit counts; only one warp thread runs at a
+    time, so nothing waits for the arena's lock). Raises RuntimeError if the system
+    refuses a thread."""
+    if one_arena:
+        import ctypes
+        import platform
+        if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+            mallopt = ctypes.CDLL(None).mallopt
+            mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+            mallopt(_M_ARENA_MAX, 1)
+    _POOL.reserve(n)
+
+
+def busy_threads() -> int:
+    """Warp threads running a task now (0 between launches)."""
+    return _POOL.busy
+
+
 class _Tracker(RaceTracker):
     """The block's race tracker (races.py, as the user asked for it), which also follows,
     warp by warp, who read and wrote each 4-byte shared word in the current barrier
@@ -545,8 +626,7 @@ class _Worker:
         ctx.point = self.point
         ctx.writers = run.adversary.writers
         self.ctx = ctx
-        self.thread = threading.Thread(target=self._main, daemon=True,
-                                       name=f"tilinglib warp {index}")
+        self.finished = threading.Event()
 
     def _main(self):
         run = self.run
@@ -566,6 +646,7 @@ class _Worker:
         finally:
             self.state = _DONE
             run.switch = False
+            self.finished.set()
             run.baton.release()
 
     def pause(self, state, switch=False):
@@ -584,6 +665,8 @@ class _Worker:
     def point(self, step=False):
         """A point where the schedule may switch warps: a memory access (or, with `step`,
         a loop iteration) of this warp, about to happen."""
+        if self.run.aborted:
+            raise _Abort
         if step:
             self.steps += 1
             if self.steps >= SPIN_STEPS:
@@ -628,21 +711,23 @@ class _BatchRun:
                                   _StateView(self))
 
     def run(self):
-        old = threading.stack_size()
-        threading.stack_size(WORKER_STACK)
+        self.workers = [_Worker(self, i) for i in range(self.nwarps)]
         try:
-            self.workers = [_Worker(self, i) for i in range(self.nwarps)]
-            for w in self.workers:
-                w.thread.start()
-        finally:
-            threading.stack_size(old)
+            _POOL.reserve(self.nwarps)
+        except RuntimeError:
+            raise UnsupportedFeatureError(
+                f"{self.launch.kernel.name}: schedule='adversarial' runs each warp in a thread "
+                f"of its own, and this process may start no more threads (call "
+                f"tilinglib.emulator.schedule.reserve_threads() before limiting it)") from None
+        for w in self.workers:
+            _POOL.submit(w._main)
         try:
             self._schedule()
         except BaseException:
             self._abort()
             raise
         for w in self.workers:
-            w.thread.join()
+            w.finished.wait()
             self.launch.counters.flops += w.ctx.flops
         if self.error is not None:
             raise self.error
@@ -669,10 +754,10 @@ class _BatchRun:
     def _abort(self):
         self.aborted = True
         for w in self.workers:
-            if w.thread.is_alive():
+            if not w.finished.is_set():
                 w.wake.release()
         for w in self.workers:
-            w.thread.join()
+            w.finished.wait()
 
     def arrive(self, worker, arrival):
         worker.arrival = arrival
@@ -786,4 +871,4 @@ class Adversary:
 
 
 __all__ = ["SCHEDULES", "check_schedule", "Plan", "Restriction", "Flip", "ScheduleReport",
-           "Adversary"]
+           "Adversary", "reserve_threads", "busy_threads"]

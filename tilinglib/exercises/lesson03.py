@@ -296,9 +296,13 @@ def barrier_lines(answer):
         h = races[0]
         quoted = "".join(f"\n  kernel.cu:{n}: {cuda_line(edited, n)}"
                          for n in sorted({h.other_line, h.line} - {None}))
+        # what the race does to C when the warps run in another order a GPU may produce
+        from ..sgemm import race_failure
+        failure = race_failure(edited, N, tile, seeds=4)
+        wrong = f"\n{failure.summary()}" if failure.found else ""
         raise Wrong(f"with barriers after line(s) {', '.join(map(str, sorted(set(answer))))} "
                     f"the emulator reports:\n{h}{quoted}\nThat is, "
-                    f"{_HAZARD_ADVICE.get(h.kind, 'a race.')}")
+                    f"{_HAZARD_ADVICE.get(h.kind, 'a race.')}{wrong}")
     per_block = r.barriers // (r.grid[0] * r.grid[1])
     steps = N // tile
     if per_block > 2 * steps:

@@ -84,6 +84,9 @@ def main() -> int:
     from ..frontend.clang import start_server
     from ..platform_support import signal_number, start_wall_timer, stop_wall_timer
     start_server()
+    # the adversarial warp schedule's threads (a racy kernel is re-run under it), likewise
+    from ..emulator.schedule import reserve_threads
+    reserve_threads(one_arena=True)
     apply_limits(limits)        # where one cannot be set, the parent's deadline still holds
     sigxcpu = signal_number("SIGXCPU")
 

@@ -561,14 +561,18 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     every load and store bounds-checked, checked against a float64 NumPy product within
     8·K·eps(float32) of the sum of |terms|; a store into A or B (inputs, which other blocks
     may still be reading) fails the case, and so does a right C from fewer than M·N·K
-    multiply-adds (`evidence.fma_shortfall`: a table of answers). `draw` (a
-    `secret.Draw`; default: the one of an enclosing `secret.drawing` block, as the command
-    grades, else none) seeds the data instead and adds its shapes to each case
-    (`graded_cases`). Then (70): tiling, tiles of A and B really staged in shared memory
-    (about 2·ceil(K/TILE) global load requests per warp, not 2·K; atomics count as loads;
-    on every run with the right C, global load bytes at most twice the whole tiles' 8·TILE²
-    per block per step along K, and the inputs read, stored in shared memory and feeding
-    the multiply-adds: `evidence.staging_shortfall`) with TILE >= 4, on every
+    multiply-adds (`evidence.fma_shortfall`: a table of answers), and a case whose run
+    detects a race on shared memory and whose C is wrong when the warps of each block run
+    in another order a GPU may produce (`find_race_failure` finds the seed on the 2·TILE
+    cube, `ADVERSARY_SEEDS` seeds, at most `ADVERSARY_SECONDS`; schedule="adversarial",
+    tilinglib/emulator/schedule.py). `draw` (a `secret.Draw`; default: the one of an
+    enclosing `secret.drawing` block, as the command grades, else none) seeds the data
+    instead and adds its shapes to each case (`graded_cases`). Then (70): tiling, tiles of
+    A and B really staged in shared memory (about 2·ceil(K/TILE) global load requests per
+    warp, not 2·K; atomics count as loads; on every run with the right C, global load bytes
+    at most twice the whole tiles' 8·TILE² per block per step along K, and the inputs read,
+    stored in shared memory and feeding the multiply-adds: `evidence.staging_shortfall`)
+    with TILE >= 4, on every
     correctness shape, each against its own grid and K (25); no shared-memory race, partial
     barrier or read of unwritten shared memory on any shape (20); the shared arrays as big
     as TILE says (5); index products computed in 64 bits, in the kernel and the __device__
@@ -654,6 +658,9 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
         if shared_case_shape is None and case.name == "long K":
             shared_case_shape = case.shapes[0]
 
+    # --- correctness again where a race was detected: warps in another order a GPU allows
+    notes += _adversary(runner, checks, tile)
+
     # --- synchronisation: hazards seen in the runs above, then a hazards="raise" run
     checks.append(_shared_used(runner, shared_case_shape))
     checks.append(_synchronisation(runner, shared_case_shape))
@@ -704,6 +711,112 @@ def _correctness(runner: _Runner, case: _Case) -> Check:
         if short is not None:
             return Check(name, 0, case.points, False, f"M={M}, N={N}, K={K}: {short}")
     return Check(name, case.points, case.points, True)
+
+
+ADVERSARY_SEEDS = 4          # seeds find_race_failure tries on a racy submission
+ADVERSARY_SECONDS = 20.0     # and the most time it takes
+
+
+def adversary_shape(tile: int) -> tuple:
+    """The shape the adversarial search runs on: the 2·TILE cube (2 x 2 blocks, two tiles
+    along K, so both barriers of the tile loop matter)."""
+    return (2 * tile, 2 * tile, 2 * tile)
+
+
+def grading_args(function, tile: int, M: int, N: int, K: int, seed: int = 0):
+    """(arguments, block, grid) of the grader's launch of `function` at M x N x K: the
+    inputs of `_inputs`, C pre-filled with NaN (an InOut), block (TILE, TILE, 1), the
+    default grid."""
+    from ..emulator import In, InOut
+
+    A, B = _inputs(M, N, K, seed)
+    C = np.full((M, N), np.nan, dtype=np.float32)
+    return ([np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C)], (tile, tile, 1),
+            _default_grid(M, N, K, tile))
+
+
+def _adversary(runner: _Runner, checks: list, tile: int) -> list:
+    """A correctness case whose lockstep run was right but detected a read/write race on
+    shared memory is run again with the warps of each block in another order a GPU may
+    produce (tilinglib.find_race_failure on the 2·TILE cube finds the seed; each racy case
+    then runs under it): where C is then wrong, the case fails, with the evidence. Returns
+    the notes to add (what was searched)."""
+    from ..emulator.race_search import find_race_failure
+    from ..emulator.schedule import _ORDER
+
+    racy = {shape for shape, h in runner.hazards if h.kind in _ORDER}
+    if not racy or runner.aborted:
+        return []
+    left = runner.deadline - time.perf_counter()
+    if left < 5.0:
+        return ["the race detected was not run under other warp orders: no time was left"]
+    shape = adversary_shape(tile)
+    if shape not in racy:
+        shape = min(racy, key=math.prod)
+    M, N, K = shape
+    args, block, _ = grading_args(runner.function, tile, M, N, K, runner.seed)
+    grid = tuple(int(g) for g in runner.grid(M, N, K, tile))
+    try:
+        found = find_race_failure(runner.function, *args, block=runner.block, grid=grid,
+                                  seeds=ADVERSARY_SEEDS,
+                                  max_seconds=min(ADVERSARY_SECONDS, left - 2.0))
+    except (KernelRuntimeError, LaunchError, CompileError) as exc:
+        return [f"the race detected could not be run under other warp orders: "
+                f"{str(exc).splitlines()[0]}"]
+    if not found.found:
+        return [f"under other warp orders (schedule='adversarial', {found.seeds_tried} seeds) "
+                f"the answer did not change: {found.reason}"]
+    for i, c in enumerate(checks):
+        case = next((k for k in sgemm_cases(tile) if f"correct: {k.name}" == c.name), None)
+        if case is None or not c.passed:
+            continue
+        for case_shape in case.shapes:
+            if case_shape not in racy:
+                continue
+            why = _wrong_under(runner, case_shape, found)
+            if why:
+                checks[i] = Check(c.name, 0, c.max_points, False, why)
+                break
+    return [f"a race was detected, so each case with one also ran with the warps in another "
+            f"order a GPU may produce (schedule='adversarial', seed={found.seed})"]
+
+
+def _wrong_under(runner: _Runner, shape, found) -> str | None:
+    """Why C is wrong at `shape` under `found`'s seed (None when it is right)."""
+    from ..emulator import In, InOut
+
+    M, N, K = shape
+    A, B = _inputs(M, N, K, runner.seed)
+    C = np.full((M, N), np.nan, dtype=np.float32)
+    grid = tuple(int(g) for g in runner.grid(M, N, K, runner.tile))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runner.function(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
+                            block=runner.block, grid=grid, hazards="ignore",
+                            schedule="adversarial", seed=found.seed,
+                            max_seconds=_seconds_left(runner.deadline))
+    except (KernelRuntimeError, LaunchError, CompileError):
+        return None
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    ok = _close(C, A64 @ B64, np.abs(A64) @ np.abs(B64), K)
+    if bool(np.all(ok)):
+        return None
+    i, j = (int(x) for x in np.argwhere(~ok)[0])
+    head = (f"M={M}, N={N}, K={K}: right in lockstep, wrong when the warps of a block run in "
+            f"another order a GPU may produce (schedule='adversarial', seed={found.seed}): "
+            f"C[{i}][{j}] = {float(C[i, j]):.6g}, should be {float((A64 @ B64)[i, j]):.6g} "
+            f"({int(np.count_nonzero(~ok)):,} of {M * N:,} elements wrong). A missing "
+            f"__syncthreads() lets a warp read a tile before it is complete, or overwrite "
+            f"it while another warp still reads it")
+    if found.flip is not None and shape == adversary_shape(runner.tile):
+        (l1, t1), (l2, t2) = found.statements
+        f = found.flip
+        verb = {"R": "read", "W": "wrote"}
+        head += (f": warp {f.first_warp} {verb[f.first_kind]} {f.element} at line {l1} "
+                 f"({t1}) before warp {f.second_warp} {verb[f.second_kind]} it at line {l2} "
+                 f"({t2})")
+    return head + "."
 
 
 def _counted_shape(runner: _Runner, preferred):
