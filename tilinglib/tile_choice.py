@@ -574,7 +574,8 @@ def shape_label(step: str, params) -> str:
     split-K 2`` (block tile BM x BN x BK; warp tile, its WMITER x WNITER steps; thread tile
     TM x TN), then the tuned kernel's switches where they are not at their defaults
     (``swizzled``, ``MINB=2``, ``GSWZ=8``, ``FRAGDB=0``). Each configuration swept has its
-    own, of at most 80 characters."""
+    own, of at most 80 characters in `sweep_configurations`, 85 in
+    `second_sweep_configurations` (split-K, the swizzle, MINB and FRAGDB at once)."""
     p = ladder.get(step).resolve(params)
     text = f"{step} {p['BM']}x{p['BN']}x{p['BK']}"
     if "WM" in p:
