@@ -332,7 +332,7 @@ def _second_configurations() -> tuple:
 def second_sweep_configurations() -> list[tuple[str, dict, tuple]]:
     """[(step name, resolved params, sizes)]: what ``bench/ladder_sizes.py --configs second``
     times, each configuration `valid` and only at its `sizes` ((M, N, K) tuples of `SIZES`),
-    chosen from the first sweep's H200 log (``bench/results/ladder_sizes_h200.log``).
+    chosen from the first sweep's H200 log (which the bench writes into ``bench/results``).
 
     `SMALL_SIZES` (N = 1024, 2048): the tuned kernel at the N = 1024 winner's tiles (64 x 128
     and 128 x 64 x 16 swizzled, warp 32 x 64 in 1 x 2) with split-K 1 to 4 crossed with MINB
