@@ -3,6 +3,8 @@
     python3 bench/ladder_sizes.py                      # the full sweep (--budget: 420 s of it)
     python3 bench/ladder_sizes.py --quick              # the defaults and a few tuned shapes
     python3 bench/ladder_sizes.py --dry-run [--quick]  # no GPU: list, and run each on the emulator
+    python3 bench/ladder_sizes.py --configs second \
+        --merge-into tilinglib/data/ladder_sizes_h200.json  # a targeted sweep, added to the data
 
 For every configuration of `tilinglib.tile_choice.sweep_configurations` (the valid shapes of
 vec4, warptile and warptile_db, and of the tuned kernel with its switches and split-K) and
@@ -28,6 +30,12 @@ table), and prints per size the best of each step, with % of cuBLAS, shape and r
 the course's choice (`tile_choice.pick_per_size` on the new data). `--budget` seconds bound
 the timing (shared out over the sizes; what is left untimed is listed): a run always ends
 with its files written.
+
+``--configs second`` times `tile_choice.second_sweep_configurations` instead, each at its own
+sizes (chosen from the first sweep's log). ``--merge-into FILE`` adds the run to the runs
+already in FILE (`tile_choice.merge_sizes`: its rows and cuBLAS timings marked with a new run
+number, every row compared with cuBLAS of its own run) and writes the whole to `--out`
+(default: FILE itself); the summary and the course's choice are then made on all the runs.
 
 ``--dry-run`` needs no GPU: it lists the configurations and runs each once on the CPU
 emulator at a small odd shape (one block's edge cut in every direction, K over two tiles per
@@ -62,9 +70,30 @@ BATCH_MS = 1.0
 MAX_BATCH = 64
 
 
-def configurations(quick: bool):
-    """[(step, params)] of the sweep (`tile_choice.sweep_configurations`)."""
-    return tile_choice.sweep_configurations(quick=quick)
+CONFIGS = ("full", "quick", "second")
+
+
+def configurations(which: str = "full"):
+    """[(step, params, sizes)] of a sweep: ``full`` and ``quick``
+    (`tile_choice.sweep_configurations`, every one at every size of `tile_choice.SIZES`) or
+    ``second`` (`tile_choice.second_sweep_configurations`, each at its own sizes)."""
+    if which == "second":
+        return tile_choice.second_sweep_configurations()
+    if which not in CONFIGS:
+        raise ValueError(f"configs={which!r}: one of {', '.join(CONFIGS)}")
+    return [(n, p, tuple(tile_choice.SIZES))
+            for n, p in tile_choice.sweep_configurations(quick=which == "quick")]
+
+
+def sizes_of(configs) -> list[tuple]:
+    """The sizes a list of `configurations` times, in the order of `tile_choice.SIZES` (any
+    other after them, in order of first appearance)."""
+    seen = []
+    for _, _, sizes in configs:
+        seen += [tuple(s) for s in sizes if tuple(s) not in seen]
+    order = [tuple(s) for s in tile_choice.SIZES]
+    return sorted(seen, key=lambda s: (order.index(s) if s in order else len(order),
+                                       seen.index(s)))
 
 
 def config_label(step: str, params) -> str:
@@ -85,21 +114,29 @@ def document(info: dict, rows: list, cublas: list, sizes, command: str) -> dict:
 
 def summary(data, log=print) -> dict:
     """Print, per size of the data (a `tile_choice.SizesData`), the fastest correct row of
-    each step with its % of cuBLAS, shape and registers, and the course's choice; returns
+    each step (of any run) with its % of cuBLAS (its own run's), shape and registers, and the
+    course's choice; returns
     {(M, N, K): Choice}. Also the table the issue's closing note asks for."""
     choices = {}
+    several = len(data.runs) > 1
     for M, N, K in data.sizes:
-        cub = data.cublas(M, N, K)
-        log(f"\n{M} x {N} x {K}: cuBLAS {cub:,.0f} GFLOP/s" if cub else f"\n{M} x {N} x {K}")
-        log(f"  {'step':<12} {'GFLOP/s':>8} {'cuBLAS':>7} {'regs':>5} {'spill':>6}  shape")
+        cubs = [(run["run"], data.cublas(M, N, K, run=run["run"])) for run in data.runs]
+        cubs = [(i, c) for i, c in cubs if c]
+        text = ", ".join(f"{c:,.0f} GFLOP/s" + (f" (run {i})" if several else "")
+                         for i, c in cubs)
+        log(f"\n{M} x {N} x {K}: cuBLAS {text}" if cubs else f"\n{M} x {N} x {K}")
+        log(f"  {'step':<12} {'GFLOP/s':>8} {'cuBLAS':>7} {'regs':>5} {'spill':>6}"
+            f"{' run' if several else ''}  shape")
         for step in ("vec4", "warptile", "warptile_db", "tuned"):
             r = data.best(M, N, K, step)
             if r is None:
                 continue
-            pct = f"{100 * r['gflops'] / cub:6.1f}%" if cub else "      -"
+            pct = data.percent_of_cublas(r)
+            pct = f"{pct:6.1f}%" if pct else "      -"
             spill = (r.get("spill_stores") or 0) + (r.get("spill_loads") or 0)
+            run = f" {tile_choice.run_of(r):>3}" if several else ""
             log(f"  {step:<12} {r['gflops']:>8,.0f} {pct} {r.get('registers') or '-':>5} "
-                f"{spill:>6}  {config_label(step, r['params'])}")
+                f"{spill:>6}{run}  {config_label(step, r['params'])}")
         if data.best(M, N, K) is not None:
             c = tile_choice.pick_per_size(N, M=M, K=K, data=data)
             pct = f", {c.percent_of_cublas:.1f}% of cuBLAS" if c.percent_of_cublas else ""
@@ -123,18 +160,19 @@ def dry_run(configs, ptxas: bool, log=print) -> int:
     number of failures (0: all exact)."""
     from tilinglib.emulator import In, InOut, Out, SourceModule
 
-    log(f"{len(configs)} configurations x {len(tile_choice.SIZES)} sizes "
-        f"({', '.join('x'.join(map(str, s)) for s in tile_choice.SIZES)})")
+    sizes = sizes_of(configs)
+    log(f"{len(configs)} configurations, {sum(len(c[2]) for c in configs)} (configuration, "
+        f"size) pairs over {len(sizes)} sizes ({', '.join('x'.join(map(str, s)) for s in sizes)})")
     reports = {}
     if ptxas:
         with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             futures = {i: pool.submit(bench.ptxas_report, kernels.load(ladder.get(n).kernel),
                                       ladder.get(n).defines(p), "sm_90")
-                       for i, (n, p) in enumerate(configs)}
+                       for i, (n, p, _) in enumerate(configs)}
             reports = {i: f.result() for i, f in futures.items()}
     failures = 0
     rng = np.random.default_rng(0)
-    for i, (name, p) in enumerate(configs):
+    for i, (name, p, _) in enumerate(configs):
         step = ladder.get(name)
         M, N = min(p["BM"], 32) + 3, min(p["BN"], 32) + 5
         K = 2 * p["BK"] * p.get("SPLITK", 1) + 1
@@ -247,9 +285,11 @@ def gpu_run(configs, args, log) -> dict:
     gpu = _Gpu()
     cp, drv = gpu.cp, gpu.drv
     t0 = time.time()
-    log(f"device {gpu.dev.name()} ({gpu.sms} SMs, {gpu.arch}), {len(configs)} configurations "
-        f"x {len(tile_choice.SIZES)} sizes, budget {args.budget:.0f} s")
-    sources = {ladder.get(n).kernel: kernels.load(ladder.get(n).kernel) for n, _ in configs}
+    sizes = sizes_of(configs)
+    log(f"device {gpu.dev.name()} ({gpu.sms} SMs, {gpu.arch}), {len(configs)} configurations, "
+        f"{sum(len(c[2]) for c in configs)} (configuration, size) pairs over {len(sizes)} "
+        f"sizes, budget {args.budget:.0f} s")
+    sources = {ladder.get(n).kernel: kernels.load(ladder.get(n).kernel) for n, _, _ in configs}
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         compiled = list(pool.map(
             lambda c: bench.compile_cubin(sources[ladder.get(c[0]).kernel],
@@ -257,7 +297,7 @@ def gpu_run(configs, args, log) -> dict:
     log(f"compiled in {time.time() - t0:.0f} s")
     functions, rows_of = {}, {}
     Ao, Bo, refo, scaleo = gpu.inputs(*ODD, seed=7)
-    for i, ((name, p), (cubin, report)) in enumerate(zip(configs, compiled)):
+    for i, ((name, p, _), (cubin, report)) in enumerate(zip(configs, compiled)):
         step = ladder.get(name)
         base = {"step": name, "kernel": step.kernel, "params": dict(p)}
         if cubin is None:
@@ -290,15 +330,15 @@ def gpu_run(configs, args, log) -> dict:
                             "library": f"CuPy {cp.__version__} A @ B (cuBLAS)"})
         log(f"cuBLAS {M}x{N}x{K} ({when}): {cublas_runs[-1]['gflops']:,.0f} GFLOP/s")
 
-    for s_index, (M, N, K) in enumerate(tile_choice.SIZES):
+    for s_index, (M, N, K) in enumerate(sizes):
         left = args.budget - (time.time() - t0)
-        deadline = time.time() + left / (len(tile_choice.SIZES) - s_index)
+        deadline = time.time() + left / (len(sizes) - s_index)
         A, B, ref, scale = gpu.inputs(M, N, K, seed=M + N + K)
         C = cp.zeros((M, N), dtype=cp.float32)
         time_cublas(M, N, K, A, B, "before")
         timed_here = []
-        for i, (name, p) in enumerate(configs):
-            if i not in functions:
+        for i, (name, p, at) in enumerate(configs):
+            if i not in functions or (M, N, K) not in {tuple(s) for s in at}:
                 continue
             if time.time() > deadline:
                 untimed.append((M, N, K, name, p))
@@ -355,20 +395,30 @@ def gpu_run(configs, args, log) -> dict:
                                    f"{CUBLAS_EVERY} configurations and after",
                          "inputs": "float32, random normal (numpy default_rng)",
                          "clocks": "as found (no clock control)", "quick": bool(args.quick),
+                         "configs": args.configs,
                          "untimed": len(untimed), "seconds": round(time.time() - t0)}}
-    command = "python3 bench/ladder_sizes.py" + (" --quick" if args.quick else "")
-    return document(info, rows, cublas_runs, tile_choice.SIZES, command)
+    command = "python3 bench/ladder_sizes.py" + (" --quick" if args.quick else "") + \
+        (f" --configs {args.configs}" if args.configs != "full" else "")
+    return document(info, rows, cublas_runs, sizes, command)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the defaults and a few tuned shapes")
+    ap.add_argument("--configs", choices=CONFIGS, default=None,
+                    help="which configurations: full (the default), quick (= --quick), or "
+                         "second (tile_choice.second_sweep_configurations, each at its sizes)")
+    ap.add_argument("--merge-into", metavar="FILE", default=None,
+                    help="add this run to the runs in FILE (a sizes data file) and write them "
+                         "all to --out (default: FILE)")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: list the configurations and run each once on the emulator")
     ap.add_argument("--ptxas", action="store_true",
                     help="with --dry-run: nvcc's sm_90 report for each (needs nvcc)")
-    ap.add_argument("--out", default=str(ROOT / "tilinglib" / "data" / tile_choice.DATA_FILE))
+    ap.add_argument("--out", default=None,
+                    help="the data file written (default: --merge-into's FILE, else "
+                         "tilinglib/data/" + tile_choice.DATA_FILE + ")")
     ap.add_argument("--log", default=str(ROOT / "bench" / "results" / "ladder_sizes_h200.log"))
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=10)
@@ -376,7 +426,21 @@ def main(argv=None) -> int:
                     help="seconds for compiling and timing (the files are written after)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many configurations")
     args = ap.parse_args(argv)
-    configs = configurations(args.quick)
+    if args.quick and args.configs not in (None, "quick"):
+        ap.error(f"--quick and --configs {args.configs}: choose one")
+    args.configs = "quick" if args.quick else (args.configs or "full")
+    args.quick = args.configs == "quick"
+    base = None
+    if args.merge_into is not None:
+        try:                    # checked before the run: its format, and that it is there
+            if tile_choice.load_sizes(args.merge_into) is None:
+                ap.error(f"--merge-into {args.merge_into}: no such file")
+            base = json.loads(Path(args.merge_into).read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError) as e:
+            ap.error(f"--merge-into {args.merge_into}: not a sizes data file ({e})")
+    if args.out is None:
+        args.out = args.merge_into or str(ROOT / "tilinglib" / "data" / tile_choice.DATA_FILE)
+    configs = configurations(args.configs)
     if args.limit:
         configs = configs[:args.limit]
     if args.dry_run:
@@ -390,6 +454,19 @@ def main(argv=None) -> int:
 
     data = gpu_run(configs, args, log)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    if base is not None:
+        try:
+            merged = tile_choice.merge_sizes(base, data)
+        except ValueError as e:             # another GPU: the run is kept in a file of its own
+            alone = Path(args.out).with_suffix(".run.json")
+            alone.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+            log(f"!! not merged: {e}; this run alone: {alone}")
+            Path(args.log).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.log).write_text("\n".join(lines) + "\n", encoding="utf-8")
+            return 1
+        log(f"\nmerged into {args.merge_into} ({len(base['rows'])} rows) as run "
+            f"{merged['runs'][-1]['run']}: {len(data['rows'])} rows")
+        data = merged
     Path(args.out).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     summary(tile_choice.load_sizes(args.out), log)
     log(f"\nwrote {args.out}")

@@ -7,6 +7,7 @@ docstring)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import types
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilinglib import tile_choice
+from tilinglib import ladder, tile_choice
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +38,10 @@ def test_dry_run_lists_and_runs_the_quick_configurations_exactly(capsys):
 # -- stand-ins for the GPU libraries ------------------------------------------------------
 
 _MEMORY: dict[int, np.ndarray] = {}
+#: Milliseconds the stand-in's events measure after a kernel's launch and after cuBLAS's
+#: (the last launch before the end event decides which).
+_MS = {"kernel": 2.0, "cublas": 2.0}
+_LAST = ["kernel"]
 
 
 class _Array(np.ndarray):
@@ -58,7 +63,11 @@ def _cupy():
     cp.zeros = lambda shape, dtype=np.float32: np.zeros(shape, dtype).view(_Array)
     cp.empty = lambda shape, dtype=np.float32: np.empty(shape, dtype).view(_Array)
     cp.abs, cp.isfinite = np.abs, np.isfinite
-    cp.matmul = lambda a, b, out=None: np.matmul(a, b, out=out)
+    def matmul(a, b, out=None):
+        _LAST[0] = "cublas"
+        return np.matmul(a, b, out=out)
+
+    cp.matmul = matmul
     cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
     cp.cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(synchronize=lambda: None))
     return cp
@@ -74,6 +83,7 @@ class _Function:
 
     def prepared_call(self, grid, block, M, N, K, a, b, c):
         assert len(grid) == 3 and len(block) == 3
+        _LAST[0] = "kernel"
         A = _MEMORY[int(a)].reshape(int(M), int(K))
         B = _MEMORY[int(b)].reshape(int(K), int(N))
         C = _MEMORY[int(c)].reshape(int(M), int(N))
@@ -94,7 +104,7 @@ def _pycuda(wrong_function):
             pass
 
         def time_till(self, other):
-            return 2.0
+            return _MS[_LAST[0]]
 
     dev = types.SimpleNamespace(name=lambda: "Test GPU", compute_capability=lambda: (9, 0),
                                 get_attribute=lambda attr: 132)
@@ -124,6 +134,8 @@ def fake_gpu(monkeypatch):
     for name, mod in _pycuda("sgemmWarptile").items():
         monkeypatch.setitem(sys.modules, name, mod)
     monkeypatch.setattr(tile_choice, "SIZES", ((64, 64, 64), (40, 72, 33)))
+    monkeypatch.setitem(_MS, "kernel", 2.0)
+    monkeypatch.setitem(_MS, "cublas", 2.0)
     monkeypatch.setattr(script, "ODD", (10, 11, 9))
     monkeypatch.setattr(script.bench, "compile_cubin", lambda src, opts, arch: (
         b"cubin", {"registers": 96, "spill_stores": 0, "spill_loads": 0, "stack_bytes": 0}))
@@ -173,3 +185,71 @@ def test_a_configuration_that_does_not_compile_is_listed_and_the_rest_run(fake_g
     assert len(failed) == 1 and "made up" in failed[0]["compile_error"]
     assert len([r for r in data.rows if "gflops" in r]) == 4 * 2
     assert tile_choice.pick_per_size(64, data=data).source == "measured"
+
+
+def test_a_second_sweep_is_merged_and_compared_with_its_own_cublas(fake_gpu, tmp_path,
+                                                                    monkeypatch):
+    big, odd = (256, 256, 256), (160, 264, 200)
+    monkeypatch.setattr(tile_choice, "SIZES", (big, odd))
+    out = tmp_path / "sizes.json"
+    # run 0: kernels 4 ms, cuBLAS 1 ms (25%); run 1: kernels 2.5 ms (faster), cuBLAS 2 ms (80%)
+    _MS.update(kernel=4.0, cublas=1.0)
+    assert fake_gpu.main(["--quick", "--limit", "2", "--repeat", "2", "--out", str(out),
+                          "--log", str(tmp_path / "first.log")]) == 0
+    first = json.loads(out.read_text())
+    second = [("tuned", ladder.TUNED.resolve({"BM": 64, "BN": 128, "BK": 16, "APAD": 0,
+                                              "SWIZZLE": 1, "WM": 32, "WN": 64, "WMITER": 1,
+                                              "WNITER": 2, "SPLITK": 2}), (big,)),
+              ("tuned", ladder.TUNED.resolve({"GSWZ": 8}), (big, odd))]
+    monkeypatch.setattr(tile_choice, "second_sweep_configurations", lambda: second)
+    _MS.update(kernel=2.5, cublas=2.0)
+    assert fake_gpu.main(["--configs", "second", "--merge-into", str(out), "--repeat", "2",
+                          "--log", str(tmp_path / "second.log")]) == 0
+    data = tile_choice.load_sizes(out)
+    assert [r["run"] for r in data.runs] == [0, 1]
+    assert data.runs[1]["command"] == "python3 bench/ladder_sizes.py --configs second"
+    run0 = [r for r in data.rows if tile_choice.run_of(r) == 0]
+    run1 = [r for r in data.rows if tile_choice.run_of(r) == 1]
+    assert run0 == first["rows"] and len(run0) == 2 * 2     # the first run's rows as written
+    assert len(run1) == 1 + 2                               # each at its own sizes only
+    assert [(r["M"], r["N"], r["K"]) for r in run1 if r["params"]["BM"] == 64] == [big]
+    assert [tuple(s) for s in data.sizes] == [big, odd]
+    assert [tile_choice.run_of(c) for c in data.cublas_runs] == [0] * 4 + [1] * 4
+    x = 2 * 256 ** 3 / 1e6                                  # GFLOP/s at 1 ms
+    assert data.cublas(*big, run=0) == round(x, 1) and data.cublas(*big, run=1) == round(x / 2, 1)
+    for r in data.rows:
+        run = tile_choice.run_of(r)
+        assert r["cublas_gflops"] == data.cublas(r["M"], r["N"], r["K"], run=run)
+        assert data.percent_of_cublas(r) == pytest.approx(25.0 if run == 0 else 80.0, abs=1.0)
+    # the choice is made again on both runs: run 1's rows are the faster, at 80% of run 1's
+    # cuBLAS (against run 0's, or the median of both, they would read 40% or 53%)
+    c = tile_choice.pick_per_size(256, data=data)
+    assert c.gflops == round(x / 2.5, 1) and "in run 1" in c.reason
+    assert c.percent_of_cublas == pytest.approx(80.0, abs=0.5)
+    log = (tmp_path / "second.log").read_text()
+    assert "as run 1: 3 rows" in log and "(run 0)" in log and "(run 1)" in log
+    assert f"the course's choice: {tile_choice.shape_label(c.step, c.params)}" in log
+    assert " 79.8% " in log and " 25.0% " in log
+
+
+def test_merge_into_a_file_that_is_not_there_is_refused_before_any_run(fake_gpu, tmp_path,
+                                                                         capsys):
+    with pytest.raises(SystemExit) as e:
+        fake_gpu.main(["--configs", "second", "--merge-into", str(tmp_path / "none.json")])
+    assert e.value.code == 2 and "no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "tilinglib-reference"}')
+    with pytest.raises(SystemExit):
+        fake_gpu.main(["--merge-into", str(bad)])
+    assert "not a sizes data file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        fake_gpu.main(["--quick", "--configs", "second"])
+    assert "choose one" in capsys.readouterr().err
+
+
+def test_dry_run_of_the_second_sweep(capsys):
+    script = _script()
+    assert script.main(["--dry-run", "--configs", "second", "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "2 configurations, 4 (configuration, size) pairs over 2 sizes" in out
+    assert "2 of 2 exact on the emulator" in out

@@ -211,3 +211,98 @@ def test_every_swept_label_fits_lesson_08s_tables():
     labels = [tc.shape_label(n, p) for n, p in tc.sweep_configurations()]
     assert max(map(len, labels)) <= 80
     assert len(set(labels)) == len(labels)          # each configuration told apart
+
+
+def test_the_second_sweep_is_valid_sized_and_new_where_it_should_be():
+    second = tc.second_sweep_configurations()
+    keys = [(n, tuple(sorted(p.items()))) for n, p, _ in second]
+    assert len(keys) == len(set(keys)) and 60 <= len(second) <= 120
+    assert all(n == "tuned" and ladder.TUNED.valid(p) is None for n, p, _ in second)
+    assert all(set(s) <= set(tc.SIZES) and s for _, _, s in second)
+    first = {(n, tuple(sorted(p.items()))) for n, p in tc.sweep_configurations()}
+    again = [k for k in keys if k in first]
+    # mostly new, with the first sweep's winners at 1024 and 4096 timed again beside them
+    assert 3 <= len(again) <= 12
+    winner_1024 = ladder.TUNED.resolve({"BM": 64, "BN": 128, "BK": 16, "APAD": 0, "SWIZZLE": 1,
+                                        "WM": 32, "WN": 64, "WMITER": 1, "WNITER": 2,
+                                        "SPLITK": 2})
+    winner_4096 = ladder.TUNED.resolve({"GSWZ": 8})
+    sized = {(n, tuple(sorted(p.items()))): s for n, p, s in second}
+    assert sized[("tuned", tuple(sorted(winner_1024.items())))] == tc.SMALL_SIZES
+    assert sized[("tuned", tuple(sorted(winner_4096.items())))] == tc.LARGE_SIZES
+    for _, p, s in second:
+        blocks_1024 = tc.waves(1024, 1024, (p["BM"], p["BN"]), 1).blocks
+        if s == tc.SMALL_SIZES:       # tiles, or K chunks, that fill more SMs at N = 1024
+            assert blocks_1024 * p["SPLITK"] >= 128
+        if p["SPLITK"] > 1 and s != tc.SMALL_SIZES:
+            assert (p["BM"], p["BN"]) == (128, 256) and s == ((4096,) * 3, (8192,) * 3)
+        assert p["MINB"] == 1 or ladder.TUNED.threads(p) <= 128
+    labels = [tc.shape_label(n, p) for n, p, _ in second]
+    # split-K, the swizzle, MINB and FRAGDB together: 85 characters (shape_label's docstring)
+    assert len(set(labels)) == len(labels) and max(map(len, labels)) == 85
+
+
+def _run(rows, cublas, date="2030-01-01", command="python3 bench/ladder_sizes.py",
+         device=None, sizes=((1024, 1024, 1024),)):
+    return {"format": "tilinglib-ladder-sizes", "format_version": 1,
+            "device": device or {"name": "NVIDIA H200", "sms": 132, "compute_capability": "9.0"},
+            "software": {"cupy": "x"}, "settings": {"repeat": 10}, "date": date,
+            "command": command, "sizes": [list(s) for s in sizes], "cublas": cublas,
+            "rows": rows}
+
+
+def test_a_merged_run_is_compared_with_its_own_cublas(tmp_path):
+    vec4, split = ladder.VEC4.resolve(), ladder.TUNED.resolve({"SPLITK": 2})
+    at = dict(M=1024, N=1024, K=1024, correct=True, spill_stores=0, spill_loads=0)
+    first = _run([dict(at, step="vec4", kernel="sgemm_vec4", params=vec4, gflops=18000.0,
+                       registers=72),
+                  dict(at, step="tuned", kernel="sgemm_tuned", params=split, gflops=20000.0,
+                       registers=227)],
+                 [dict(M=1024, N=1024, K=1024, gflops=g, median_ms=1.0, when="before")
+                  for g in (40000.0, 40000.0)])
+    # the second run: cuBLAS slower (30,000), the split kernel again (21,000) and at 2048
+    second = _run([dict(at, step="tuned", kernel="sgemm_tuned", params=split, gflops=21000.0,
+                        registers=227),
+                   dict(at, step="tuned", kernel="sgemm_tuned", params=split, gflops=30000.0,
+                        registers=227, M=2048, N=2048, K=2048)],
+                  [dict(M=1024, N=1024, K=1024, gflops=30000.0, median_ms=1.0, when="before"),
+                   dict(M=2048, N=2048, K=2048, gflops=45000.0, median_ms=1.0, when="before")],
+                  date="2030-01-02", command="python3 bench/ladder_sizes.py --configs second",
+                  sizes=((1024, 1024, 1024), (2048, 2048, 2048)))
+    before = json.dumps(first)
+    merged = tc.merge_sizes(first, second)
+    assert json.dumps(first) == before                       # the arguments are left alone
+    assert len(merged["rows"]) == 4 and merged["rows"][:2] == first["rows"]
+    assert [tc.run_of(r) for r in merged["rows"]] == [0, 0, 1, 1]
+    assert [tc.run_of(c) for c in merged["cublas"]] == [0, 0, 1, 1]
+    assert merged["sizes"] == [[1024, 1024, 1024], [2048, 2048, 2048]]
+    assert merged["runs"][0]["run"] == 1 and merged["runs"][0]["date"] == "2030-01-02"
+    assert merged["date"] == "2030-01-01" and merged["command"] == first["command"]
+    path = tmp_path / "sizes.json"
+    path.write_text(json.dumps(merged))
+    data = tc.load_sizes(path)
+    assert [r["run"] for r in data.runs] == [0, 1] and "then 2030-01-02" in data.label
+    assert data.cublas(1024, 1024, 1024, run=0) == 40000.0
+    assert data.cublas(1024, 1024, 1024, run=1) == 30000.0
+    assert data.cublas(1024, 1024, 1024) == 40000.0          # median of 40, 40, 30 thousand
+    assert data.cublas(2048, 2048, 2048, run=0) is None
+    r0, r1 = (data.row("tuned", split, 1024, 1024, 1024, run=i) for i in (0, 1))
+    assert data.percent_of_cublas(r0) == pytest.approx(50.0)     # 20,000 / 40,000
+    assert data.percent_of_cublas(r1) == pytest.approx(70.0)     # 21,000 / 30,000
+    assert data.row("tuned", split, 1024, 1024, 1024) is r1      # the faster of the two
+    # the choice: the fastest row of any run, with cuBLAS of that row's run
+    c = tc.pick_per_size(1024, data=data)
+    assert (c.gflops, c.cublas_gflops) == (21000.0, 30000.0)
+    assert c.percent_of_cublas == pytest.approx(70.0) and "in run 1" in c.reason
+    c = tc.pick_per_size(2048, data=data)
+    assert c.percent_of_cublas == pytest.approx(100 * 30000 / 45000)
+    assert tc.compare(1024, data=data, configs=[("tuned", split)])[0]["cublas_gflops"] == 30000.0
+    # a third run is run 2; runs of another GPU, or files of several runs, are refused
+    assert tc.merge_sizes(merged, second)["runs"][-1]["run"] == 2
+    other = _run([], [], device={"name": "NVIDIA A100", "sms": 108})
+    with pytest.raises(ValueError, match="one GPU per file"):
+        tc.merge_sizes(first, other)
+    with pytest.raises(ValueError, match="one run at a time"):
+        tc.merge_sizes(first, merged)
+    with pytest.raises(ValueError, match="not a tilinglib-ladder-sizes file"):
+        tc.merge_sizes({"format": "tilinglib-reference"}, second)

@@ -27,7 +27,15 @@ and size, with ``step``, ``kernel``, ``params``, ``M``, ``N``, ``K``, ``grid``, 
 ``registers``, ``spill_stores``, ``spill_loads``, ``local_bytes``, ``static_shared_bytes``,
 ``gflops``, ``median_ms``, ``q1_ms``, ``q3_ms``, ``max_relative_error`` (at the size),
 ``odd_shape_relative_error`` (at 1000 x 1003 x 999), ``correct`` (both under 1e-4), and
-``cublas_gflops`` (the median of that size's cuBLAS timings, taken between the kernels').
+``cublas_gflops`` (the median of that size's cuBLAS timings in the same run, taken between the
+kernels').
+
+A file may hold several runs (``bench/ladder_sizes.py --merge-into``, `merge_sizes`): the
+top-level ``date``, ``command``, ``settings`` and ``software`` are the first run's (run 0);
+``runs``, where present, lists each later one (``run``: 1, 2, ...; its ``date``, ``command``,
+``settings``, ``software``, ``device``), and each row and cuBLAS entry of a later run carries
+its ``run`` (absent: run 0). A row is compared with cuBLAS of its own run only
+(`SizesData.cublas` with ``run``, `SizesData.percent_of_cublas`); ``sizes`` is every run's.
 """
 
 from __future__ import annotations
@@ -44,8 +52,10 @@ from . import ladder
 from .errors import ArgumentError
 
 __all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS",
-           "sweep_configurations",
-           "SizesData", "load_sizes", "model_gflops", "Choice", "pick_per_size",
+           "sweep_configurations", "second_sweep_configurations", "SMALL_SIZES",
+           "LARGE_SIZES",
+           "SizesData", "load_sizes", "merge_sizes", "run_of", "model_gflops", "Choice",
+           "pick_per_size",
            "candidates", "compare", "usable", "DATA_FILE", "MAX_RELATIVE_ERROR"]
 
 SMS = 132                      # streaming multiprocessors of an H200 (reference data: device.sms)
@@ -236,14 +246,122 @@ def sweep_configurations(quick: bool = False) -> list[tuple[str, dict]]:
     return [(name, dict(p)) for name, p in _configurations(bool(quick))]
 
 
+# -- the second, targeted sweep --------------------------------------------------------------
+
+#: The sizes of the second sweep's two families (lesson 08, section 8): the small tiles and
+#: split-K where the grid of 128 x 256 tiles cannot fill the GPU, the 128 x 256 family where
+#: it can (2048 in both: the crossing point in the first sweep).
+SMALL_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048))
+LARGE_SIZES = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (1500, 2500, 3000))
+
+
+@functools.lru_cache(maxsize=1)
+def _second_configurations() -> tuple:
+    configs: list[tuple[str, dict, tuple]] = []
+
+    def add(extra, sizes):
+        p = ladder.TUNED.resolve(extra)
+        if ladder.TUNED.valid(p) is None and all(p != q for _, q, _ in configs):
+            configs.append(("tuned", p, tuple(sizes)))
+
+    swz = {"APAD": 0, "SWIZZLE": 1}
+    w32x64 = {"WM": 32, "WN": 64, "WMITER": 1, "WNITER": 2}            # the 1024 winner's warp
+    t84, t48 = {"TM": 8, "TN": 4}, {"TM": 4, "TN": 8}
+    # N = 1024: split-K 2, MINB=2 with FRAGDB=0, and the swizzle each helped the 64 x 128 x 16
+    # tile (27,995 / 27,759 / 26,205 GFLOP/s); combined, with 3 and 4 K chunks, and BK 8
+    # (MINB = 3 is left out: ptxas gives these tiles 167 registers with MINB = 2 already,
+    # 3 blocks of 128 threads per SM)
+    switches = ({"MINB": 1, "FRAGDB": 1}, {"MINB": 2, "FRAGDB": 0}, {"MINB": 2, "FRAGDB": 1},
+                {"MINB": 1, "FRAGDB": 0})
+    tile = {"BM": 64, "BN": 128, "BK": 16, **swz, **w32x64}
+    for sk in (1, 2, 3, 4):
+        for sw in switches:
+            add({**tile, **t84, **sw, "SPLITK": sk}, SMALL_SIZES)
+    for sk in (2, 3, 4):
+        for sw in switches[:2]:
+            add({**tile, "BK": 8, **t84, **sw, "SPLITK": sk}, SMALL_SIZES)
+            add({**tile, **t48, **sw, "SPLITK": sk}, SMALL_SIZES)
+            add({**tile, "BM": 128, "BN": 64, **t84, **sw, "SPLITK": sk}, SMALL_SIZES)
+    add({**tile, **t48, "MINB": 1, "FRAGDB": 0}, SMALL_SIZES)
+    # 64 x 64 tiles (not in the first sweep's tuned shapes): 256 blocks at N = 1024; the
+    # winner's warp tile in 2 warps (64 threads), and 32 x 32 warp tiles in 4
+    for sk in (1, 2, 3):
+        for sw in switches[:3]:
+            add({**tile, "BN": 64, **t84, **sw, "SPLITK": sk}, SMALL_SIZES)
+        add({**tile, "BN": 64, "BK": 8, **t84, "SPLITK": sk}, SMALL_SIZES)
+    for sk in (1, 2):
+        add({**tile, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, **t84, "SPLITK": sk},
+            SMALL_SIZES)
+        add({**tile, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, **t84, "MINB": 2, "FRAGDB": 0,
+             "SPLITK": sk}, SMALL_SIZES)
+    # split into one wave: 128 x 128 (64 blocks, 25,525 split 2 ways), 128 x 256 (32 blocks,
+    # 26,689 split 4 ways); FRAGDB=0 at 128 x 128 x 16 is left out: ptxas spills it (48 B)
+    w64x64 = {"WM": 64, "WN": 64, "WMITER": 1, "WNITER": 4}
+    add({"BM": 128, "BN": 128, "BK": 8, **swz, **w64x64, **t84, "FRAGDB": 0, "SPLITK": 2},
+        SMALL_SIZES)
+    add({"BK": 16, **swz, "SPLITK": 2, **w64x64, "BM": 128, "BN": 128, **t84}, SMALL_SIZES)
+    add({"SPLITK": 4, "FRAGDB": 0}, SMALL_SIZES)
+    add({"SPLITK": 4, "BK": 8, **swz}, SMALL_SIZES)
+    # N = 4096 and 8192: the 128 x 256 x 12 family (43,031 with GSWZ=8): the grouped order's
+    # width, the fragments' double buffer, the thread tile 4 x 8, the 64 x 64 warp tile, BK 8
+    # and 16 swizzled with the grouped order, and split-K 2 and 3 with it (8192: 44,426 split
+    # 3 ways unordered)
+    for g in (2, 4, 8, 16, 32):
+        for fd in (1, 0):
+            add({"GSWZ": g, "FRAGDB": fd}, LARGE_SIZES)
+    for g in (1, 8):
+        add({**t48, "GSWZ": g}, LARGE_SIZES)
+        add({**w64x64, "GSWZ": g}, LARGE_SIZES)
+        add({"BM": 256, "BN": 128, "GSWZ": g}, LARGE_SIZES)
+    add({**t48, "GSWZ": 8, "FRAGDB": 0}, LARGE_SIZES)
+    for bk in (8, 16):
+        add({**w64x64, "BK": bk, **swz, "GSWZ": 8}, LARGE_SIZES)
+        add({**w64x64, **t48, "BK": bk, **swz, "GSWZ": 8}, LARGE_SIZES)
+        add({"BM": 256, "BN": 128, **w64x64, "BK": bk, **swz, "GSWZ": 8}, LARGE_SIZES)
+    for g in (4, 8, 16):
+        add({"BK": 8, **swz, "GSWZ": g}, LARGE_SIZES)
+    add({"BK": 16, "GSWZ": 8}, LARGE_SIZES)
+    add({"BK": 8, "GSWZ": 8}, LARGE_SIZES)
+    for sk in (2, 3):
+        for g in (4, 8, 16):
+            add({"SPLITK": sk, "GSWZ": g}, LARGE_SIZES[1:3])
+        add({"SPLITK": sk, "GSWZ": 8, "FRAGDB": 0}, LARGE_SIZES[1:3])
+    return tuple(configs)
+
+
+def second_sweep_configurations() -> list[tuple[str, dict, tuple]]:
+    """[(step name, resolved params, sizes)]: what ``bench/ladder_sizes.py --configs second``
+    times, each configuration `valid` and only at its `sizes` ((M, N, K) tuples of `SIZES`),
+    chosen from the first sweep's H200 log (which the bench writes into ``bench/results``).
+
+    `SMALL_SIZES` (N = 1024, 2048): the tuned kernel at the N = 1024 winner's tiles (64 x 128
+    and 128 x 64 x 16 swizzled, warp 32 x 64 in 1 x 2) with split-K 1 to 4 crossed with MINB
+    and FRAGDB, BK 8, thread 4 x 8; 64 x 64 tiles (64 and 128 threads); 128 x 128 and
+    128 x 256 split into about one wave. `LARGE_SIZES` (2048, 4096, 8192, 1500 x 2500 x 3000):
+    the 128 x 256 x 12 family with GSWZ 2 to 32 and FRAGDB on and off, thread 4 x 8, warp
+    64 x 64 in 1 x 4, 256 x 128, BK 8 and 16 swizzled with GSWZ = 8, and at 4096 and 8192
+    split-K 2 and 3 with GSWZ. (MINB = 2 is not valid for this family's 256-thread blocks:
+    128 registers per thread would spill its 128 accumulators.) Also a few of the first sweep's
+    rows again, so that the two runs can be compared on the same kernels."""
+    return [(name, dict(p), sizes) for name, p, sizes in _second_configurations()]
+
+
 # -- the measured data --------------------------------------------------------------------
+
+def run_of(entry: Mapping) -> int:
+    """The run a row or cuBLAS entry of a sizes file belongs to: its ``run``, else 0 (the
+    file's first run)."""
+    return int(entry.get("run", 0))
+
 
 @dataclass(frozen=True)
 class SizesData:
     """The contents of a ``ladder_sizes`` data file (format in the module docstring).
 
-    `rows`, `cublas`: the file's lists of dicts; `device`, `software`, `settings`: its dicts;
-    `label`: a caption (device, date, command)."""
+    `rows`, `cublas_runs`: the file's lists of dicts (``rows`` and ``cublas``); `device`,
+    `software`, `settings`, `date`, `command`: the first run's; `runs`: one dict per run
+    (``run``, ``date``, ``command``, ``settings``), the first run's from the top level;
+    `label`: a caption (device, dates, commands)."""
 
     device: Mapping
     software: Mapping
@@ -254,34 +372,50 @@ class SizesData:
     rows: tuple
     cublas_runs: tuple
     label: str
+    runs: tuple = ()
 
     def rows_at(self, M: int, N: int, K: int, *, usable_only: bool = True) -> list[dict]:
-        """The configurations timed at M x N x K, fastest first; unless `usable_only` is
-        False, only the usable ones (`usable`)."""
+        """The configurations timed at M x N x K (every run's), fastest first; unless
+        `usable_only` is False, only the usable ones (`usable`)."""
         out = [r for r in self.rows if (r.get("M"), r.get("N"), r.get("K")) == (M, N, K)
                and "gflops" in r and (usable(r) or not usable_only)]
         return sorted(out, key=lambda r: -r["gflops"])
 
-    def cublas(self, M: int, N: int, K: int) -> float | None:
-        """The median of cuBLAS's GFLOP/s at M x N x K over this run's timings, or None."""
+    def cublas(self, M: int, N: int, K: int, run: int | None = None) -> float | None:
+        """The median of cuBLAS's GFLOP/s at M x N x K over run `run`'s timings (None: over
+        every run's), or None when that run did not time cuBLAS there. A row's own figure:
+        `percent_of_cublas`."""
         import statistics
 
-        g = [c["gflops"] for c in self.cublas_runs if (c["M"], c["N"], c["K"]) == (M, N, K)]
+        g = [c["gflops"] for c in self.cublas_runs if (c["M"], c["N"], c["K"]) == (M, N, K)
+             and (run is None or run_of(c) == run)]
         return statistics.median(g) if g else None
 
+    def percent_of_cublas(self, row: Mapping) -> float | None:
+        """100 x the row's GFLOP/s / cuBLAS's at its size in the row's own run (`run_of`), or
+        None when that run has no cuBLAS timing there."""
+        cub = self.cublas(row["M"], row["N"], row["K"], run=run_of(row))
+        return None if not cub else 100.0 * row["gflops"] / cub
+
     def best(self, M: int, N: int, K: int, step: str | None = None) -> dict | None:
-        """The fastest usable row at M x N x K (of `step` only, when given), or None."""
+        """The fastest usable row at M x N x K (of `step` only, when given), any run's, or
+        None."""
         rows = [r for r in self.rows_at(M, N, K) if step is None or r["step"] == step]
         return rows[0] if rows else None
 
-    def row(self, step: str, params, M: int, N: int, K: int) -> dict | None:
-        """The row of one configuration at M x N x K, or None when it was not timed."""
+    def row(self, step: str, params, M: int, N: int, K: int,
+            run: int | None = None) -> dict | None:
+        """The row of one configuration at M x N x K in run `run` (None: the fastest of the
+        runs that timed it, as `best` would rank them), or None when it was not timed."""
         p = ladder.get(step).resolve(params)
-        for r in self.rows:
-            if (r["step"], r.get("M"), r.get("N"), r.get("K")) == (step, M, N, K) and \
-                    ladder.get(step).resolve(r["params"]) == p:
-                return r
-        return None
+        found = [r for r in self.rows
+                 if (r["step"], r.get("M"), r.get("N"), r.get("K")) == (step, M, N, K)
+                 and (run is None or run_of(r) == run)
+                 and ladder.get(step).resolve(r["params"]) == p]
+        timed = [r for r in found if "gflops" in r]
+        if timed:
+            return max(timed, key=lambda r: r["gflops"])
+        return found[0] if found else None
 
 
 def usable(row: Mapping) -> bool:
@@ -298,6 +432,11 @@ def _data_path(path) -> Path | None:
     return Path(str(p)) if p.is_file() else None
 
 
+def _check_format(data: Mapping, where) -> None:
+    if data.get("format") != "tilinglib-ladder-sizes" or data.get("format_version") != 1:
+        raise ValueError(f"{where}: not a tilinglib-ladder-sizes file of format version 1")
+
+
 def load_sizes(path=None) -> SizesData | None:
     """The measured sizes data (`DATA_FILE` in ``tilinglib/data``, or the file at `path`), or
     None when the course has none yet (then the lesson uses the wave model).
@@ -307,15 +446,52 @@ def load_sizes(path=None) -> SizesData | None:
     if p is None or not p.is_file():
         return None
     data = json.loads(p.read_text(encoding="utf-8"))
-    if data.get("format") != "tilinglib-ladder-sizes" or data.get("format_version") != 1:
-        raise ValueError(f"{p}: not a tilinglib-ladder-sizes file of format version 1")
+    _check_format(data, p)
     dev = data["device"]
+    runs = ({"run": 0, "date": data["date"], "command": data["command"],
+             "settings": data.get("settings", {})},) + tuple(data.get("runs", ()))
     label = (f"measured on an {dev['name']} ({dev.get('sms', '?')} SMs), {data['date']}, "
              f"by {data['command']}")
+    for r in runs[1:]:
+        label += f"; then {r['date']}, by {r['command']}"
     return SizesData(device=dev, software=data.get("software", {}),
                      settings=data.get("settings", {}), date=data["date"],
                      command=data["command"], sizes=tuple(tuple(s) for s in data["sizes"]),
-                     rows=tuple(data["rows"]), cublas_runs=tuple(data["cublas"]), label=label)
+                     rows=tuple(data["rows"]), cublas_runs=tuple(data["cublas"]), label=label,
+                     runs=runs)
+
+
+def merge_sizes(base: Mapping, new: Mapping) -> dict:
+    """A sizes file's contents (dicts as `json.load` gives them) with the run `new` (one run's
+    file, as ``bench/ladder_sizes.py`` writes it) appended to `base`'s: `new`'s rows and
+    cuBLAS entries marked with the next run number (``run``), its date, command, settings,
+    software and device listed in ``runs``, its sizes added to ``sizes``; `base`'s own
+    entries unchanged. Neither argument is modified.
+
+    Raises ValueError when either is not of this format, `new` already holds several runs,
+    or the two were measured on different GPUs (device name or SM count): a row is only
+    ever compared with its own run's cuBLAS, but the choice ranks rows of every run."""
+    _check_format(base, "the file merged into")
+    _check_format(new, "the run merged")
+    if new.get("runs") or any("run" in e for e in list(new["rows"]) + list(new["cublas"])):
+        raise ValueError("the run merged holds several runs already: merge one run at a time")
+    a, b = base["device"], new["device"]
+    if (a.get("name"), a.get("sms")) != (b.get("name"), b.get("sms")):
+        raise ValueError(f"cannot merge a run on {b.get('name')} ({b.get('sms')} SMs) into "
+                         f"data measured on {a.get('name')} ({a.get('sms')} SMs): one GPU "
+                         f"per file; write the run to a file of its own (--out)")
+    used = [0] + [int(r["run"]) for r in base.get("runs", ())]
+    run = max(used) + 1
+    out = dict(base)
+    out["runs"] = list(base.get("runs", ())) + [
+        {"run": run, "date": new["date"], "command": new["command"],
+         "settings": new.get("settings", {}), "software": new.get("software", {}),
+         "device": new["device"]}]
+    out["rows"] = list(base["rows"]) + [dict(r, run=run) for r in new["rows"]]
+    out["cublas"] = list(base["cublas"]) + [dict(c, run=run) for c in new["cublas"]]
+    sizes = [list(s) for s in base["sizes"]]
+    out["sizes"] = sizes + [list(s) for s in new["sizes"] if list(s) not in sizes]
+    return out
 
 
 # -- the choice -----------------------------------------------------------------------------
@@ -398,7 +574,8 @@ def shape_label(step: str, params) -> str:
     split-K 2`` (block tile BM x BN x BK; warp tile, its WMITER x WNITER steps; thread tile
     TM x TN), then the tuned kernel's switches where they are not at their defaults
     (``swizzled``, ``MINB=2``, ``GSWZ=8``, ``FRAGDB=0``). Each configuration swept has its
-    own, of at most 80 characters."""
+    own, of at most 80 characters in `sweep_configurations`, 85 in
+    `second_sweep_configurations` (split-K, the swizzle, MINB and FRAGDB at once)."""
     p = ladder.get(step).resolve(params)
     text = f"{step} {p['BM']}x{p['BN']}x{p['BK']}"
     if "WM" in p:
@@ -420,7 +597,8 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
     default to N), with the reason.
 
     `data`: a `SizesData` (default: `load_sizes()`; None forces the model). From the data
-    when it timed this size: its fastest `usable` row (correct, no spills). Otherwise the
+    when it timed this size: its fastest `usable` row (correct, no spills), of any run, with
+    cuBLAS of that row's run (`Choice.cublas_gflops`). Otherwise the
     wave model (`model_gflops` over `candidates`). Raises ArgumentError for sizes below 1.
 
     The model's rules: split-K is a candidate only where the unsplit grid is smaller than one
@@ -441,11 +619,15 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
             per_sm, _ = blocks_per_sm(s, p, best.get("registers"), data=data)
             w = waves(M, N, (p["BM"], p["BN"]), per_sm, int(data.device.get("sms", SMS)),
                       p.get("SPLITK", 1))
-            cub = data.cublas(M, N, K)
+            cub = data.cublas(M, N, K, run=run_of(best))
             others = {r["step"] for r in data.rows_at(M, N, K)}
+            runs = {run_of(r) for r in data.rows_at(M, N, K)}
             reason = (f"the fastest of {len(data.rows_at(M, N, K))} correct, unspilled "
                       f"configurations ({', '.join(sorted(others))}) timed at {M} x {N} x {K} "
                       f"({data.label}): {w}")
+            if len(runs) > 1:
+                reason += (f"; timed in {len(runs)} runs, this one in run {run_of(best)}, "
+                           f"compared with cuBLAS of the same run")
             return Choice(M, N, K, s.name, p, "measured", float(best["gflops"]), cub, w, reason)
     scored = []
     for name, p in candidates():
@@ -473,8 +655,8 @@ def compare(N: int, M: int | None = None, K: int | None = None, *, data=..., ref
     """One dict per configuration (default: `candidates`) at M x N x K (M and K default to
     N): ``step``, ``params``, ``label`` (`shape_label`), ``registers`` and their ``source``,
     ``blocks_per_sm``, ``waves`` (a `Waves`), ``model_gflops`` (`model_gflops`), and from the
-    measured `data` (default `load_sizes()`) ``gflops`` and ``cublas_gflops`` (None where not
-    measured). The side-by-side table of lesson 08, section 8."""
+    measured `data` (default `load_sizes()`) ``gflops`` and ``cublas_gflops`` (the row's own
+    run's; None where not measured). The side-by-side table of lesson 08, section 8."""
     M = N if M is None else M
     K = N if K is None else K
     data = load_sizes() if data is ... else data
@@ -490,5 +672,6 @@ def compare(N: int, M: int | None = None, K: int | None = None, *, data=..., ref
                     "registers": regs, "registers_source": source, "blocks_per_sm": per_sm,
                     "waves": w, "model_gflops": g,
                     "gflops": None if row is None or not usable(row) else row["gflops"],
-                    "cublas_gflops": None if data is None else data.cublas(M, N, K)})
+                    "cublas_gflops": None if data is None else
+                    data.cublas(M, N, K, run=None if row is None else run_of(row))})
     return out
