@@ -783,3 +783,38 @@ def test_cub_is_named_where_clang_suggests_a_name_of_the_source():
     with pytest.raises(CompileError) as err:
         emulator.SourceModule(src, no_extern_c=True).get_function("k")
     assert "does not support cub in device code ('cub::BlockReduce')" in str(err.value)
+
+
+def test_a_host_struct_with_a_member_of_another_host_struct_is_set_aside():
+    # LessUp's benchmark settings: BenchmarkSettings holds an OutputSettings, whose
+    # std::string member makes it host code; the outer struct was lowered anyway and the
+    # whole file refused with "unknown struct 'OutputSettings'" and no line
+    src = r"""
+    #include <string>
+    struct OutputSettings { bool export_roofline = true; std::string pattern = "r_{M}.csv"; };
+    struct BenchmarkSettings { int runs = 20; OutputSettings output; };
+    struct Pair { float a, b; };
+    struct Holder { Pair p; };                       // device code uses this one
+    __global__ void k(const float *x, float *o)
+    {
+        Holder h{{x[threadIdx.x], 2.0f}};
+        o[threadIdx.x] = h.p.a * h.p.b;
+    }
+    int main() { BenchmarkSettings s; return s.runs; }
+    """
+    x = np.arange(8, dtype=np.float32)
+    o = np.zeros(8, np.float32)
+    run1(src, "k", emulator.In(x), emulator.Out(o), block=(8, 1, 1))
+    np.testing.assert_array_equal(o, 2 * x)
+
+
+def test_device_code_using_a_struct_with_a_host_member_is_refused_at_its_line():
+    src = r"""
+    #include <string>
+    struct Named { std::string name; float v; };
+    struct Outer { Named n; };
+    __global__ void k(float *o) { Outer q; o[0] = q.n.v; }
+    """
+    with pytest.raises(CompileError) as err:
+        emulator.SourceModule(src, no_extern_c=True).get_function("k")
+    assert err.value.line is not None

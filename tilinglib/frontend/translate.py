@@ -286,6 +286,7 @@ class Translator:
         self._lambda_vars: dict = {}     # `auto f = [..]` VarDecl id -> (name, captures,
         #                                  hidden copies)
         self._static_names: dict = {}    # static member VarDecl id -> 'Class::name'
+        self._failed_records: dict = {}  # record id -> why it cannot be lowered
         self._by_pointer: set = set()    # methods that get their object by address
         self._this_ptr = False           # translating such a method's body
         self._decomp: dict = {}          # DecompositionDecl id -> its hidden variable
@@ -888,9 +889,21 @@ class Translator:
 
     # ------------------------------------------------------------------ records
     def _emit_record(self, rid):
+        failed = self._failed_records.get(rid)
+        if failed is not None:
+            # a struct that could not be lowered (host code: a std::string member): so is
+            # every struct with a member of it (`struct All { Out output; };`)
+            raise failed
         if rid in self._emitted:
             return
         self._emitted.add(rid)
+        try:
+            self._lower_record(rid)
+        except UnsupportedFeatureError as exc:
+            self._failed_records[rid] = exc
+            raise
+
+    def _lower_record(self, rid):
         qual, n = self.records[rid]
         if any(m.get("virtual") for m in n.get("inner", [])) or \
                 n.get("definitionData", {}).get("isPolymorphic"):
