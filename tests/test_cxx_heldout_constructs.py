@@ -808,13 +808,13 @@ def test_cub_is_named_where_clang_suggests_a_name_of_the_source():
 
 
 def test_a_host_struct_with_a_member_of_another_host_struct_is_set_aside():
-    # LessUp's benchmark settings: BenchmarkSettings holds an OutputSettings, whose
-    # std::string member makes it host code; the outer struct was lowered anyway and the
-    # whole file refused with "unknown struct 'OutputSettings'" and no line
+    # a host struct holding another whose std::string member makes it host code (as in
+    # LessUp's benchmark headers): the outer one was lowered anyway and the whole file
+    # refused with "unknown struct 'Report'" and no line
     src = r"""
     #include <string>
-    struct OutputSettings { bool export_roofline = true; std::string pattern = "r_{M}.csv"; };
-    struct BenchmarkSettings { int runs = 20; OutputSettings output; };
+    struct Report { bool csv = true; std::string name = "out.csv"; };
+    struct Config { int runs = 20; Report report; };
     struct Pair { float a, b; };
     struct Holder { Pair p; };                       // device code uses this one
     __global__ void k(const float *x, float *o)
@@ -822,7 +822,7 @@ def test_a_host_struct_with_a_member_of_another_host_struct_is_set_aside():
         Holder h{{x[threadIdx.x], 2.0f}};
         o[threadIdx.x] = h.p.a * h.p.b;
     }
-    int main() { BenchmarkSettings s; return s.runs; }
+    int main() { Config c; return c.runs; }
     """
     x = np.arange(8, dtype=np.float32)
     o = np.zeros(8, np.float32)
