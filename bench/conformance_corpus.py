@@ -924,6 +924,18 @@ def ref_values(s, a):
     return {a["out"]: np.array(a["values"], dtype=F)}, (0, 0)
 
 
+def ref_xavier_lcg(s, a):
+    """Nithish-Yadav-31's Xavier init: thread (row, col) draws one LCG step from seed + tid
+    (uint32 arithmetic), scales it to [-1, 1] by UINT_MAX and by sqrtf(6 / (rows + cols)),
+    in float32 as the kernel does."""
+    rows, cols, seed = int(s["rows"]), int(s["cols"]), int(s["seed"])
+    tid = np.arange(rows * cols, dtype=np.uint64)
+    lcg = ((np.uint64(1664525) * ((seed + tid) % 2**32) + np.uint64(1013904223)) % 2**32)
+    r = lcg.astype(np.float32) / np.float32(2**32 - 1) * np.float32(2) - np.float32(1)
+    bound = np.sqrt(np.float32(6) / np.float32(rows + cols), dtype=np.float32)
+    return {"weights": (r * bound).reshape(rows, cols)}, (1e-6, 1e-7)
+
+
 REFERENCES = {name[4:]: f for name, f in globals().items() if name.startswith("ref_")}
 
 

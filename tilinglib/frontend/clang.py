@@ -552,10 +552,13 @@ _WORDING = [
     (re.compile(r"^(?:use of undeclared identifier|unknown type name) '(curand\w*)'$"),
      r"the CPU emulator does not support cuRAND's device API ('\1', <curand_kernel.h>): "
      r"draw the random numbers on the host (NumPy) and pass them in an array"),
-    (re.compile(r"^no (?:member|template) named '(\w+)' in namespace '(cub|thrust)'$"),
+    # (clang adds "; did you mean 'X'?" where the source has a name like it)
+    (re.compile(r"^no (?:member|template) named '(\w+)' in namespace '(cub|thrust)'"
+                r"(?:; did you mean .*)?$"),
      r"the CPU emulator does not support \2 in device code ('\2::\1'): write the "
      r"reduction or scan with __shfl_*_sync and shared memory"),
-    (re.compile(r"^no (?:member|template) named '(\w+)' in namespace '(nvcuda(?:::wmma)?|wmma)'$"),
+    (re.compile(r"^no (?:member|template) named '(\w+)' in namespace '(nvcuda(?:::wmma)?|wmma)'"
+                r"(?:; did you mean .*)?$"),
      r"the CPU emulator does not support the warp matrix functions of <mma.h> ('\2::\1'): "
      r"tensor cores are beyond its float32 model"),
     (re.compile(r"^use of undeclared identifier '(.*)'$"), r"'\1' is not declared"),

@@ -71,7 +71,68 @@ MATH_CONSTANTS = {
     "M_2_SQRTPI": "1.12837916709551257390", "M_SQRT2": "1.41421356237309504880",
     "M_SQRT1_2": "0.70710678118654752440",
 }
-HEADER_MACROS = {"NULL": "0", **MATH_CONSTANTS}
+# <limits.h> as gcc defines it for x86-64 Linux (char signed, long 64-bit): nvcc's
+# cuda_runtime.h, included in every .cu file, brings it (driver_types.h includes
+# <limits.h> and <stddef.h>), so UINT_MAX needs no #include.
+LIMITS = {
+    "CHAR_BIT": "8", "SCHAR_MIN": "(-128)", "SCHAR_MAX": "127", "UCHAR_MAX": "255",
+    "CHAR_MIN": "(-128)", "CHAR_MAX": "127", "SHRT_MIN": "(-32768)", "SHRT_MAX": "32767",
+    "USHRT_MAX": "65535", "INT_MIN": "(-INT_MAX - 1)", "INT_MAX": "2147483647",
+    "UINT_MAX": "4294967295U", "LONG_MIN": "(-LONG_MAX - 1L)",
+    "LONG_MAX": "9223372036854775807L", "ULONG_MAX": "18446744073709551615UL",
+    "LLONG_MIN": "(-LLONG_MAX - 1LL)", "LLONG_MAX": "9223372036854775807LL",
+    "ULLONG_MAX": "18446744073709551615ULL",
+}
+HEADER_MACROS = {"NULL": "0", **MATH_CONSTANTS, **LIMITS}
+
+# Macros only a header's #include brings: <float.h> (gcc's values for IEEE binary32 and
+# binary64) and the CUDA toolkit's <math_constants.h> (CUDART_*: the bit patterns and
+# rounded constants its header gives).
+FLOAT_LIMITS = {
+    "FLT_RADIX": "2", "FLT_MANT_DIG": "24", "DBL_MANT_DIG": "53", "FLT_DIG": "6",
+    "DBL_DIG": "15", "FLT_MIN_EXP": "(-125)", "DBL_MIN_EXP": "(-1021)", "FLT_MAX_EXP": "128",
+    "DBL_MAX_EXP": "1024", "FLT_MAX": "3.40282346638528859811704183484516925e+38F",
+    "FLT_MIN": "1.17549435082228750796873653722224568e-38F",
+    "FLT_EPSILON": "1.19209289550781250000000000000000000e-7F",
+    "FLT_TRUE_MIN": "1.40129846432481707092372958328991613e-45F",
+    "DBL_MAX": "1.79769313486231570814527423731704357e+308",
+    "DBL_MIN": "2.22507385850720138309023271733240406e-308",
+    "DBL_EPSILON": "2.22044604925031308084726333618164062e-16",
+    "DBL_TRUE_MIN": "4.94065645841246544176568792868221372e-324",
+}
+CUDART_CONSTANTS = {
+    "CUDART_INF_F": "__int_as_float(0x7f800000U)", "CUDART_NAN_F": "__int_as_float(0x7fffffffU)",
+    "CUDART_MIN_DENORM_F": "__int_as_float(0x00000001U)",
+    "CUDART_MAX_NORMAL_F": "__int_as_float(0x7f7fffffU)",
+    "CUDART_NEG_ZERO_F": "__int_as_float(0x80000000U)", "CUDART_ZERO_F": "0.0F",
+    "CUDART_ONE_F": "1.0F", "CUDART_SQRT_HALF_F": "0.707106781F",
+    "CUDART_SQRT_TWO_F": "1.414213562F", "CUDART_THIRD_F": "0.333333333F",
+    "CUDART_PIO4_F": "0.785398163F", "CUDART_PIO2_F": "1.570796327F",
+    "CUDART_3PIO4_F": "2.356194490F", "CUDART_2_OVER_PI_F": "0.636619772F",
+    "CUDART_SQRT_2_OVER_PI_F": "0.797884561F", "CUDART_PI_F": "3.141592654F",
+    "CUDART_L2E_F": "1.442695041F", "CUDART_L2T_F": "3.321928094F",
+    "CUDART_LG2_F": "0.301029996F", "CUDART_LGE_F": "0.434294482F",
+    "CUDART_LN2_F": "0.693147181F", "CUDART_LNT_F": "2.302585093F",
+    "CUDART_LNPI_F": "1.144729886F", "CUDART_TWO_TO_23_F": "8388608.0F",
+    "CUDART_TWO_TO_24_F": "16777216.0F", "CUDART_TWO_TO_31_F": "2147483648.0F",
+    "CUDART_TWO_TO_32_F": "4294967296.0F",
+    "CUDART_INF": "__longlong_as_double(0x7ff0000000000000ULL)",
+    "CUDART_NAN": "__longlong_as_double(0xfff8000000000000ULL)",
+    "CUDART_NEG_ZERO": "__longlong_as_double(0x8000000000000000ULL)",
+    "CUDART_MIN_DENORM": "__longlong_as_double(0x0000000000000001ULL)",
+    "CUDART_ZERO": "0.0", "CUDART_ONE": "1.0", "CUDART_SQRT_TWO": "1.4142135623730951e+0",
+    "CUDART_SQRT_HALF": "7.0710678118654757e-1", "CUDART_THIRD": "3.3333333333333333e-1",
+    "CUDART_PIO4": "7.8539816339744828e-1", "CUDART_PIO2": "1.5707963267948966e+0",
+    "CUDART_3PIO4": "2.3561944901923448e+0", "CUDART_2_OVER_PI": "6.3661977236758138e-1",
+    "CUDART_PI": "3.1415926535897931e+0", "CUDART_2PI": "6.2831853071795862e+0",
+    "CUDART_SQRT_PI": "1.7724538509055159e+0", "CUDART_SQRT_2_OVER_PI": "7.9788456080286536e-1",
+    "CUDART_L2E": "1.4426950408889634e+0", "CUDART_L2T": "3.3219280948873622e+0",
+    "CUDART_LG2": "3.0102999566398120e-1", "CUDART_LGE": "4.3429448190325182e-1",
+    "CUDART_LN2": "6.9314718055994529e-1", "CUDART_LNT": "2.3025850929940459e+0",
+    "CUDART_LNPI": "1.1447298858494002e+0",
+}
+INCLUDED_MACROS = {"float.h": FLOAT_LIMITS, "cfloat": FLOAT_LIMITS,
+                   "math_constants.h": CUDART_CONSTANTS}
 
 # The header names an #include may give (every C, C++ and CUDA toolkit header: headers.py)
 # are satisfied without reading anything; any other name is a CompileError.
@@ -281,6 +342,9 @@ class _Preprocessor(pcpp.Preprocessor):
                 self.cooperative_groups = True
             if name not in self.included:
                 self.included.append(name)
+                for macro, value in INCLUDED_MACROS.get(name, {}).items():
+                    if macro not in self.macros:      # the student's own #define wins
+                        self.define(f"{macro} {value}")
             return iter(())
         shown = name if len(name) <= 80 else name[:77] + "..."
         raise _Stop(line, f"#include of '{shown}': {NO_FILES} (it knows the header names of "

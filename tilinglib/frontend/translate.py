@@ -30,6 +30,7 @@ write instead.
 
 from __future__ import annotations
 
+import json
 import re
 
 from pycparser import c_ast
@@ -97,6 +98,15 @@ def _split_function_type(text: str):
                 ret, args = text[:i].strip(), text[i + 1:-1]
                 return ret, _split_commas(args)
     return text, []
+
+
+# the binary operators `Translator._const_value` folds, on Python ints (then wrapped)
+_CONST_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+              "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "&": lambda a, b: a & b,
+              "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
+              "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
+              "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b),
+              "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b)}
 
 
 def _close_of(text: str, lt: int) -> int:
@@ -286,6 +296,7 @@ class Translator:
         self._lambda_vars: dict = {}     # `auto f = [..]` VarDecl id -> (name, captures,
         #                                  hidden copies)
         self._static_names: dict = {}    # static member VarDecl id -> 'Class::name'
+        self._failed_records: dict = {}  # record id -> why it cannot be lowered
         self._by_pointer: set = set()    # methods that get their object by address
         self._this_ptr = False           # translating such a method's body
         self._decomp: dict = {}          # DecompositionDecl id -> its hidden variable
@@ -393,10 +404,149 @@ class Translator:
             return None                       # a host variable
         if n.get("id") not in self._static_names and n.get("id") not in self.device_refs():
             return None                       # a constant only host code uses
+        n = self._folded_constant(n)
         try:
             return self.var_decl(n, file_scope=True)
         except UnsupportedFeatureError:
             return None                       # a constant of a host type (std::string)
+
+    # ------------------------------------------------------------------ constexpr calls
+    _INT_BITS = {"bool": 1, "char": 8, "signedchar": 8, "unsignedchar": 8, "short": 16,
+                 "unsignedshort": 16, "int": 32, "unsignedint": 32, "long": 64,
+                 "unsignedlong": 64, "longlong": 64, "unsignedlonglong": 64}
+
+    def _folded_constant(self, n):
+        """Constant `n` (a file-scope or static constexpr VarDecl of an integer type) with
+        its value folded into a literal where the value calls constexpr functions
+        (`static constexpr int Y = M << helper::max(0, S);`): nvcc evaluates those at
+        compile time, and the emulator's constant folding knows no calls. `n` itself where
+        there is no call or the value is beyond `_const_value`."""
+        t = _norm(self.type_text(n.get("type", {}))).replace("const", "", 1) \
+            if n.get("type") else ""
+        t = _norm(PRELUDE_TYPEDEFS.get(t, t))
+        init = next((c for c in n.get("inner", []) if isinstance(c, dict) and not
+                     c.get("kind", "").endswith(("Attr", "TemplateArgument"))), None)
+        if init is None or t not in self._INT_BITS or '"CallExpr"' not in json.dumps(init):
+            return n
+        try:
+            value = self._const_value(init, {}, 0)
+        except (KeyError, ValueError, TypeError, ZeroDivisionError, RecursionError):
+            return n
+        lit = {"kind": "IntegerLiteral", "type": init.get("type", n["type"]),
+               "value": str(int(value)), "range": init.get("range")}
+        return {**n, "inner": [lit if c is init else c for c in n["inner"]]}
+
+    def _wrap(self, value: int, node) -> int:
+        t = _norm(self.type_text(node.get("type", {})) if node.get("type") else "int")
+        t = t.replace("const", "", 1)
+        t = _norm(PRELUDE_TYPEDEFS.get(t, t))       # size_t, uint32_t: their types
+        bits = self._INT_BITS.get(t)
+        if bits is None:
+            raise ValueError(t)
+        if bits == 1:
+            return int(bool(value))
+        value &= (1 << bits) - 1
+        if not t.startswith("unsigned") and value >= 1 << (bits - 1):
+            value -= 1 << bits
+        return value
+
+    def _var_nodes(self) -> dict:
+        if getattr(self, "_var_node_map", None) is None:
+            found, stack = {}, [self.root]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, dict):
+                    if x.get("kind") in ("VarDecl", "VarTemplateSpecializationDecl") \
+                            and x.get("inner"):
+                        found[x["id"]] = x
+                    stack.extend(x.get("inner", []))
+            self._var_node_map = found
+        return self._var_node_map
+
+    def _const_value(self, e, env: dict, depth: int) -> int:
+        """The value of integer expression `e` (clang's JSON) as C++ evaluates it at
+        compile time: literals, parameters (`env`), constants, + - * / % << >> & | ^,
+        comparisons, && || !, ?:, casts between integer types, and calls of constexpr
+        functions whose body is one `return`. Raises ValueError for anything else."""
+        if depth > 200:
+            raise ValueError("too deep")
+        k = e.get("kind")
+        inner = [c for c in e.get("inner", []) if isinstance(c, dict)]
+        if k == "ConstantExpr" and re.fullmatch(r"-?\d+", str(e.get("value", ""))):
+            return int(e["value"])
+        if k == "ConstantExpr" and e.get("value") in ("true", "false"):
+            return int(e["value"] == "true")
+        if k in ("ParenExpr", "ConstantExpr", "ExprWithCleanups", "SubstNonTypeTemplateParmExpr",
+                 "ImplicitCastExpr", "CStyleCastExpr", "CXXStaticCastExpr",
+                 "CXXFunctionalCastExpr"):
+            v = self._const_value(inner[-1], env, depth + 1)
+            return self._wrap(v, e) if k != "ParenExpr" else v
+        if k == "IntegerLiteral":
+            return int(e["value"])
+        if k == "CXXBoolLiteralExpr":
+            return int(bool(e["value"]))
+        if k == "DeclRefExpr":
+            ref = e["referencedDecl"]
+            if ref.get("kind") == "ParmVarDecl":
+                return env[ref["id"]]
+            if ref.get("kind") in ("VarDecl", "VarTemplateSpecializationDecl"):
+                lit = self._std_constants().get(ref["id"])
+                if lit is not None:
+                    return self._const_value(lit, env, depth + 1)
+                d = self._var_nodes()[ref["id"]]
+                if not d.get("constexpr") and "const" not in d.get("type", {}).get("qualType", ""):
+                    raise ValueError("not a constant")
+                init = next(c for c in d["inner"] if isinstance(c, dict) and not
+                            c.get("kind", "").endswith(("Attr", "TemplateArgument")))
+                return self._wrap(self._const_value(init, {}, depth + 1), d)
+            if ref.get("kind") == "EnumConstantDecl":
+                raise ValueError("enumerator")
+            raise ValueError(ref.get("kind"))
+        if k == "UnaryOperator":
+            v = self._const_value(inner[0], env, depth + 1)
+            op = e["opcode"]
+            out = {"-": -v, "+": v, "!": int(not v), "~": ~v}.get(op)
+            if out is None:
+                raise ValueError(op)
+            return self._wrap(out, e)
+        if k == "BinaryOperator":
+            op = e["opcode"]
+            a = self._const_value(inner[0], env, depth + 1)
+            if op == "&&":
+                return int(bool(a) and bool(self._const_value(inner[1], env, depth + 1)))
+            if op == "||":
+                return int(bool(a) or bool(self._const_value(inner[1], env, depth + 1)))
+            b = self._const_value(inner[1], env, depth + 1)
+            if op in ("/", "%"):
+                q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)    # C truncates
+                out = q if op == "/" else a - q * b
+            elif op in _CONST_OPS:
+                out = _CONST_OPS[op](a, b)      # (a negative shift: ValueError, unfolded)
+            else:
+                raise ValueError(op)
+            return self._wrap(out, e)
+        if k == "ConditionalOperator":
+            c = self._const_value(inner[0], env, depth + 1)
+            return self._const_value(inner[1] if c else inner[2], env, depth + 1)
+        if k == "CallExpr":
+            callee = inner[0]
+            while callee.get("kind") in ("ImplicitCastExpr", "ParenExpr") and callee.get("inner"):
+                callee = callee["inner"][0]
+            ref = callee.get("referencedDecl", {})
+            f = self.fnodes[ref["id"]]
+            if not f.get("constexpr"):
+                raise ValueError("not constexpr")
+            params = [p for p in f.get("inner", []) if p.get("kind") == "ParmVarDecl"]
+            args = [self._const_value(a, env, depth + 1) for a in inner[1:]]
+            if len(args) != len(params):
+                raise ValueError("default arguments")
+            body = [c for c in f["inner"] if c.get("kind") == "CompoundStmt"][-1]
+            stmts = body.get("inner", [])
+            if len(stmts) != 1 or stmts[0].get("kind") != "ReturnStmt":
+                raise ValueError("a body of more than one return")
+            local = {p["id"]: self._wrap(v, p) for p, v in zip(params, args)}
+            return self._wrap(self._const_value(stmts[0]["inner"][0], local, depth + 1), e)
+        raise ValueError(k)
 
     def device_types(self) -> str:
         """Every type the device functions and device variables spell (clang's text),
@@ -888,9 +1038,21 @@ class Translator:
 
     # ------------------------------------------------------------------ records
     def _emit_record(self, rid):
+        failed = self._failed_records.get(rid)
+        if failed is not None:
+            # a struct that could not be lowered (host code: a std::string member): so is
+            # every struct with a member of it (`struct All { Out output; };`)
+            raise failed
         if rid in self._emitted:
             return
         self._emitted.add(rid)
+        try:
+            self._lower_record(rid)
+        except UnsupportedFeatureError as exc:
+            self._failed_records[rid] = exc
+            raise
+
+    def _lower_record(self, rid):
         qual, n = self.records[rid]
         if any(m.get("virtual") for m in n.get("inner", [])) or \
                 n.get("definitionData", {}).get("isPolymorphic"):
