@@ -37,8 +37,6 @@ NOT_REPOSITORY_FILES = {
     "grades.json": "written by `python -m tilinglib.grading` (its results file)",
     "h200.json": "the file `python -m tilinglib.bench --out h200.json` writes",
     "run_gpu.py": "written by `bench/conformance_corpus.py --pycuda-script DIR` into DIR",
-    "conformance_batch_2026-12-02_h200.json": "what the batch's run_gpu.py writes on the H200 "
-                                              "(docs/conformance.md: not run yet)",
 }
 
 

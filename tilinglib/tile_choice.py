@@ -453,7 +453,7 @@ def load_sizes(path=None) -> SizesData | None:
     label = (f"measured on an {dev['name']} ({dev.get('sms', '?')} SMs), {data['date']}, "
              f"by {data['command']}")
     for r in runs[1:]:
-        label += f"; then {r['date']}, by {r['command']}"
+        label += f";\nthen {r['date']}, by {r['command']}"      # a line per run
     return SizesData(device=dev, software=data.get("software", {}),
                      settings=data.get("settings", {}), date=data["date"],
                      command=data["command"], sizes=tuple(tuple(s) for s in data["sizes"]),
