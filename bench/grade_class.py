@@ -221,8 +221,18 @@ def kinds() -> list:
                     notebook="bad_json"))
     out.append(Kind("hostile_symlink_dev_zero", None, frozenset({"bad_notebook"}), hostile=True,
                     notebook="symlink"))
-    out.append(Kind("hostile_huge_notebook", _cell(ref), frozenset({"bad_notebook"}),
-                    hostile=True, notebook="huge"))
+    # 21 MiB of outputs: the size rule is for sources, outputs are dropped first
+    out.append(Kind("good_huge_outputs", _cell(ref), frozenset({"graded"}), notebook="huge"))
+    out.append(Kind("good_cell_magic_first_line", "%%time\n" + _cell(ref),
+                    frozenset({"graded"})))
+    # 499 line magics (IPython's transforms run inside the sandbox, under its limits), and a
+    # kernel followed by 1,000,000 ignored statements (its notes capped)
+    out.append(Kind("hostile_499_time_magics", "%time x = 1\n" * 499 + _cell(ref),
+                    frozenset({"graded", "timeout", "memory"}), deterministic=False,
+                    hostile=True))
+    out.append(Kind("hostile_million_statements", _cell(ref) + "x = 1\n" * 1_000_000,
+                    frozenset({"graded", "bad_notebook", "timeout", "memory"}),
+                    deterministic=False, hostile=True))
     # the assignment folder a link to someone else's (a full-marks solution), and the
     # notebook a hard link to a file of the machine: both refused, neither quoted
     out.append(Kind("hostile_linked_folder", None, frozenset({"bad_notebook"}), hostile=True,
