@@ -175,4 +175,4 @@ def test_submodules_are_reachable_from_the_package():
     assert tl.launch.grid_for(10, 4) == (3,)
     assert sorted(tl.__all__) == sorted(["backend_name", "SourceModule", "In", "Out", "InOut",
                                          "grid_for", "time_kernel", "Timing", "gflops", "gbps",
-                                         "errors", "kernels"])
+                                         "errors", "kernels", "find_race_failure"])
