@@ -402,9 +402,10 @@ def test_merge_function_orders_rows_as_one_run(graded):
     base, runs = graded
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(assignments_module, "ASSIGNMENTS", dict(assignments_module.ASSIGNMENTS))
-        from tilinglib.grading.cli import run_setup_files
+        from tilinglib.grading.cli import read_results, run_setup_files
         run_setup_files([base / "setup.py"])
-        results, settings = merge([str(runs[k] / "grades.json") for k in (2, 3, 1)])
+        results, settings = merge([str(runs[k] / "grades.json") for k in (2, 3, 1)],
+                                  read_results)
     keys = [(r.submission.student, r.submission.assignment) for r in results]
     assert keys == [(s, a) for s in sorted(STUDENTS) for a in ("fake_points", "fake_twice")]
     assert settings["selection"] == {"shard": None, "students": None}

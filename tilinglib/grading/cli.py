@@ -624,6 +624,31 @@ def _summary(results) -> str:
     return ", ".join(f"{n} {s}" for s, n in counts.items() if n)
 
 
+def _merge_main(args, setup=()) -> int:
+    """``--merge``: run the `setup` files (they may add the assignments merged), merge, then
+    write the results file, its .sha256, grades.csv, the feedback
+    files and (with --gradebook) the gradebook; print the digest on stdout. Raises
+    `GradingError`."""
+    from .shard import merge, refuse_grading_options
+
+    if args.directory is not None or args.from_results is not None:
+        raise GradingError("--merge takes results files only: leave out DIR and --from")
+    refuse_grading_options(args, "--merge")
+    run_setup_files(setup)
+    results, settings = merge(args.merge, read_results)
+    write_grades_csv(results, args.out)
+    write_feedback(results, args.feedback_dir)
+    digest = write_results(results, args.results, settings=settings)
+    if args.gradebook:
+        write_gradebook(results, args.gradebook)
+    print(f"{len(results)} submissions merged from {len(args.merge)} files: {_summary(results)}"
+          f". Grades in {args.out}, feedback in {args.feedback_dir}/, all results in "
+          f"{args.results} (SHA-256 {digest}, printed on stdout)"
+          + (f", scores in {args.gradebook}" if args.gradebook else ""), file=sys.stderr)
+    print(digest)
+    return 0
+
+
 def main(argv=None) -> int:
     """The command line; returns the exit status (0: every submission has a status and a
     score; 2: the command could not run, with the reason on stderr). A grading run prints
@@ -633,8 +658,7 @@ def main(argv=None) -> int:
     try:
         setup = [str(Path(s).resolve()) for s in args.setup]
         if args.merge:
-            from .shard import merge_main
-            return merge_main(args, setup)
+            return _merge_main(args, setup)
         if args.from_results is not None:
             if args.directory is not None:
                 raise GradingError("give DIR (to grade it) or --from RESULTS (to write saved "

@@ -28,14 +28,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import GradingError
 
 __all__ = ["shard_of", "parse_shard", "parse_students", "Selection", "grader_fingerprint",
-           "run_settings", "sha256_file_line", "merge", "add_arguments", "merge_main",
+           "run_settings", "sha256_file_line", "merge", "add_arguments",
            "refuse_grading_options"]
 
 # What a merge compares between results files (all must be equal), in the order the message
@@ -241,13 +240,13 @@ def _check_belongs(path, student: str, selection: dict, class_students: list) ->
                            f"--students list: the file was edited; grade that list again")
 
 
-def merge(specs) -> tuple[list, dict]:
+def merge(specs, read_results) -> tuple[list, dict]:
     """Merge the results files `specs` (each ``PATH`` or ``PATH=SHA256HEX``) of runs over one
     class into one: (the `Result`s in the order one run over the class would give: students
-    sorted, then assignments in the settings' order; the merged settings block). Raises
-    `GradingError`, saying what to change, for any refusal of the module's docstring."""
-    from .cli import read_results
-
+    sorted, then assignments in the settings' order; the merged settings block).
+    `read_results`: `cli.read_results` (passed in, so that this module imports nothing of
+    the command's). Raises `GradingError`, saying what to change, for any refusal of the
+    module's docstring."""
     parts = [_read_part(spec) for spec in specs]
     if not parts:
         raise GradingError("--merge: give the results files of the shards")
@@ -352,29 +351,3 @@ def refuse_grading_options(args, mode: str) -> None:
         if getattr(args, option, None):
             raise GradingError(f"--{option} chooses what a grading run grades; {mode} grades "
                                f"nothing: leave it out")
-
-
-def merge_main(args, setup=()) -> int:
-    """``--merge``: run the `setup` files (they may add the assignments merged), merge, then
-    write the results file, its .sha256, grades.csv, the feedback
-    files and (with --gradebook) the gradebook; print the digest on stdout. Raises
-    `GradingError`."""
-    from .cli import (_summary, run_setup_files, write_feedback, write_gradebook, write_grades_csv,
-                      write_results)
-
-    if args.directory is not None or args.from_results is not None:
-        raise GradingError("--merge takes results files only: leave out DIR and --from")
-    refuse_grading_options(args, "--merge")
-    run_setup_files(setup)
-    results, settings = merge(args.merge)
-    write_grades_csv(results, args.out)
-    write_feedback(results, args.feedback_dir)
-    digest = write_results(results, args.results, settings=settings)
-    if args.gradebook:
-        write_gradebook(results, args.gradebook)
-    print(f"{len(results)} submissions merged from {len(args.merge)} files: {_summary(results)}"
-          f". Grades in {args.out}, feedback in {args.feedback_dir}/, all results in "
-          f"{args.results} (SHA-256 {digest}, printed on stdout)"
-          + (f", scores in {args.gradebook}" if args.gradebook else ""), file=sys.stderr)
-    print(digest)
-    return 0
