@@ -87,6 +87,7 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=20.0, help="--timeout per submission, s")
     p.add_argument("--memory", type=int, default=1536, help="--memory per submission, MiB")
     p.add_argument("--no-dask", action="store_true", help="leave out run 3")
+    p.add_argument("--no-shards", action="store_true", help="leave out run 2 (the shards)")
     args = p.parse_args(argv)
 
     gc = _grade_class()
@@ -110,32 +111,33 @@ def main(argv=None) -> int:
         reference = rows_of(base / "jobs" / "grades.csv")
         print(f"--jobs {args.jobs}: {wall:.1f} s", flush=True)
 
-        shard_walls, files = [], []
-        for k in range(1, args.shards + 1):
-            folder = base / f"shard{k}"
-            wall_k, proc = command([base / "submitted", "--shard", f"{k}/{args.shards}",
-                                    "--jobs", args.jobs, *limits, *outputs(folder)], env)
+        if not args.no_shards:
+            shard_walls, files = [], []
+            for k in range(1, args.shards + 1):
+                folder = base / f"shard{k}"
+                wall_k, proc = command([base / "submitted", "--shard", f"{k}/{args.shards}",
+                                        "--jobs", args.jobs, *limits, *outputs(folder)], env)
+                if proc.returncode:
+                    problems.append(f"shard {k}: exit {proc.returncode}: {proc.stderr[-500:]}")
+                    continue
+                shard_walls.append(wall_k)
+                files.append(f"{folder / 'grades.json'}={proc.stdout.strip()}")
+                print(f"  --shard {k}/{args.shards}: {wall_k:.1f} s "
+                      f"({len(rows_of(folder / 'grades.csv'))} submissions)", flush=True)
+            wall_m, proc = command(["--merge", *files, "-o", base / "merged" / "grades.json",
+                                    "--out", base / "merged" / "grades.csv",
+                                    "--feedback-dir", base / "merged" / "feedback"], env)
             if proc.returncode:
-                problems.append(f"shard {k}: exit {proc.returncode}: {proc.stderr[-500:]}")
-                continue
-            shard_walls.append(wall_k)
-            files.append(f"{folder / 'grades.json'}={proc.stdout.strip()}")
-            print(f"  --shard {k}/{args.shards}: {wall_k:.1f} s "
-                  f"({len(rows_of(folder / 'grades.csv'))} submissions)", flush=True)
-        wall_m, proc = command(["--merge", *files, "-o", base / "merged" / "grades.json",
-                                "--out", base / "merged" / "grades.csv",
-                                "--feedback-dir", base / "merged" / "feedback"], env)
-        if proc.returncode:
-            problems.append(f"merge: exit {proc.returncode}: {proc.stderr[-500:]}")
-            print(f"{args.shards} shards one after another: {sum(shard_walls):.1f} s; merge "
-                  f"refused ({proc.stderr.strip()[-300:]})")
-        else:
-            d_all, d_det = differing(rows_of(base / "merged" / "grades.csv"), reference, plan)
-            print(f"{args.shards} shards one after another: {sum(shard_walls):.1f} s; merge: "
-                  f"{wall_m:.1f} s; rows differing from --jobs {args.jobs}: {d_all} "
-                  f"(deterministic: {d_det})", flush=True)
-            if d_det:
-                problems.append(f"merged shards: {d_det} deterministic rows differ")
+                problems.append(f"merge: exit {proc.returncode}: {proc.stderr[-500:]}")
+                print(f"{args.shards} shards one after another: {sum(shard_walls):.1f} s; merge "
+                      f"refused ({proc.stderr.strip()[-300:]})")
+            else:
+                d_all, d_det = differing(rows_of(base / "merged" / "grades.csv"), reference, plan)
+                print(f"{args.shards} shards one after another: {sum(shard_walls):.1f} s; merge: "
+                      f"{wall_m:.1f} s; rows differing from --jobs {args.jobs}: {d_all} "
+                      f"(deterministic: {d_det})", flush=True)
+                if d_det:
+                    problems.append(f"merged shards: {d_det} deterministic rows differ")
 
         if not args.no_dask:
             try:
