@@ -2,7 +2,8 @@
 
 Each test takes a correct answer, writes it the way a fluent C++ or IPython user would, and
 asserts the real score: every cast form of a 64-bit index product, TILE as ``constexpr`` /
-``static const`` / ``enum`` / a template argument (100, not 90); ``%%time`` as the answer
+``static const`` / ``enum`` / a template argument, or a template parameter of the kernel
+itself (100, not 90 or 0); ``%%time`` as the answer
 cell's first line (100, as IPython and so nbgrader's autograde run it; was 0 and 10); whole
 floats where the rule takes whole numbers (13.0, 32.0); and what was over-graded before: an
 uninitialised ``float sum[1]`` accumulator and a 32-bit index product inside a struct method
@@ -165,3 +166,110 @@ def test_duplicated_answer_cells_are_named_in_the_feedback(tmp_path):
     text = feedback_text(r)
     assert "The cell 'a1-kernel' appears 2 times (cells 1, 3)" in text
     assert "Duplicate grade id" in text
+
+
+# --------------------------------------------------------------------------- kernel templates
+A4 = "a4_coarsen"
+SGEMM_TYPES = "(int, int, int, const float*, const float*, float*)"
+
+
+def templated(source: str, params: str = "int TILE", drop=("TILE",)) -> str:
+    """`source` with its macros `drop` removed and its kernels made `template <params>` (an
+    answer cell holds the starting code's KERNEL and the solution's)."""
+    source = source.replace("#ifndef TILE\n#define TILE 16\n#endif\n", "")
+    for macro in drop:
+        source = re.sub(rf"#define {macro} \d+[^\n]*\n", "", source)
+    out = re.sub(r"__global__ void (\w+)\(", rf"template <{params}>\n__global__ void \1(",
+                 source)
+    assert out != source and not any(re.search(rf"#define {m}\b", out) for m in drop)
+    return out
+
+
+def _answer_cells(assignment, change) -> list:
+    """The solution's answer cells, the kernel's cell passed through `change`."""
+    return [(gid, change(src) if gid in ("a1-kernel", "a2-fix-answer", "a4-kernel") else src)
+            for gid, src in _solution_cells(assignment)]
+
+
+@pytest.mark.parametrize("assignment", [A1, A2, A4])
+def test_a_template_tile_kernel_scores_what_its_define_version_scores(tmp_path, assignment):
+    # The solution as written (#define TILE), then with TILE a template parameter the
+    # grader instantiates at the assignment's TILE (16 in a1 and a2, 32 in a4)
+    define = _graded(tmp_path / "define", assignment, _solution_cells(assignment))
+    cells = _answer_cells(assignment, templated)
+    assert any("template <int TILE>" in src for _, src in cells)
+    status, score, r = _graded(tmp_path / "template", assignment, cells)
+    assert define[:2] == ("graded", 100.0)
+    assert (status, score) == ("graded", 100.0), feedback_text(r)
+    said = ("graded as sgemmCoarse<32> (TILE = 32, from the assignment's value, COARSE = 4, "
+            "from the source's macro)" if assignment == A4 else
+            "graded as sgemm<16> (TILE = 16, from the assignment's value)")
+    assert said in feedback_text(r)
+
+
+def test_a_wrong_template_kernel_loses_what_its_define_version_loses():
+    # the B load without its col < N guard (a2's boundary bug), and the second barrier gone
+    bugs = [("(kb < K && col < N)", "(kb < K)"),
+            ("        __syncthreads();\n    }", "    }")]
+    for old, new in bugs:
+        wrong = REFERENCE.replace(old, new)
+        assert wrong != REFERENCE
+        define, template = grade(wrong), grade(templated(wrong))
+        assert template.score == define.score < 30, (old, template.score)
+        assert template.tile == 16 and set(failed(template)) == set(failed(define))
+    assert grade(templated(REFERENCE.replace(*bugs[0]))).score == pytest.approx(13.33)
+
+
+def test_an_explicit_instantiation_is_the_kernel_graded():
+    base = templated(REFERENCE)
+    for tile in (8, 16):
+        source = base + f"\ntemplate __global__ void sgemm<{tile}>{SGEMM_TYPES};\n"
+        report = grade(source)
+        assert (report.score, report.tile, report.block, failed(report)) == \
+            (100.0, tile, (tile, tile, 1), {})
+        assert f"graded as sgemm<{tile}> (TILE = {tile}, from the source's own " \
+               f"instantiation)" in report.checks[0].message
+    # a parameter of another name takes the source's TILE macro
+    other = "#define TILE 8\n" + templated(REFERENCE, "int T").replace(
+        "[TILE]", "[T]").replace("* TILE", "* T").replace("TILE + ", "T + ").replace(
+        "+ TILE - 1) / TILE", "+ T - 1) / T").replace("k < TILE", "k < T")
+    assert "template <int T>" in other and "As[T][T]" in other
+    report = grade(other)
+    assert (report.score, report.tile) == (100.0, 8)
+    # two instantiations and nothing to choose one: no grade, and what to change
+    both = base + "".join(f"\ntemplate __global__ void sgemm<{t}>{SGEMM_TYPES};\n"
+                          for t in (8, 16))
+    report = grade(both)
+    assert report.score == 0
+    assert "instantiates the kernel template 'sgemm' several times (sgemm<8>, sgemm<16>)" \
+        in report.checks[0].message
+    assert "Keep only the instantiation to grade" in report.checks[0].message
+
+
+def test_a_template_parameter_hidden_by_a_tile_macro_says_what_to_change():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = check_sgemm(templated(REFERENCE), "sgemm", gpu=False, options=["-DTILE=16"])
+    assert report.score == 0
+    message = report.checks[0].message
+    assert "the source does not compile" in message
+    assert "TILE is both a template parameter (template <int TILE>) and a macro " \
+           "(-DTILE=... in the options)" in message and "Keep one" in message
+
+
+def test_a4_templates_over_tile_and_coarse():
+    from tilinglib.grading.coarse import check_coarsened
+
+    good = (ROOT / "tests" / "submissions" / "a4" / "good_coarse4.cu").read_text()
+    both = templated(good, "int TILE, int COARSE", drop=("TILE", "COARSE"))
+    report = check_coarsened(both + f"\ntemplate __global__ void sgemmCoarse<32, 4>"
+                                    f"{SGEMM_TYPES};\n")
+    assert (report.score, report.tile, report.block) == (100.0, 32, (32, 8, 1))
+    report = check_coarsened(both)          # COARSE has no assignment value: say what to do
+    assert report.score == 0
+    assert ("nothing gives its parameter COARSE a value: instantiate it after the kernel, "
+            "e.g. template __global__ void sgemmCoarse<32, 4>") in report.checks[0].message
+    coarse_only = templated(good, "int COARSE", drop=("COARSE",))     # #define TILE 32 kept
+    report = check_coarsened(coarse_only + f"\ntemplate __global__ void sgemmCoarse<8>"
+                                           f"{SGEMM_TYPES};\n")
+    assert (report.score, report.block) == (100.0, (32, 4, 1))

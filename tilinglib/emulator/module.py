@@ -82,6 +82,7 @@ def _compile(source: str, options: tuple, extern_c: bool = False):
                            f"accept it: please report it with the source") from exc
     program.kernel_name = ast.kernel_name          # 'k<128,float>' -> 'k<128, float>'
     program.template_kernels = list(ast.template_kernels)
+    program.template_params = dict(getattr(ast, "template_params", {}))
     for code in program.kernels.values():
         if code.local_bytes > MAX_LOCAL_BYTES:
             raise CompileError(f"kernel.cu: {code.name} needs {code.local_bytes:,} bytes of "

@@ -64,14 +64,17 @@ def source_line(pre: Preprocessed, line: int | None) -> str | None:
 
 class TranslationUnit(c_ast.FileAST):
     """A `c_ast.FileAST` with what the front end knows besides: `kernel_names` (the name
-    get_function takes -> the mangled name), `template_kernels` (kernel templates) and
+    get_function takes -> the mangled name), `template_kernels` (kernel templates),
+    `template_params` (each kernel template's parameters, `Translator.template_params`) and
     `failed` (functions the translator could not lower -> the `UnsupportedFeatureError`:
     only the kernels that use one are refused)."""
 
-    def __init__(self, ext, kernel_names, template_kernels, coord=None, failed=None):
+    def __init__(self, ext, kernel_names, template_kernels, coord=None, failed=None,
+                 template_params=None):
         super().__init__(ext, coord)
         self.kernel_names = kernel_names
         self.template_kernels = template_kernels
+        self.template_params = dict(template_params or {})
         self.failed = dict(failed or {})       # function -> UnsupportedFeatureError
 
     def kernel_name(self, name: str) -> str | None:
@@ -252,7 +255,8 @@ def _translate(text: str, cooperative_groups: bool, source_lines: tuple,
         # every error is in host code, which nvcc --cubin parses and drops: so do we
     tr = Translator(root, source_lines, offset)
     ast = tr.translate()
-    return TranslationUnit(ast.ext, tr.kernel_names, tr.template_kernels, failed=tr.failed)
+    return TranslationUnit(ast.ext, tr.kernel_names, tr.template_kernels, failed=tr.failed,
+                           template_params=tr.template_params)
 
 
 def parse(pre: Preprocessed) -> TranslationUnit:

@@ -257,12 +257,40 @@ def _split_commas(text: str) -> list[str]:
     return [a for a in out if a != "void"]
 
 
+_INTEGER_TYPES = re.compile(r"^(const\s+)?(unsigned\s+|signed\s+)?(int|long|long long|short|char|"
+                            r"size_t|std::size_t|unsigned|u?int(8|16|32|64)_t|bool)$")
+
+
+def _template_param_list(n: dict) -> tuple:
+    """((kind, name), ...) of template `n`'s parameters (clang's JSON), as
+    `Translator.template_params` gives them."""
+    out = []
+    for p in n.get("inner", []):
+        kind = p.get("kind", "")
+        if not kind.endswith("ParmDecl"):
+            continue
+        qual = (p.get("type") or {}).get("qualType", "")
+        if p.get("isParameterPack"):
+            what = "other"
+        elif kind == "NonTypeTemplateParmDecl" and _INTEGER_TYPES.match(qual.strip()):
+            what = "int"
+        elif kind == "TemplateTypeParmDecl":
+            what = "type"
+        else:
+            what = "other"
+        out.append((what, p.get("name") or ""))
+    return tuple(out)
+
+
 class Translator:
     """One translation unit: `translate()` returns a `c_ast.FileAST`.
 
     After it: `kernel_names` maps each kernel's name as get_function takes it (``'k'``,
     ``'k<128, float>'``) to its mangled name (clang's ``mangledName``: the Itanium ABI name
-    nvcc gives it too), and `template_kernels` lists the kernel templates' names."""
+    nvcc gives it too), `template_kernels` lists the kernel templates' names and
+    `template_params` gives each one's parameters, in order, as (kind, name) pairs: kind
+    "int" for a non-type parameter of an integer type, "type" for a type parameter, "other"
+    for the rest (a pointer, a template template parameter, a parameter pack)."""
 
     def __init__(self, root: dict, source_lines=(), offset: int = 0):
         self.root = root
@@ -280,6 +308,7 @@ class Translator:
         self.typedefs: dict = {}         # typedef name -> the type it names (clang's text)
         self.kernel_names: dict = {}
         self.template_kernels: list = []
+        self.template_params: dict = {}  # kernel template name -> ((kind, name), ...)
         self.ext: list = []
         self._emitted: set = set()
         self._method_of: dict = {}       # function id -> record id
@@ -654,7 +683,9 @@ class Translator:
                     if f.get("kind") in _FUNCTION_KINDS and "mangledName" not in f:
                         if any(a.get("kind") == "CUDAGlobalAttr" for a in f.get("inner", [])) \
                                 and not self._in_prelude(f):
-                            self.template_kernels.append("::".join(scope + [n["name"]]))
+                            qual = "::".join(scope + [n["name"]])
+                            self.template_kernels.append(qual)
+                            self.template_params[qual] = _template_param_list(n)
                 self._collect([f for f in inner if f.get("kind") in _FUNCTION_KINDS
                                and "mangledName" in f], scope, bodies, in_template)
             elif kind == "ClassTemplateDecl":

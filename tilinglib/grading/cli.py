@@ -457,7 +457,11 @@ def feedback_text(result: Result) -> str:
         for c in o.checks:
             mark = "ok  " if c["passed"] else "FAIL"
             lines.append(f"  {mark} {c['name']:<{width}}  {c['points']:g}/{c['max_points']:g}")
-            if not c["passed"] and c["message"]:
+            # a failed check says why; a passed check of no points may say what it did
+            # ("ok, 'sgemm' is a kernel template ...: graded as sgemm<16>")
+            said = (not c["passed"] or (not c["max_points"]
+                                         and str(c["message"]).startswith("ok, ")))
+            if said and c["message"]:
                 lines += ["         " + line for line in c["message"].splitlines()]
         lines.append("")
     if o.notes:

@@ -41,8 +41,9 @@ from ..errors import CompileError, KernelRuntimeError
 from .evidence import staging_shortfall
 from .secret import Draw, active_draw, record_shapes
 from .sgemm import (_SYNC, SGEMM_SIGNATURE, Check, GradeReport, _accumulator, _ceil_div,
-                    _contained, _correctness, _default_grid, _index_width, _probe_tile, _Runner,
-                    _synchronisation, _weigh, graded_cases, sgemm_cases)
+                    _contained, _correctness, _default_grid, _index_width, _macro_or_none,
+                    _probe_tile, _Runner, _synchronisation, _weigh, graded_cases, sgemm_cases)
+from .templates import Instance, instantiate, macro_clash_hint
 
 __all__ = ["check_coarsened", "coarse_targets", "declared_coarse", "COARSE_TILE",
            "COARSE_VALUES", "COARSE_KERNEL"]
@@ -231,11 +232,20 @@ def _grade(source: str, kernel_name: str, *, options: Sequence[str] | None = Non
     try:
         module = SourceModule(source, options=options)
     except CompileError as exc:
-        return fail(f"the source does not compile: {exc}")
+        return fail(f"the source does not compile: {exc}"
+                    + macro_clash_hint(source, options, ("TILE", "COARSE")))
+    graded_source, graded_kernel, template_values, template_notes = source, kernel_name, {}, []
     try:
         f = module.get_function(kernel_name)
     except LookupError as exc:
-        return fail(str(exc))
+        # a kernel template: graded as its instantiation (TILE = 32, COARSE from the source)
+        inst = instantiate(source, options, module, kernel_name, ("TILE", "COARSE"),
+                           {"TILE": COARSE_TILE},
+                           lambda macro: _macro_or_none(source, options, deadline, macro))
+        if not isinstance(inst, Instance):
+            return fail(inst or str(exc))
+        f, graded_source, graded_kernel = inst.function, inst.source, inst.kernel
+        template_values, template_notes = dict(inst.values), [inst.note]
     kinds = [(p.ctype.kind if not p.ctype.is_pointer else
               "pointer:" + getattr(p.ctype.target, "name", "?")) for p in f.params]
     if kinds != ["int", "int", "int", "pointer:float", "pointer:float", "pointer:float"]:
@@ -244,6 +254,9 @@ def _grade(source: str, kernel_name: str, *, options: Sequence[str] | None = Non
                     f"{kernel_name}{SGEMM_SIGNATURE}")
     values = {}
     for macro, example in (("TILE", "#define TILE 32"), ("COARSE", "#define COARSE 4")):
+        if macro in template_values:
+            values[macro] = template_values[macro]
+            continue
         try:
             values[macro] = _probe_tile(source, options, deadline, macro=macro)
         except CompileError:
@@ -270,7 +283,8 @@ def _grade(source: str, kernel_name: str, *, options: Sequence[str] | None = Non
     record_shapes(kernel_name, tile, cases)
     runner = _Runner(f, tile, block, lambda M, N, K, t: _default_grid(M, N, K, t),
                      int(seed), deadline, step_scale=1 + coarse // 8)
-    checks: list[Check] = [Check("compiles and launches", 0, 0, True)]
+    checks: list[Check] = [Check("compiles and launches", 0, 0, True,
+                                 f"ok, {template_notes[0]}" if template_notes else "ok")]
     long_k = measured = None
     measured_ok = False
     for case in cases:
@@ -283,9 +297,9 @@ def _grade(source: str, kernel_name: str, *, options: Sequence[str] | None = Non
     g_check, s_check, notes = _traffic(runner, coarse, measured, measured_ok)
     checks += [g_check, s_check,
                _repoint(_synchronisation(runner, long_k), _SYNC, dict(A4_CHECKS)[_SYNC]),
-               _repoint(_index_width(source, options, kernel_name), INDEX,
+               _repoint(_index_width(graded_source, options, graded_kernel), INDEX,
                         dict(A4_CHECKS)[INDEX]),
-               _accumulators(runner, source, options, kernel_name)]
+               _accumulators(runner, graded_source, options, graded_kernel)]
     checks = _weigh(checks, gate=GLOBAL, gate_why=_GATE_WHY)
     notes.insert(0, f"COARSE = {coarse}: block {block}, grid (ceil(N/{tile}), ceil(M/{tile}))")
     return GradeReport(kernel_name, tuple(checks), tile, block, time.perf_counter() - t0,
@@ -324,6 +338,11 @@ def check_coarsened(source: str, kernel_name: str = COARSE_KERNEL, *,
     emulator's report of reads before writes). Bytes are those the threads request (the emulator's counters), per FMA of the
     product (M·N·K, not the FMAs the kernel executes). Every check after correctness counts
     in proportion to the correctness points earned.
+
+    A kernel template (``template <int TILE, int COARSE>``, or ``template <int COARSE>``
+    beside ``#define TILE 32``) is graded as its instantiation: the source's own, else TILE =
+    32 and the source's macros (tilinglib/grading/templates.py; the message of "compiles
+    and launches" says which ran).
 
     A source that does not compile, the wrong signature, TILE other than 32 or a COARSE not
     in the list scores 0 with the reason; grading stops after `time_limit` seconds (as

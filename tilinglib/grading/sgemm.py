@@ -46,6 +46,7 @@ from ..errors import (BarrierError, CompileError, KernelArgumentError, KernelRun
                      LaunchError, MemoryAccessError, RaceError, StepBudgetExceeded)
 from .evidence import fma_shortfall, staging_shortfall
 from .secret import Draw, active_draw, active_time_limit, record_shapes
+from .templates import Instance, instantiate, macro_clash_hint
 
 __all__ = ["Check", "GradeReport", "check_sgemm", "declared_tile", "sgemm_cases",
            "SGEMM_SIGNATURE"]
@@ -228,6 +229,15 @@ def _probe_tile(source: str, options, deadline: float | None = None, macro: str 
       max_seconds=_seconds_left(deadline if deadline is not None
                                 else time.perf_counter() + 10.0))
     return int(out[0])
+
+
+def _macro_or_none(source: str, options, deadline: float, macro: str) -> int | None:
+    """The value of integer macro `macro` in `source` with `options`, None when the source
+    does not define it (or it cannot be read)."""
+    try:
+        return _probe_tile(source, options, deadline, macro=macro)
+    except (CompileError, KernelRuntimeError, LookupError):
+        return None
 
 
 def _seconds_left(deadline: float) -> float:
@@ -542,7 +552,8 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
                 block: Sequence[int] | None = None,
                 grid: Callable[[int, int, int, int], Sequence[int]] | None = None,
                 seed: int | None = None, gpu: bool | None = None,
-                time_limit: float | None = None, draw: Draw | None = None) -> GradeReport:
+                time_limit: float | None = None, draw: Draw | None = None,
+                template_tile_default: int = 16) -> GradeReport:
     """Grade a tiled SGEMM kernel, ``C = A·B`` for any M, N, K.
 
     The kernel must have the signature
@@ -588,6 +599,12 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     right on 21 of the 30 gets 70% of each check it passes, an empty kernel or one that
     never writes C gets 0.
 
+    A kernel template (``template <int TILE> __global__ void sgemm(...)``) is graded as its
+    instantiation: the source's own (``template __global__ void sgemm<16>(...);``), else at
+    the source's TILE macro, else at `template_tile_default` (16, the assignments'
+    default TILE); tilinglib/grading/templates.py gives the rule, and the message of the
+    check "compiles and launches" says which instantiation ran.
+
     A source that does not compile, the wrong signature, no TILE, or a block over 1,024
     threads scores 0, with the reason. `gpu=None` also runs the correctness cases on the
     GPU when tilinglib's backend is PyCUDA (`True` requires it, `False` never). Grading
@@ -609,11 +626,23 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     try:
         module = SourceModule(source, options=options)
     except CompileError as exc:
-        return _fail_all(kernel_name, f"the source does not compile: {exc}", t0=t0)
+        return _fail_all(kernel_name, f"the source does not compile: {exc}"
+                         + macro_clash_hint(source, options, ("TILE",)), t0=t0)
+    graded_source, graded_kernel, template_tile, launched = source, kernel_name, None, "ok"
+    notes: list[str] = []
     try:
         f = module.get_function(kernel_name)
     except LookupError as exc:
-        return _fail_all(kernel_name, str(exc), t0=t0)
+        # a kernel template: graded as its instantiation at the assignment's TILE
+        inst = instantiate(source, options, module, kernel_name, ("TILE",),
+                           {"TILE": template_tile_default},
+                           lambda macro: _macro_or_none(source, options, t0 + time_limit,
+                                                        macro))
+        if not isinstance(inst, Instance):
+            return _fail_all(kernel_name, inst or str(exc), t0=t0)
+        f, graded_source, graded_kernel = inst.function, inst.source, inst.kernel
+        template_tile = inst.values.get("TILE")
+        launched = f"ok, {inst.note}"       # said where every grader shows it (a2's too)
     kinds = [(p.ctype.kind if not p.ctype.is_pointer else
               "pointer:" + getattr(p.ctype.target, "name", "?")) for p in f.params]
     expected = ["int", "int", "int", "pointer:float", "pointer:float", "pointer:float"]
@@ -622,7 +651,8 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
         return _fail_all(kernel_name, f"the kernel's parameters are ({have}); the assignment "
                          f"asks for {SGEMM_SIGNATURE}", t0=t0)
     try:
-        tile = _probe_tile(source, options, t0 + time_limit)
+        tile = template_tile if template_tile is not None else \
+            _probe_tile(source, options, t0 + time_limit)
     except CompileError:
         return _fail_all(kernel_name, "TILE is not defined: write '#define TILE 16' (or pass "
                          "options=['-DTILE=16']) and use TILE for the shared arrays and the "
@@ -648,8 +678,7 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     runner = _Runner(f, tile, block3,
                      grid or (lambda M, N, K, t: _default_grid(M, N, K, t)), int(seed),
                      t0 + time_limit)
-    checks: list[Check] = [Check("compiles and launches", 0, 0, True)]
-    notes: list[str] = []
+    checks: list[Check] = [Check("compiles and launches", 0, 0, True, launched)]
 
     # --- correctness
     shared_case_shape = None
@@ -665,12 +694,12 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     checks.append(_shared_used(runner, shared_case_shape))
     checks.append(_synchronisation(runner, shared_case_shape))
     checks.append(_tile_consistent(f, tile, block3))
-    checks.append(_index_width(source, options, kernel_name))
-    checks.append(_accumulator(source, options, kernel_name, runner))
+    checks.append(_index_width(graded_source, options, graded_kernel))
+    checks.append(_accumulator(graded_source, options, graded_kernel, runner))
 
     if gpu or gpu is None:
-        notes += _gpu_pass(source, options, kernel_name, tile, block3, runner, checks, gpu,
-                           cases)
+        notes += _gpu_pass(graded_source, options, graded_kernel, tile, block3, runner, checks,
+                           gpu, cases, template=graded_kernel != kernel_name)
     checks = _weigh(checks)
     return GradeReport(kernel_name, tuple(checks), tile, block3, time.perf_counter() - t0,
                        tuple(notes))
@@ -988,9 +1017,11 @@ def _accumulator(source, options, kernel, runner: _Runner | None = None) -> Chec
 
 
 def _gpu_pass(source, options, kernel, tile, block, runner, checks, gpu,
-              cases=None) -> list[str]:
+              cases=None, template: bool = False) -> list[str]:
     """On the PyCUDA backend, run the correctness shapes on the GPU too; a wrong GPU result
-    turns that case's check into a failure. Returns notes for the report."""
+    turns that case's check into a failure. `template`: `kernel` is a template's
+    instantiation ('sgemm<16>'), compiled without PyCUDA's extern "C" (where nvcc refuses a
+    template) and found under its mangled name. Returns notes for the report."""
     from ..backend import get_backend
     from ..errors import BackendUnavailableError
 
@@ -1002,7 +1033,8 @@ def _gpu_pass(source, options, kernel, tile, block, runner, checks, gpu,
         return []
     if backend.name != "pycuda":
         return ["GPU pass not run: tilinglib's backend here is the CPU emulator"] if gpu else []
-    mod = backend.SourceModule(source, options=options)
+    mod = (backend.SourceModule(source, options=options, no_extern_c=True) if template
+           else backend.SourceModule(source, options=options))
     fn = mod.get_function(kernel)
     by_name = {c.name: i for i, c in enumerate(checks)}
     for case in cases or sgemm_cases(tile):
