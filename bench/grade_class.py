@@ -27,7 +27,12 @@ as the command measures it: `tilinglib.grading.memory`), the peak of any one gra
   on time or memory) has the same status and score as the same notebook graded alone, so no
   hostile submission changed any other's score, its neighbours' included;
 - every hostile submission ended with one of the statuses its kind allows and a score;
-- every attack scored at most what its honest part earns (`Kind.at_most`).
+- every attack scored at most what its honest part earns (`Kind.at_most`);
+- every fairness kind (TILE as the kernel's template parameter, instantiated by the grader
+  or by the source) got the status and score of the same kernel written with ``#define
+  TILE`` (`Kind.same_as`), when that kind is in the class too.
+
+``--only KIND,KIND`` deals only those kinds (and the kinds they are compared with).
 
 With ``--assignment a4_coarsen`` the class is Assignment 4's instead (`a4_class`): the
 instructor's solution, every kernel of ``tests/submissions/a4/`` and the a4 attacks, dealt
@@ -96,6 +101,24 @@ def _with_tile(source: str, tile: int) -> str:
     return re.sub(r"#define TILE \d+", f"#define TILE {tile}", source, count=1)
 
 
+SGEMM_TYPES = "(int, int, int, const float*, const float*, float*)"
+
+
+def _templated(source: str, name: str = "TILE", instantiate: int | None = None) -> str:
+    """`source` (one kernel, TILE a macro) with TILE made the kernel's template parameter
+    `name` (``template <int TILE>``), the macro removed, and, given `instantiate`, an
+    explicit instantiation at that TILE after it."""
+    out = source.replace("#ifndef TILE\n#define TILE 16\n#endif\n", "")
+    out = re.sub(r"#define TILE \d+[^\n]*\n", "", out)
+    out = re.sub(r"\bTILE\b", name, out)
+    out = out.replace("__global__ void sgemm(", f"template <int {name}>\n__global__ void sgemm(", 1)
+    if instantiate is not None:
+        out += f"\ntemplate __global__ void sgemm<{instantiate}>{SGEMM_TYPES};\n"
+    if "#define TILE" in out or "template <int" not in out:
+        raise RuntimeError("the kernel could not be made a template of TILE")
+    return out
+
+
 def _body(statements: str) -> str:
     """A kernel with the right signature, TILE 16 and `statements` as its body."""
     return ("#define TILE 16\n__global__ void sgemm(int M, int N, int K, const float* A, "
@@ -120,6 +143,8 @@ class Kind:
     notebook: str = "normal"     # normal | no_metadata | bad_json | missing | symlink | huge
     #                              | linked_folder | hard_link
     at_most: float | None = None  # an attack: the most it may score (its honest part's)
+    same_as: str | None = None    # fairness: the kind (the same kernel written otherwise)
+    #                               whose status and score it must have
 
 
 HOST_FILE_TEXT = "root:x:0:0:root:/root:/bin/bash\n"
@@ -241,6 +266,16 @@ def kinds() -> list:
                     hostile=True, notebook="hard_link"))
     out.append(Kind("missing_notebook", None, frozenset({"missing_notebook"}),
                     notebook="missing"))
+    # --- fairness: TILE as the kernel's template parameter scores what #define TILE scores
+    out.append(Kind("good_template_tile", _cell(_templated(ref)), frozenset({"graded"}),
+                    same_as="good_reference_tile16"))
+    out.append(Kind("good_template_instantiated_tile32",
+                    _cell(_templated(ref, "T", instantiate=32)), frozenset({"graded"}),
+                    same_as="good_reference_tile32"))
+    out.append(Kind("bad_template_missing_second_barrier",
+                    _cell(_templated((SUBMISSIONS / "bad_missing_second_barrier.cu")
+                                     .read_text())),
+                    frozenset({"graded"}), same_as="bad_missing_second_barrier"))
     # --- attacks on the public inputs: graded on inputs drawn from the instructor's secret
     ga = _attacks()
     out.append(Kind("attack_lookup_table", _cell(ga.lookup_table(16)), frozenset({"graded"}),
@@ -405,6 +440,11 @@ def verify(plan: dict, rows: dict, alone: dict, feedback_dir) -> list:
         if kind.at_most is not None and score > kind.at_most + 0.005:
             problems.append(f"{student} ({kind.name}): an attack scored {score:g}, more than "
                             f"its honest part's {kind.at_most:g}")
+        if kind.same_as is not None and kind.same_as in alone \
+                and (status, score) != alone[kind.same_as]:
+            problems.append(f"{student} ({kind.name}): {status} {score:g}, where the same "
+                            f"kernel written as {kind.same_as} gets {alone[kind.same_as][0]} "
+                            f"{alone[kind.same_as][1]:g}")
         if kind.deterministic and (status, score) != alone[kind.name]:
             i = students.index(student)
             near = [f"{s} ({plan[s].name})" for s in students[max(0, i - 1):i + 2] if s != student]
@@ -506,6 +546,8 @@ def main(argv=None) -> int:
     p.add_argument("--memory", type=int, default=1536, help="--memory per submission, MiB")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--keep", metavar="DIR", help="build the class in DIR and keep it")
+    p.add_argument("--only", metavar="KIND,KIND", help="deal only these kinds (a1; comma-"
+                                                      "separated names, as printed per kind)")
     p.add_argument("--assignment", default=ASSIGNMENT, choices=[ASSIGNMENT, A4],
                    help=f"the assignment (default {ASSIGNMENT})")
     args = p.parse_args(argv)
@@ -524,7 +566,15 @@ def main(argv=None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="tilinglib-class-")
         base = Path(tmp.name)
     submitted = base / "submitted"
-    plan = build_class(submitted, args.n, seed=args.seed)
+    only = None
+    if args.only:
+        only = {name.strip() for name in args.only.split(",") if name.strip()}
+        unknown = sorted(only - {k.name for k in kinds()})
+        if unknown:
+            p.error(f"--only: no kind named {', '.join(unknown)}")
+        # a fairness kind is checked against its pair: deal the pair too
+        only |= {k.same_as for k in kinds() if k.name in only and k.same_as}
+    plan = build_class(submitted, args.n, seed=args.seed, only=only)
     print(f"class: {len(plan)} submissions of {ASSIGNMENT} in {submitted} "
           f"({len({k.name for k in plan.values()})} kinds, "
           f"{sum(k.hostile for k in plan.values())} hostile); grading with --jobs {args.jobs} "

@@ -14,7 +14,9 @@ submissions of a1_tiled_sgemm, shuffled with a fixed seed) and grades it with
    ``cluster`` extra; left out without it).
 
 It prints each wall time (the shards' one by one and summed; the merge's; the cluster's
-start-up apart from its grading) and the number of rows (student, assignment, status, score)
+start-up apart from its grading), for run 1 the submissions per minute and the peak memory
+of its whole process tree (the command, its grading processes and their clang children, as
+the command measures it and writes in grades.json) and the number of rows (student, assignment, status, score)
 that differ from run 1, in all and among the deterministic kinds (every kind but the hostile
 ones whose outcome depends on time or memory: an endless loop may end graded or timeout).
 Exit status 0 when no deterministic row differs and every command succeeded, else 1.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -64,6 +67,16 @@ def command(argv, env) -> tuple:
     proc = subprocess.run([sys.executable, "-m", "tilinglib.grading", *map(str, argv)],
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     return time.monotonic() - t0, proc
+
+
+def _memory(results: Path) -> dict:
+    """The command's own memory figures from its results file (``run.memory``: the peak of
+    the whole process tree, the command and every grading process and compiler under it,
+    `tilinglib.grading.memory`), {} if it has none."""
+    try:
+        return json.loads(results.read_text())["run"]["memory"] or {}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 def outputs(folder: Path) -> list:
@@ -109,7 +122,9 @@ def main(argv=None) -> int:
             print(proc.stderr[-2000:], file=sys.stderr)
             return 1
         reference = rows_of(base / "jobs" / "grades.csv")
-        print(f"--jobs {args.jobs}: {wall:.1f} s", flush=True)
+        print(f"--jobs {args.jobs}: {wall:.1f} s for {len(plan)} submissions "
+              f"({60 * len(plan) / wall:.1f} per minute)", flush=True)
+        gc._print_memory(_memory(base / "jobs" / "grades.json"))
 
         if not args.no_shards:
             shard_walls, files = [], []
