@@ -374,9 +374,12 @@ def _fma32(a, b, c):
         out = s.astype(np.float32)
         # float32 midpoints have low 29 bits 1000...0 in float64 (those bits xor 1000...0
         # are 0 there); tiny results (and NaN, which np.min passes on) take the careful
-        # path too
+        # path too, except exact zeros: the exact a*b + c is 0 only where the float64 sum
+        # is (a*b is exact in float64, and a nonzero exact sum is at least 2^-298 in
+        # size), with the sign IEEE gives both
         mid = np.bitwise_xor(np.bitwise_and(s.reshape(-1).view(np.int64), _LOW29), _MID29)
-        if not mid.all() or (out.size and not np.abs(out).min() > _FLT_MIN):
+        if not mid.all() or (out.size and not np.abs(out).min() > _FLT_MIN
+                             and (~(np.abs(out) > _FLT_MIN) & (s != 0)).any()):
             x, y, z = (np.asarray(v, np.float64) for v in (a, b, c))
             p = x * y
             s = p + z
