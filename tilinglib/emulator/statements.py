@@ -653,8 +653,14 @@ def exit_ifs(body, barrier_fns) -> frozenset:
     found = set()
 
     def walk(items, tail):
+        # later[i]: whether a statement after items[i] (in this block) calls a barrier;
+        # one pass from the end, each statement walked once
+        later, seen = [tail] * len(items), tail
+        for i in range(len(items) - 1, -1, -1) if not tail else ():
+            later[i] = seen
+            seen = seen or calls_barrier(items[i], barrier_fns)
         for i, s in enumerate(items):
-            after = tail or any(calls_barrier(t, barrier_fns) for t in items[i + 1:])
+            after = later[i]
             if isinstance(s, c_ast.If):
                 if not after:
                     found.add(id(s))

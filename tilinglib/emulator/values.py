@@ -362,6 +362,9 @@ def fma(a, b, c, dtype):
     return out if vec else out[()]
 
 
+_LOW29, _MID29 = np.int64(0x1FFFFFFF), np.int64(0x10000000)
+
+
 def _fma32(a, b, c):
     vec = isinstance(a, np.ndarray) or isinstance(b, np.ndarray) or isinstance(c, np.ndarray)
     with np.errstate(all="ignore"):
@@ -369,10 +372,14 @@ def _fma32(a, b, c):
         s = np.add(s, c, out=s if isinstance(s, np.ndarray) else None, dtype=np.float64)
         s = np.asarray(s)
         out = s.astype(np.float32)
-        # float32 midpoints have low 29 bits 1000...0 in float64; tiny results (and NaN)
-        # take the careful path too
-        low = s.reshape(-1).view(np.int64) & 0x1FFFFFFF
-        if (low == 0x10000000).any() or not (np.abs(out) > _FLT_MIN).all():
+        # float32 midpoints have low 29 bits 1000...0 in float64 (those bits xor 1000...0
+        # are 0 there); tiny results (and NaN, which np.min passes on) take the careful
+        # path too, except exact zeros: the exact a*b + c is 0 only where the float64 sum
+        # is (a*b is exact in float64, and a nonzero exact sum is at least 2^-298 in
+        # size), with the sign IEEE gives both
+        mid = np.bitwise_xor(np.bitwise_and(s.reshape(-1).view(np.int64), _LOW29), _MID29)
+        if not mid.all() or (out.size and not np.abs(out).min() > _FLT_MIN
+                             and (~(np.abs(out) > _FLT_MIN) & (s != 0)).any()):
             x, y, z = (np.asarray(v, np.float64) for v in (a, b, c))
             p = x * y
             s = p + z
