@@ -1244,7 +1244,7 @@ def clang_mangled_name(entry: dict, source: str) -> str | None:
     """The mangled name tilinglib's front end (clang) gives the entry's kernel, or None
     where the front end cannot say (not merged yet, or it refuses the source)."""
     try:
-        from tilinglib.frontend.parse import mangled_names
+        from tilinglib.toolchain.frontend.program import mangled_names
         names = mangled_names(source, entry.get("options"))
         want = lookup_name(entry)
         # a kernel of an anonymous namespace is listed as '::k', one of namespace N as 'N::k'

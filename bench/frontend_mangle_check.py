@@ -2,7 +2,7 @@
 end looks kernels up by clang's mangledName under PyCUDA's no_extern_c=True).
 
 Standalone: pycuda + numpy only. The mangled names below were printed by
-tilinglib.frontend.mangled_names (zig clang 0.17.1, 2026-12-01) for SRC. Run:
+tilinglib.toolchain.frontend.mangled_names (zig clang 0.17.1, 2026-12-01) for SRC. Run:
     python3 mangle_check.py
 Prints OK/FAIL per kernel, and runs each once against NumPy.
 """

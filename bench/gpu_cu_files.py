@@ -4,7 +4,7 @@ For issue 24 (items 3 and 5). Three parts, each run through PyCUDA (nvcc) and th
 tilinglib's emulator, side by side:
 
 1. headers: a small kernel after ``#include <H>`` for every header name of
-   tilinglib/frontend/headers.py, in PyCUDA's C++ mode (``no_extern_c=True``) and inside
+   tilinglib/toolchain/frontend/headers.py, in PyCUDA's C++ mode (``no_extern_c=True``) and inside
    its default ``extern "C" { }`` wrapping: does nvcc compile it and does the kernel run;
    the emulator's verdict (it refuses a header marked C++ inside the wrapping) beside it.
    Also what device code gets: ``std::sqrt(float)``, ``std::min``, ``cudaMalloc``... in a
@@ -229,7 +229,7 @@ def emulator_run(source, kernel, args, block, grid, no_extern_c=False, hazards="
 
 def emulator_side(names=None) -> dict:
     """Everything the emulator says, as the GPU side records it (see `gpu_side`)."""
-    from tilinglib.frontend.headers import HEADERS
+    from tilinglib.toolchain.frontend.headers import HEADERS
     out = {"headers": {}, "uses": {}, "whole_file": {}, "barriers": {}}
     for name in sorted(names if names is not None else HEADERS):
         src = f"#include <{name}>\n" + HEADER_KERNEL
@@ -364,7 +364,7 @@ def _verdict(text):
 
 def print_tables(emu: dict, gpu: dict | None) -> list:
     """Print the side-by-side tables; returns the disagreements (for the summary)."""
-    from tilinglib.frontend.headers import HEADERS, MACHINE_DEPENDENT
+    from tilinglib.toolchain.frontend.headers import HEADERS, MACHINE_DEPENDENT
     bad = []
     print("\n## headers: a kernel after #include <H>  (cxx: no_extern_c=True; extern_c: "
           "PyCUDA's default wrapping)")
@@ -429,7 +429,7 @@ def main(argv=None) -> int:
                     help="take the GPU side from this earlier run's JSON (any machine): the "
                          "current emulator against what nvcc did then")
     opts = ap.parse_args(argv)
-    from tilinglib.frontend.headers import HEADERS, NVCC_REFUSED
+    from tilinglib.toolchain.frontend.headers import HEADERS, NVCC_REFUSED
     names = sorted(n for n in {**HEADERS, **NVCC_REFUSED} if not opts.only or opts.only in n)
     try:
         emu = emulator_side(names)

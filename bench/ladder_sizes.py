@@ -11,7 +11,7 @@ vec4, warptile and warptile_db, and of the tuned kernel with its switches and sp
 every size of `tile_choice.SIZES` (N = 1024, 2048, 4096, 8192 and 1500 x 2500 x 3000):
 
 1. compile with nvcc for the GPU's architecture, as PyCUDA's SourceModule does (in parallel,
-   `tilinglib.bench.compile_cubin`), keeping ptxas's report: registers per thread, spill
+   `tilinglib.devtools.bench.compile_cubin`), keeping ptxas's report: registers per thread, spill
    stores and loads; the loaded function's ``num_regs`` and ``local_size_bytes`` beside it;
 2. check C once at 1000 x 1003 x 999 (every edge path) and once at each size, against a
    float64 product (CuPy), as the largest |error| over the largest |entry|; a configuration is

@@ -11,7 +11,7 @@ CSV, runs the emulator on the same launches, and prints a summary. If that singl
 fails it falls back to one ncu run per kernel (``--launch-count 1``) within --budget seconds.
 
 Without a GPU, ``--from-json bench/results/reference_h200_bench.json`` compares the emulator
-with ncu readings saved earlier by ``python -m tilinglib.bench --ncu``.
+with ncu readings saved earlier by ``python -m tilinglib.devtools.bench --ncu``.
 
 Verdicts: global requests and sectors must be equal ("=", else "DIFF"). Shared-memory counts
 are equal unless nvcc changed the accesses: "merged" when ncu counts fewer shared loads

@@ -16,7 +16,7 @@ import numpy as np
 
 from tilinglib import kernels, sgemm
 from tilinglib.emulator import In, Out, SourceModule
-from tilinglib.emulator import memory
+from tilinglib.toolchain.model import memory
 
 
 def best_of(f, args, repeat: int) -> float:

@@ -345,7 +345,7 @@ def corpus_cases(only=None):
     to see whether it has a read/write race; skipped: (id, why) for entries whose mirror,
     compile or launch fails (the corpus table has them)."""
     import json
-    from tilinglib.emulator.schedule import _ORDER
+    from tilinglib.toolchain.runtime.schedule import _ORDER
 
     cc = _corpus_module()
     listing = json.loads((HERE / "conformance_corpus.json").read_text())

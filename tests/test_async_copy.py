@@ -1,6 +1,6 @@
 """Asynchronous copies (issue 11, SGEMM_CUDA's kernel 12): cuda::barrier with
 cuda::memcpy_async (<cuda/barrier>), the <cuda_pipeline.h> primitives, and
-cooperative_groups::memcpy_async / wait (emulator/async_copy.py).
+cooperative_groups::memcpy_async / wait (toolchain/codegen/async_copy.py).
 
 Kernels of our own under tests/kernels/async_copy/, each run on the emulator and checked
 against NumPy, with the counters derived by hand: a copy is one global load and one
@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from tilinglib import emulator
-from tilinglib.emulator.diagnostics import RaceWarning
+from tilinglib.toolchain.measure.diagnostics import RaceWarning
 from tilinglib.errors import (BarrierError, CompileError, KernelRuntimeError,
                               MemoryAccessError, RaceError, UnsupportedFeatureError)
 
 
 def _cxx_module(source, **kw):
     """The sources here include C++ headers (<cuda/barrier>, <cooperative_groups.h>): nvcc
-    compiles them only in PyCUDA's C++ mode, no_extern_c=True (frontend/headers.py)."""
+    compiles them only in PyCUDA's C++ mode, no_extern_c=True (toolchain/frontend/headers.py)."""
     return emulator.SourceModule(source, no_extern_c=True, **kw)
 
 HERE = Path(__file__).parent / "kernels" / "async_copy"

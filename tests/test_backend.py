@@ -129,7 +129,7 @@ def test_the_pycuda_probe_builds_its_backend_from_the_session(monkeypatch, fresh
     # backend): with a stand-in pycuda.driver and session, the fields land where they belong.
     import types
 
-    from tilinglib import _pycuda
+    from tilinglib.toolchain.backends import pycuda as _pycuda
 
     driver = types.SimpleNamespace(In="drv.In", Out="drv.Out", InOut="drv.InOut")
     monkeypatch.setitem(sys.modules, "pycuda", types.ModuleType("pycuda"))

@@ -1,4 +1,4 @@
-"""tilinglib.bench's ladder parts that run without a GPU: ptxas's report (nvcc is enough),
+"""tilinglib.devtools.bench's ladder parts that run without a GPU: ptxas's report (nvcc is enough),
 Nsight Compute's CSV, and --merge, which must keep every earlier entry of a reference file."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import shutil
 
 import pytest
 
-from tilinglib import bench, kernels, ladder, reference
+from tilinglib import kernels, ladder, reference
+
+from tilinglib.devtools import bench
 
 NCU_CSV = '''==PROF== Connected to process 1
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"

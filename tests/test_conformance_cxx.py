@@ -246,7 +246,7 @@ def test_the_anonymous_namespace_name_is_matched_component_by_component(monkeypa
     import sys
     import types
 
-    from tilinglib import _pycuda
+    from tilinglib.toolchain.backends import pycuda as _pycuda
 
     nvcc_name = "_ZN5outer45_GLOBAL__N__488c2b5e_9_kernel_cu_f9058338_5076addTwoEPfi"
     decoys = ["_ZN5outer6addTwoEPfi",                                   # a named one
@@ -389,7 +389,7 @@ def test_both_backends_find_a_kernel_by_the_same_rule():
     # get_function uses: 'shiftBy' is vec::(anonymous)::shiftBy, mangled as the Itanium ABI
     # writes it (nested name: 3vec, the anonymous namespace 12_GLOBAL__N_1, 7shiftBy;
     # parameters float*, float, int).
-    from tilinglib.frontend.parse import find_kernel
+    from tilinglib.toolchain.frontend.program import find_kernel
 
     src = (HERE / "cxx_anonymous_nested.cu").read_text()
     assert find_kernel(src, None, "shiftBy") == ("vec::::shiftBy",

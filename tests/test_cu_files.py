@@ -1,4 +1,4 @@
-"""A .cu file compiles as written (frontend/headers.py, host_prelude.py, parse.host_code):
+"""A .cu file compiles as written (toolchain/frontend/headers.py, host_prelude.py, parse.host_code):
 every header name of the C and C++ libraries and of the CUDA toolkit is satisfied inside,
 in the mode nvcc would compile it (PyCUDA's extern "C" wrapping refuses C++ headers, as nvcc
 does); host code is parsed and set aside; device code that uses a host name gets nvcc's
@@ -11,8 +11,8 @@ import pytest
 
 from tilinglib.emulator import In, InOut, Out, SourceModule
 from tilinglib.errors import CompileError, UnsupportedFeatureError
-from tilinglib.frontend import mangled_names
-from tilinglib.frontend.headers import HEADERS, NVCC_REFUSED, table_rows
+from tilinglib.toolchain.frontend import mangled_names
+from tilinglib.toolchain.frontend.headers import HEADERS, NVCC_REFUSED, table_rows
 
 KERNEL = "__global__ void k(int *out) { out[threadIdx.x] = 7 * threadIdx.x; }\n"
 
@@ -270,9 +270,9 @@ def test_the_gpu_scripts_emulator_side():
 def test_the_docs_header_table_is_the_catalogues():
     from pathlib import Path
 
-    from tilinglib.frontend.headers import markdown_table
+    from tilinglib.toolchain.frontend.headers import markdown_table
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "frontend.md").read_text()
-    begin = "<!-- header table: tilinglib.frontend.headers.markdown_table() -->\n"
+    begin = "<!-- header table: tilinglib.toolchain.frontend.headers.markdown_table() -->\n"
     table = doc.split(begin, 1)[1].split("<!-- end of header table -->", 1)[0]
     assert table == markdown_table()

@@ -181,7 +181,7 @@ def test_a_real_failure_shrinks_to_its_cause(monkeypatch):
     """An emulator with a bug put in (integer ^ computed as |) fails a generated test; the
     shrinker, recompiling both sides at each step, reduces it to a test that still fails
     and has a ^ in it."""
-    from tilinglib.emulator import values as V
+    from tilinglib.toolchain.model import values as V
     monkeypatch.setitem(V.ARITH, "^", np.bitwise_or)
     gen = G.Generator(17)
     tests = [gen.test(i) for i in range(20)]

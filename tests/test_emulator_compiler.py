@@ -1,4 +1,4 @@
-"""The CUDA C language on the emulator (tilinglib.emulator.compiler and builtins): each
+"""The CUDA C language on the emulator (tilinglib.toolchain.codegen.compiler and builtins): each
 construct checked against NumPy or plain Python arithmetic with C's rules."""
 
 from __future__ import annotations

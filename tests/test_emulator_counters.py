@@ -1,4 +1,4 @@
-"""Counters of the emulator (tilinglib.emulator.memory / report) against Nsight Compute's
+"""Counters of the emulator (tilinglib.toolchain.model.memory / report) against Nsight Compute's
 formulas, and the seed's kernels bit for bit against a float32 NumPy loop in k order.
 
 The H200 readings these formulas come from are in docs/h200-measurements.md
@@ -31,7 +31,7 @@ H200_NCU = {
                   "lds_wavefronts_padded": 33_053},
 }
 
-# More readings of the same kind, N = 1024, from `python -m tilinglib.bench --ncu` on the
+# More readings of the same kind, N = 1024, from `python -m tilinglib.devtools.bench --ncu` on the
 # H200 (bench/results/reference_h200_bench.json): (ld requests, ld sectors, st requests,
 # st sectors, shared ld instructions, shared st instructions).
 H200_BENCH = {

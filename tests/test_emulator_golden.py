@@ -280,7 +280,7 @@ def test_golden_covers_every_case():
 # against memory.py's general (sorting) path.
 
 def _generic_wavefronts(warp, words):
-    from tilinglib.emulator import memory as M
+    from tilinglib.toolchain.model import memory as M
     return M._wavefronts(warp, words, 0)
 
 
@@ -303,9 +303,9 @@ def test_wavefronts_do_not_change_under_a_uniform_shift():
 def test_warp_rows_count_as_the_general_path(block):
     # warps.Warps.split_warps + memory._wavefronts / distinct_per_row against the sorting path
     # over (warp, key) pairs, for random keys and blocks that are not whole warps.
-    from tilinglib.emulator import memory as M
-    from tilinglib.emulator.execute import Context, Launch, LaunchOptions
-    from tilinglib.emulator.module import SourceModule
+    from tilinglib.toolchain.model import memory as M
+    from tilinglib.toolchain.runtime.execute import Context, Launch, LaunchOptions
+    from tilinglib.toolchain.runtime.module import SourceModule
 
     kernel = SourceModule("__global__ void k(float* p) { p[threadIdx.x] = 0.0f; }") \
         .get_function("k")._code

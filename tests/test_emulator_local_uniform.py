@@ -90,7 +90,7 @@ __global__ void k(float* out)
 def test_reused_shared_wavefronts_equal_counting_every_access(monkeypatch):
     """A full warp's shared access reuses its line's previous wavefronts only for a uniform
     shift: the counters equal those of counting every access afresh."""
-    from tilinglib.emulator import access
+    from tilinglib.toolchain.runtime import access
 
     def counts():
         f = SourceModule(SHARED_PATTERNS).get_function("k")

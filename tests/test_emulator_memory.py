@@ -1,4 +1,4 @@
-"""Memory faults on the emulator (tilinglib.emulator.memory and execute): out-of-bounds and
+"""Memory faults on the emulator (tilinglib.toolchain.model.memory and execute): out-of-bounds and
 misaligned accesses per allocation, reported compute-sanitizer style, and an emulator that
 stays usable after them."""
 

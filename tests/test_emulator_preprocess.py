@@ -1,4 +1,4 @@
-"""Stage 1 of the front end (tilinglib.frontend.preprocess): macros, conditionals, -D options,
+"""Stage 1 of the front end (tilinglib.toolchain.frontend.preprocess): macros, conditionals, -D options,
 CUDA keywords rewritten to C, line numbers kept."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from emulator_helpers import launch
-from tilinglib.emulator.compiler import kernel_signatures
-from tilinglib.frontend.preprocess import parse_options, preprocess
+from tilinglib.toolchain.codegen.compiler import kernel_signatures
+from tilinglib.toolchain.frontend.preprocess import parse_options, preprocess
 from tilinglib.errors import CompileError, UnsupportedFeatureError
 
 
@@ -91,7 +91,7 @@ def test_cuda_keywords_reach_clang_unchanged_so_columns_are_the_students():
 
 def test_cuda_keywords_become_the_compilers_markers():
     from pycparser import c_ast
-    from tilinglib.frontend.parse import parse
+    from tilinglib.toolchain.frontend.program import parse
 
     ast = parse(preprocess("__global__ void k(float* __restrict__ a) { __shared__ float s[4]; }"
                            "\n__device__ __forceinline__ float f(float x) { return x; }\n"))

@@ -1,4 +1,4 @@
-"""Hazards on the emulator (tilinglib.emulator.races and the barrier checks in execute):
+"""Hazards on the emulator (tilinglib.toolchain.measure.races and the barrier checks in execute):
 shared-memory races between barriers, uninitialised shared reads, barriers reached by part
 of a block, and the step budget."""
 

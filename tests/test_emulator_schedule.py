@@ -1,4 +1,4 @@
-"""The adversarial warp schedule (tilinglib.emulator.schedule): launch options, the orders it
+"""The adversarial warp schedule (tilinglib.toolchain.runtime.schedule): launch options, the orders it
 produces (checked against NumPy models of the same order), determinism, errors from a warp,
 and what it refuses."""
 
@@ -14,7 +14,7 @@ from tilinglib import kernels
 from tilinglib.emulator import In, Out, SourceModule
 from tilinglib.errors import (BarrierError, LaunchError, MemoryAccessError,
                               UnsupportedFeatureError)
-from tilinglib.emulator.schedule import busy_threads
+from tilinglib.toolchain.runtime.schedule import busy_threads
 from tilinglib.sgemm import without_barrier
 
 SEED = kernels.load("sgemm_tiled")

@@ -23,10 +23,10 @@ import pytest
 from pycparser import c_ast
 
 from tilinglib import kernels, sgemm
-from tilinglib._source_checks import thread_indexed_stores, unset_reads
+from tilinglib.grading.source_checks import thread_indexed_stores, unset_reads
 from tilinglib.emulator import In, InOut, Out, RaceWarning, SourceModule
-from tilinglib.frontend.parse import parse
-from tilinglib.frontend.preprocess import preprocess
+from tilinglib.toolchain.frontend.program import parse
+from tilinglib.toolchain.frontend.preprocess import preprocess
 from tilinglib.errors import (BlockShapeWarning, InputWriteWarning, KernelWarning,
                               MemoryAccessError, OutputNotWrittenWarning, RaceError,
                               TilingLibWarning, UninitializedReadWarning)

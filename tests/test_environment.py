@@ -16,7 +16,7 @@ CONDA_ONLY = {"python", "pip"}
 # counterpart).
 CONDA_GPU_ONLY = {"cuda-nvcc"}
 # On PyPI only (conda-forge has no `ziglang`): environment.yml's `pip: -e .` installs it with
-# the course's package. It carries clang, the C++ front end (tilinglib/frontend/clang.py).
+# the course's package. It carries clang, the C++ front end (tilinglib/toolchain/frontend/clang.py).
 PIP_ONLY = {"ziglang"}
 # What conda-forge builds for Linux and Windows only: never in the file every laptop uses
 # (on macOS, `conda env create -f environment.yml` would fail on it).

@@ -263,7 +263,7 @@ class FakeDriverError(Exception):
 def fake_gpu(monkeypatch):
     """PyCUDA's compiler and driver replaced: nvcc fails on UNDECLARED; launches of a kernel
     hit an illegal memory access."""
-    from tilinglib import _pycuda
+    from tilinglib.toolchain.backends import pycuda as _pycuda
     from tilinglib.launch import DeviceLimits
 
     class FakeFunction:
@@ -350,7 +350,7 @@ def test_full_traceback_for_developers(shell, monkeypatch):
     exc, lines = run(shell, cell)
     text = "\n".join(lines)
     assert len(lines) > 2 * MAX_LINES
-    assert "tilinglib/emulator/module.py" in re.sub(r"\x1b\[[0-9;]*m", "", text)
+    assert "tilinglib/toolchain/runtime/module.py" in re.sub(r"\x1b\[[0-9;]*m", "", text)
     assert not hasattr(exc, "_render_traceback_")           # IPython formats it itself
     monkeypatch.setenv(errors.TRACEBACK_ENV, "")
     assert hasattr(exc, "_render_traceback_")
@@ -369,7 +369,7 @@ def test_plain_python_keeps_its_traceback_with_the_cuda_line():
     assert done.returncode == 1
     err = done.stderr
     assert err.startswith("Traceback (most recent call last):")
-    assert "tilinglib/emulator/module.py" in err                 # Python's usual frames
+    assert "tilinglib/toolchain/runtime/module.py" in err                 # Python's usual frames
     assert "tilinglib.errors.MemoryAccessError: Invalid __global__ read" in err
     assert err.rstrip().endswith("    4 |     b[i] = a[i + 1];\n"
                                  "                   ^")

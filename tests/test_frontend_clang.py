@@ -1,4 +1,4 @@
-"""Stage 2 of the front end (tilinglib/frontend/clang.py): finding clang, running it under
+"""Stage 2 of the front end (tilinglib/toolchain/frontend/clang.py): finding clang, running it under
 limits, and its input keeping the student's line numbers."""
 
 import os
@@ -9,8 +9,8 @@ import pytest
 
 from tilinglib.emulator import SourceModule
 from tilinglib.errors import CompileError
-from tilinglib.frontend import clang as C
-from tilinglib.frontend import preprocess
+from tilinglib.toolchain.frontend import clang as C
+from tilinglib.toolchain.frontend import preprocess
 
 
 def test_a_missing_clang_says_pip_install_ziglang(monkeypatch):
@@ -59,7 +59,7 @@ def test_after_start_server_clang_runs_in_the_forked_child():
     # As the grader's worker: the server is started, then this process may start nothing
     # (Popen fails, as under RLIMIT_NPROC 0 for a non-root user); compiles still work.
     code = ("import subprocess\n"
-            "from tilinglib.frontend import clang\n"
+            "from tilinglib.toolchain.frontend import clang\n"
             "clang.start_server()\n"
             "def refuse(*a, **k):\n"
             "    raise BlockingIOError(11, 'Resource temporarily unavailable')\n"

@@ -1,4 +1,4 @@
-"""The CUDA C++ front end (tilinglib/frontend/): each C++ construct it lowers, run on the
+"""The CUDA C++ front end (tilinglib/toolchain/frontend/): each C++ construct it lowers, run on the
 emulator and checked against NumPy, and compile errors at the student's line and column.
 
 The kernels are written for these tests, in the styles real CUDA code uses (SGEMM_CUDA's
@@ -9,8 +9,8 @@ import pytest
 
 from tilinglib.emulator import In, InOut, Out, SourceModule
 from tilinglib.errors import CompileError, KernelNotFoundError, UnsupportedFeatureError
-from tilinglib.emulator.compiler import kernel_signatures
-from tilinglib.frontend import mangled_names
+from tilinglib.toolchain.codegen.compiler import kernel_signatures
+from tilinglib.toolchain.frontend import mangled_names
 
 
 def run(src, name, *args, block=(32, 1, 1), grid=(1, 1), **kw):

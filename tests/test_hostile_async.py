@@ -1,7 +1,7 @@
 """Hostile and careless kernels aimed at what landed for issue 11: asynchronous copies
-(emulator/async_copy.py), warp shuffles and cooperative-groups tiles in blocks that are not
-a whole number of warps or tiles (emulator/warps.py), and the clang stage's spare process
-(frontend/clang.py), cuda::barrier's init for the race checker, __pipeline_wait_prior's
+(toolchain/codegen/async_copy.py), warp shuffles and cooperative-groups tiles in blocks that are not
+a whole number of warps or tiles (toolchain/runtime/warps.py), and the clang stage's spare process
+(toolchain/frontend/clang.py), cuda::barrier's init for the race checker, __pipeline_wait_prior's
 size_t. Each case was a silently wrong result, a race the checker missed, or a leak before
 its fix; the expected values are CUDA's, derived by hand in each test.
 """
@@ -21,7 +21,7 @@ from tilinglib.errors import KernelRuntimeError
 
 def SourceModule(source, **kw):
     """These sources include C++ headers (<cooperative_groups.h>, <cuda/barrier>): nvcc
-    compiles them only in PyCUDA's C++ mode, no_extern_c=True (frontend/headers.py)."""
+    compiles them only in PyCUDA's C++ mode, no_extern_c=True (toolchain/frontend/headers.py)."""
     return _SourceModule(source, no_extern_c=True, **kw)
 
 CG = ("#include <cooperative_groups.h>\n#include <cooperative_groups/reduce.h>\n"
@@ -213,7 +213,7 @@ def test_an_interrupted_compile_leaves_no_clang_behind(tmp_path, monkeypatch):
     a full stdout pipe uses no CPU, so its CPU limit never ended it. Simulated with a clang
     that never ends and a select() that is interrupted."""
     import selectors
-    from tilinglib.frontend import clang
+    from tilinglib.toolchain.frontend import clang
     fake = tmp_path / "fakeclang"
     fake.write_text("#!/bin/sh\nexec sleep 60\n")
     fake.chmod(0o755)
@@ -351,7 +351,7 @@ def test_copies_issued_without_end_and_never_waited_for_are_stopped(monkeypatch)
     issuing 4-byte copies in a loop could keep 12.8 million records (about 500 bytes each,
     measured: 50 MB per 100,000) before it: gigabytes in a notebook. Now the records are
     capped too (MAX_PENDING_CHUNKS, lowered here to keep the test short)."""
-    from tilinglib.emulator import async_copy
+    from tilinglib.toolchain.codegen import async_copy
     monkeypatch.setattr(async_copy, "MAX_PENDING_CHUNKS", 100)
     src = ("#include <cuda_pipeline.h>\n__global__ void k(const int* in, int n)\n{\n"
            "    __shared__ int s[4];\n    for (int i = 0; i < n; i++) {\n"

@@ -1,4 +1,4 @@
-"""Hostile CUDA C++ aimed at the clang front end (tilinglib/frontend/): each case ends in a
+"""Hostile CUDA C++ aimed at the clang front end (tilinglib/toolchain/frontend/): each case ends in a
 tilinglib error at the student's line, never a host file's contents in a message, a Python
 traceback or a wrong result.
 
@@ -158,7 +158,7 @@ def test_a_namespace_does_not_hide_the_kernel_from_the_source_checks(name, faili
 
 
 def test_source_checks_find_the_kernel_get_function_runs():
-    from tilinglib._source_checks import int_overflow_risks, uninitialized_locals
+    from tilinglib.grading.source_checks import int_overflow_risks, uninitialized_locals
     src = ("namespace ns {\n__global__ void k(int n, int w, float* a)\n{\n    float s;\n"
            "    a[n * w] = s;\n}\n}\n")
     assert [(f.line, f.text) for f in int_overflow_risks(src, kernel="k")] == [(5, "n * w")]
@@ -184,7 +184,7 @@ def test_the_graders_worker_shows_no_host_file_through_a_digraph(tmp_path):
 
 # --------------------------------------------------------------------------- clang's limits
 def _never_ending_clang(tmp_path, monkeypatch):
-    from tilinglib.frontend import clang
+    from tilinglib.toolchain.frontend import clang
     fake = tmp_path / "fakeclang"
     fake.write_text("#!/bin/sh\nexec sleep 60\n")
     fake.chmod(0o755)
@@ -236,12 +236,12 @@ def test_clang_is_told_to_write_no_crash_reproducer():
     """A crash (clang out of its 2 GiB on '__make_integer_seq<S, int, 100000000>') would write
     the preprocessed source and a script to TMPDIR: -fno-crash-diagnostics, and TMPDIR is the
     empty directory clang runs in."""
-    from tilinglib.frontend import clang
+    from tilinglib.toolchain.frontend import clang
     assert "-fno-crash-diagnostics" in clang.FLAGS
 
 
 def test_a_clang_crash_is_named_as_such():
-    from tilinglib.frontend.clang import compile_error
+    from tilinglib.toolchain.frontend.clang import compile_error
     err = compile_error("zig: error: clang frontend command failed with exit code 134 (use -v "
                         "to see invocation)\n", ("int x;",))
     assert "stopped on this source without an error message" in str(err)
@@ -301,8 +301,8 @@ def test_the_kernel_named_so_wins_over_an_extern_c_mangled_name():
     src = ('namespace hide { extern "C" __global__ void k(int* a) { a[0] = 2; } }\n'
            '__global__ void k(int* a) { a[0] = 1; }\n')
     assert run_k(src)[0] == 1
-    from tilinglib.frontend.parse import parse
-    from tilinglib.frontend.preprocess import preprocess
+    from tilinglib.toolchain.frontend.program import parse
+    from tilinglib.toolchain.frontend.preprocess import preprocess
     tu = parse(preprocess(src))
     assert tu.kernel_names == {"hide::k": "k", "k": "_Z1kPi"}
     assert tu.kernel_name("k") == "k" and tu.kernel_name("_Z1kPi") == "k"
@@ -313,8 +313,8 @@ def test_a_students_line_directive_is_dropped():
     """Before: '#line N' reached clang.flatten_lines, which wrote N blank lines for clang
     ('#line 2000000000': a list of 2e9 strings, 16 GB), and every message after it named line
     N + k, which the source does not have (no line quoted)."""
-    from tilinglib.frontend.clang import clang_input
-    from tilinglib.frontend.preprocess import preprocess
+    from tilinglib.toolchain.frontend.clang import clang_input
+    from tilinglib.toolchain.frontend.preprocess import preprocess
     src = "#line 3000000\n" + H + "    a[0] = b;\n}\n"
     pre = preprocess(src)
     assert "3000000" not in pre.text
@@ -351,7 +351,7 @@ def test_an_index_product_hidden_in_cxx_is_found(name, helper, call, text):
 
 
 def test_a_struct_field_holding_an_index_product_is_found():
-    from tilinglib._source_checks import int_overflow_risks
+    from tilinglib.grading.source_checks import int_overflow_risks
     src = ("struct P { int off; };\n__global__ void k(int n, int w, float* a)\n{\n    P p;\n"
            "    p.off = n * w;\n    a[p.off] = 1.0f;\n}\n")
     assert [(f.line, f.text) for f in int_overflow_risks(src, kernel="k")] == [(5, "n * w")]

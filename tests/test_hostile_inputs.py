@@ -17,9 +17,9 @@ import pytest
 
 from emulator_helpers import launch, run_body
 from tilinglib.emulator import Out, SourceModule
-from tilinglib.emulator import execute as E
-from tilinglib.frontend.preprocess import MAX_SOURCE_CHARS
-from tilinglib.frontend.parse import MAX_NESTING
+from tilinglib.toolchain.runtime import execute as E
+from tilinglib.toolchain.frontend.preprocess import MAX_SOURCE_CHARS
+from tilinglib.toolchain.frontend.program import MAX_NESTING
 from tilinglib.errors import CompileError, KernelRuntimeError, StepBudgetExceeded
 from tilinglib.grading import GradeReport, check_sgemm
 from tilinglib.grading import sgemm as grading_sgemm
@@ -105,7 +105,7 @@ def test_no_include_reads_a_host_file(secret_dir, form):
 
 def test_pragmas_that_name_files_never_reach_clang(secret_dir):
     # clang opens the file a "GCC dependency" pragma names; only unroll pragmas are passed on.
-    from tilinglib.frontend.preprocess import preprocess
+    from tilinglib.toolchain.frontend.preprocess import preprocess
     pre = preprocess(f'#pragma GCC dependency "{secret_dir}/secret.h"\n#pragma unroll 2\n'
                      "__global__ void k(int* a) { a[0] = 1; }\n")
     assert "dependency" not in pre.text and "#pragma unroll 2" in pre.text
@@ -488,7 +488,7 @@ def test_the_recursion_limit_is_given_back():
 
 def test_an_internal_failure_while_compiling_is_a_compile_error(monkeypatch):
     # Whatever the translator or the compiler trips on reaches the student as a CompileError.
-    from tilinglib.emulator import module
+    from tilinglib.toolchain.runtime import module
 
     def broken(pre, ast):
         raise ValueError("a bug in the compiler")

@@ -5,7 +5,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
-from tilinglib.emulator.ctypes_ import FLOAT, INT, UINT, Pointer
+from tilinglib.toolchain.model.c_types import FLOAT, INT, UINT, Pointer
 from tilinglib.errors import KernelArgumentError, LaunchError
 from tilinglib.launch import DeviceLimits, check_launch, grid_for
 

@@ -1,4 +1,5 @@
-"""The package's layout: no import circles inside tilinglib.
+"""The package's layout: no import circles inside tilinglib, and docs/architecture.md's layout
+block and import rules true of the files and the code.
 
 The import graph is read from the source files with `ast` (nothing is imported): one node
 per module, an edge for every `import` / `from ... import` that names a tilinglib module,
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tilinglib"
 
 # The front end (branch `frontend`) moves preprocess.py out of tilinglib/emulator/ and
-# removes the circles through it and parse.py; until then those, and only those, are known.
+# removes the circles through it and program.py; until then those, and only those, are known.
 
 
 def module_names(package_dir: Path) -> dict[str, Path]:
@@ -212,18 +213,15 @@ def test_a_two_module_circle_and_two_separate_circles(tmp_path):
 def test_the_graph_of_tilinglib_has_the_emulator_pipeline():
     graph = import_graph(PACKAGE)
     # The reader resolves tilinglib's relative imports (a sample of known edges).
-    assert {"tilinglib.emulator.access", "tilinglib.emulator.warps",
-            "tilinglib.emulator.barriers"} <= graph["tilinglib.emulator.execute"]
-    assert "tilinglib.errors" in graph["tilinglib.emulator.memory"]
-    assert "tilinglib.emulator" in graph["tilinglib.backend"]          # a lazy import
-    # The runtime's parts are below execute, and codegen is below the runtime: none of
-    # them imports execute.py or its parts.
-    runtime = {f"tilinglib.emulator.{m}" for m in
-               ("execute", "access", "barriers", "warps", "diagnostics")}
-    for m in ("access", "barriers", "warps", "diagnostics", "memory", "races", "trace",
-              "compiler", "expressions", "statements", "builtins", "closures", "values"):
-        name = f"tilinglib.emulator.{m}"
-        assert not (graph[name] & (runtime | {"tilinglib.emulator.module"})), name
+    assert {"tilinglib.toolchain.runtime.access", "tilinglib.toolchain.runtime.warps",
+            "tilinglib.toolchain.runtime.barriers"} <= graph["tilinglib.toolchain.runtime.execute"]
+    assert "tilinglib.errors" in graph["tilinglib.toolchain.model.memory"]
+    assert "tilinglib.toolchain.backends.emulator" in graph["tilinglib.backend"]   # a lazy import
+    # The runtime's parts are below execute: none of them imports execute.py or module.py.
+    top = {"tilinglib.toolchain.runtime.execute", "tilinglib.toolchain.runtime.module"}
+    for m in ("access", "barriers", "warps", "atomics"):
+        name = f"tilinglib.toolchain.runtime.{m}"
+        assert not graph[name] & top, name
 
 
 def test_no_import_circle_in_tilinglib():
@@ -231,15 +229,142 @@ def test_no_import_circle_in_tilinglib():
     assert not found, f"import circles inside tilinglib:\n{_text(found)}"
 
 
+# ----------------------------------------------------------- docs/architecture.md, checked
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _block_after(text: str, heading: str) -> list[str]:
+    """The lines of the first ``` block after the line `heading` of `text`."""
+    lines = text.splitlines()
+    at = lines.index(heading)
+    start = next(i for i in range(at + 1, len(lines)) if lines[i].startswith("```"))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("```"))
+    return lines[start + 1:end]
+
+
+def layout_files(block: list[str]) -> set[str]:
+    """The paths a layout block names: one entry per line whose first word ends in ``/`` (a
+    folder) or ``.py`` and stands two spaces in from the folder above it (the top folder at
+    the margin); the rest of the line, and lines indented further, describe it."""
+    paths, stack = set(), []          # stack: (indent, folder path)
+    for line in block:
+        word = line.split()[0] if line.split() else ""
+        indent = len(line) - len(line.lstrip())
+        if not (word.endswith("/") or word.endswith(".py")):
+            continue
+        if indent != (stack[-1][0] + 2 if stack else 0) and not any(i + 2 == indent for i, _ in stack):
+            continue                  # a description line that starts with a file's name
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = (stack[-1][1] if stack else "") + word
+        paths.add(path.rstrip("/"))
+        if word.endswith("/"):
+            stack.append((indent, path))
+    return paths
+
+
+def package_files(package_dir: Path) -> set[str]:
+    """Every .py file and every folder holding one under `package_dir`, as paths from its
+    parent (``tilinglib/launch.py``, ``tilinglib/grading``)."""
+    top = package_dir.parent
+    found = set()
+    for path in package_dir.rglob("*.py"):
+        rel = path.relative_to(top)
+        found.add(rel.as_posix())
+        found.update(p.as_posix() for p in rel.parents if p.as_posix() != ".")
+    return found
+
+
+def parse_rules(block: list[str]) -> list[tuple[str, set[str], set[str]]]:
+    """``group: allowed, !forbidden, ...`` lines -> [(group, allowed, forbidden)], module
+    prefixes relative to tilinglib (``toolchain.model``; ``tilinglib`` itself is the whole
+    package); ``(nothing)`` allows nothing outside the group."""
+    rules = []
+    for line in block:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        group, _, rest = line.partition(":")
+        allowed, forbidden = set(), set()
+        for item in (s.strip() for s in rest.split(",")):
+            if item in ("", "(nothing)"):
+                continue
+            (forbidden if item.startswith("!") else allowed).add(item.lstrip("!"))
+        for g in group.split("+"):
+            rules.append((g.strip(), allowed, forbidden))
+    return rules
+
+
+def _full(prefix: str) -> str:
+    return "tilinglib" if prefix == "tilinglib" else f"tilinglib.{prefix}"
+
+
+def _under(module: str, prefix: str) -> bool:
+    p = _full(prefix)
+    return module == p or module.startswith(p + ".")
+
+
+def rule_violations(graph: dict[str, set[str]], rules) -> list[str]:
+    """Each import of `graph` that its module's rule (the one with the longest matching
+    group) does not allow: a module may import its own group, and what `allowed` names
+    unless `forbidden` names it."""
+    found = []
+    for module in sorted(graph):
+        matching = [r for r in rules if _under(module, r[0])]
+        if not matching:
+            found.append(f"{module}: no rule names its group")
+            continue
+        group, allowed, forbidden = max(matching, key=lambda r: len(_full(r[0])))
+        for target in sorted(graph[module]):
+            ok = _under(target, group) or any(_under(target, a) for a in allowed)
+            if not ok or any(_under(target, f) for f in forbidden):
+                found.append(f"{module} imports {target} (rule for {group})")
+    return found
+
+
+def test_the_layout_block_names_every_file_and_only_files_that_exist():
+    block = _block_after(ARCHITECTURE.read_text(encoding="utf-8"), "## Package layout")
+    listed, present = layout_files(block), package_files(PACKAGE)
+    assert not present - listed, f"not in docs/architecture.md's layout: {sorted(present - listed)}"
+    assert not listed - present - {"tilinglib/data", "tilinglib/kernels/*.cu"}, \
+        f"named by docs/architecture.md but missing: {sorted(listed - present)}"
+
+
+def test_the_import_rules_of_the_architecture_hold():
+    rules = parse_rules(_block_after(ARCHITECTURE.read_text(encoding="utf-8"), "## Import rules"))
+    assert rules, "docs/architecture.md has no import rules"
+    found = rule_violations(import_graph(PACKAGE), rules)
+    assert not found, "imports against docs/architecture.md's rules:\n" + "\n".join(found)
+
+
+def test_the_rule_reader_on_a_small_case():
+    rules = parse_rules(["errors + gpu: (nothing)", "# a comment", "toolchain.model: errors",
+                         "toolchain: errors, launch", "tilinglib: tilinglib, !grading"])
+    assert rules[0] == ("errors", set(), set()) and rules[1] == ("gpu", set(), set())
+    graph = {"tilinglib.errors": set(), "tilinglib.gpu": {"tilinglib.errors"},
+             "tilinglib.toolchain.model.values": {"tilinglib.errors", "tilinglib.toolchain.model.memory"},
+             "tilinglib.toolchain.model.memory": {"tilinglib.launch"},
+             "tilinglib.toolchain.runtime.execute": {"tilinglib.launch", "tilinglib.toolchain.model.memory"},
+             "tilinglib.widgets": {"tilinglib.grading.sgemm", "tilinglib.toolchain.runtime.execute"},
+             "tilinglib.grading.sgemm": set()}
+    assert rule_violations(graph, rules) == [
+        "tilinglib.gpu imports tilinglib.errors (rule for gpu)",
+        "tilinglib.toolchain.model.memory imports tilinglib.launch (rule for toolchain.model)",
+        "tilinglib.widgets imports tilinglib.grading.sgemm (rule for tilinglib)"]
+    assert layout_files(["tilinglib/", "  a.py   text", "  sub/   more", "    b.py", "      detail.py x",
+                         "  c.py"]) == {"tilinglib", "tilinglib/a.py", "tilinglib/sub",
+                                        "tilinglib/sub/b.py", "tilinglib/c.py"}
+
+
 def test_the_front_end_imports_nothing_above_it():
-    # tilinglib/frontend/ is the bottom layer the emulator, the PyCUDA backend and the grader
-    # use: it may import only itself, tilinglib.errors and tilinglib.platform_support (what
+    # tilinglib/toolchain/frontend/ is the bottom layer the emulator, the PyCUDA backend and the grader
+    # use: it may import only itself, tilinglib.errors and tilinglib.toolchain.platform_support (what
     # is asked of the OS, such as prlimit for clang; it imports no tilinglib module itself)
     graph = import_graph(PACKAGE)
-    front = {m for m in graph if m.startswith("tilinglib.frontend")}
-    assert front, "no tilinglib.frontend modules found"
-    leaves = {"tilinglib.errors", "tilinglib.platform_support"}
-    assert not graph["tilinglib.platform_support"], graph["tilinglib.platform_support"]
+    front = {m for m in graph if m.startswith("tilinglib.toolchain.frontend")}
+    assert front, "no tilinglib.toolchain.frontend modules found"
+    leaves = {"tilinglib.errors", "tilinglib.toolchain.platform_support"}
+    assert not graph["tilinglib.toolchain.platform_support"], graph["tilinglib.toolchain.platform_support"]
     for m in front:
         above = {t for t in graph[m] if t not in front and t not in leaves}
         assert not above, f"{m} imports {sorted(above)}"

@@ -70,7 +70,8 @@ def test_calculator_matches_ncu_live(spec, name, threads):
     if shutil.which("ncu") is None:
         pytest.skip("ncu (Nsight Compute) is not on PATH")
     import tilinglib as tl
-    from tilinglib import bench, kernels
+    from tilinglib import kernels
+    from tilinglib.devtools import bench
 
     kernel_file, _, _, tile, pad, _ = spec.split(":")
     options = [f"-DPAD={pad}"] + ([f"-DTILE={tile}"] if kernel_file != "transpose" else [])

@@ -1,4 +1,4 @@
-"""`tilinglib.platform_support`: each thing the emulator and the grader ask of the OS, taken
+"""`tilinglib.toolchain.platform_support`: each thing the emulator and the grader ask of the OS, taken
 away here as a laptop without it lacks it (monkeypatch in this process; in the grading
 process, a wrapper that deletes it before the worker starts), and the fallback checked: it is
 taken, it still enforces what it can, and what it cannot is said in words.
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilinglib import platform_support as ps
-from tilinglib.frontend import clang
+from tilinglib.toolchain import platform_support as ps
+from tilinglib.toolchain.frontend import clang
 from tilinglib.grading import assignments as assignments_module
 from tilinglib.grading.cli import run_setup_files
 from tilinglib.grading.sandbox import Limits, apply_limits, grade_in_sandbox
@@ -289,7 +289,7 @@ def test_without_setitimer_the_parents_deadline_ends_grading(tmp_path, monkeypat
 
 # ------------------------------------------------------------------------------ mallopt
 def test_without_glibcs_mallopt_the_emulator_keeps_the_default_allocator(monkeypatch):
-    from tilinglib.emulator import execute
+    from tilinglib.toolchain.runtime import execute
 
     import ctypes
     import platform

@@ -1,4 +1,4 @@
-"""Tests of tilinglib._pycuda, the PyCUDA backend.
+"""Tests of tilinglib.toolchain.backends.pycuda, the PyCUDA backend.
 
 Without a GPU, PyCUDA's pieces are replaced by small fakes that behave as PyCUDA 2026.1 did on
 the H200 (docs/h200-measurements.md). Tests marked `gpu` run the real thing.
@@ -12,7 +12,7 @@ import types
 import numpy as np
 import pytest
 
-from tilinglib import _pycuda
+from tilinglib.toolchain.backends import pycuda as _pycuda
 from tilinglib.errors import (CompileError, ContextLostError, KernelArgumentError,
                               KernelNotFoundError, LaunchError)
 from tilinglib.launch import DeviceLimits
@@ -154,7 +154,7 @@ class FakeFunction:
 
 
 def sgemm_params():
-    from tilinglib.emulator.ctypes_ import FLOAT, INT, Pointer
+    from tilinglib.toolchain.model.c_types import FLOAT, INT, Pointer
     from tests.test_launch import Param
 
     return [Param("N", INT), Param("A", Pointer(FLOAT)), Param("B", Pointer(FLOAT)),

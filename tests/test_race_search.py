@@ -1,4 +1,4 @@
-"""tilinglib.find_race_failure (tilinglib/emulator/race_search.py): the seed and the shrunk
+"""tilinglib.find_race_failure (tilinglib/toolchain/runtime/race_search.py): the seed and the shrunk
 schedule under which a race changes an output, the evidence checked against a NumPy model of
 that schedule, determinism, and the results that say why nothing was found."""
 

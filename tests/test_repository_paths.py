@@ -35,7 +35,7 @@ NOT_REPOSITORY_FILES = {
     "gradebook.db": "nbgrader's database, made by `nbgrader autograde`",
     "grades.csv": "written by `python -m tilinglib.grading`",
     "grades.json": "written by `python -m tilinglib.grading` (its results file)",
-    "h200.json": "the file `python -m tilinglib.bench --out h200.json` writes",
+    "h200.json": "the file `python -m tilinglib.devtools.bench --out h200.json` writes",
     "run_gpu.py": "written by `bench/conformance_corpus.py --pycuda-script DIR` into DIR",
 }
 

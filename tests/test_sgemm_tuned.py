@@ -181,8 +181,8 @@ def test_tuned_is_found_by_name_but_kept_out_of_the_measured_ladder():
 
 
 def test_the_reference_bench_measures_the_tuned_kernel_too():
-    # python -m tilinglib.bench --only-ladder: the ladder's steps, then tuned at its defaults
-    from tilinglib import bench
+    # python -m tilinglib.devtools.bench --only-ladder: the ladder's steps, then tuned at its defaults
+    from tilinglib.devtools import bench
 
     shapes = bench.ladder_shapes()
     assert [s.name for s, _ in shapes][-1] == "tuned"

@@ -21,7 +21,7 @@ import pytest
 
 from tilinglib import banks
 from tilinglib import emulator as E
-from tilinglib.emulator import memory as M
+from tilinglib.toolchain.model import memory as M
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("gpu_shared_widths",

@@ -1,6 +1,6 @@
-"""tilinglib._source_checks: the grader's static checks on kernel source."""
+"""tilinglib.grading.source_checks: the grader's static checks on kernel source."""
 
-from tilinglib._source_checks import int_overflow_risks, uninitialized_locals
+from tilinglib.grading.source_checks import int_overflow_risks, uninitialized_locals
 
 HEAD = "__global__ void k(int M, int N, int K, const float* A, float* C)\n{\n"
 

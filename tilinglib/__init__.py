@@ -37,7 +37,7 @@ def __getattr__(name: str):
 
         return getattr(get_backend(), name)
     if name == "find_race_failure":      # the emulator's race search (race_search.py)
-        from .emulator.race_search import find_race_failure
+        from .toolchain.runtime.race_search import find_race_failure
 
         return find_race_failure
     if name in _LAZY_SUBMODULES:

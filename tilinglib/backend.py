@@ -67,13 +67,13 @@ def _requested() -> str | None:
 
 def _probe_pycuda() -> Backend:
     """Open the GPU through PyCUDA; raises whatever stops it (ImportError, pycuda errors)."""
-    from . import _pycuda
+    from .toolchain.backends import pycuda as _pycuda
 
     return Backend("pycuda", reason="", **_pycuda.backend_fields())
 
 
 def _emulator() -> Backend:
-    from . import emulator
+    from .toolchain.backends import emulator
 
     return Backend("emulator", emulator.SourceModule, emulator.In, emulator.Out,
                    emulator.InOut, "CPU emulator", DeviceLimits(), "")

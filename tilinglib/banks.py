@@ -10,7 +10,7 @@ largest number of **distinct** words that any one bank holds among the lanes' ad
 
 Nsight Compute counts the same thing (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``,
 and ``..._bank_conflicts_...`` = wavefronts beyond the ideal), and so does the emulator's
-`LaunchReport`: one rule, ``tilinglib.emulator.memory.shared_wavefronts``, which also
+`LaunchReport`: one rule, ``tilinglib.toolchain.model.memory.shared_wavefronts``, which also
 serves 8- and 16-byte accesses (float2, float4) in half and quarter warps. The pictures here draw one `WarpAccess` from the emulator's trace
 (``f(..., trace=True)``; ``f.last_trace``) or any object with the same fields (`lanes`,
 `words`, `banks`, `wavefronts`, `line`, `kind`, `array`)::
@@ -51,7 +51,7 @@ def wavefronts(words: Iterable[int], *, size: int = 4, lanes: Iterable[int] | No
     a lane outside 0-31, lanes not ascending, or a count of lanes unlike that of words."""
     import numpy as np
 
-    from .emulator.memory import shared_wavefronts
+    from .toolchain.model.memory import shared_wavefronts
 
     w = np.fromiter((int(x) for x in words), dtype=np.int64)
     ln = (np.arange(w.shape[0], dtype=np.int64) if lanes is None
@@ -80,7 +80,7 @@ def bank_layout(access) -> dict[tuple[int, int], tuple[int, ...]]:
     """
     import numpy as np
 
-    from .emulator.memory import shared_phases
+    from .toolchain.model.memory import shared_phases
 
     size = int(getattr(access, "size", 4))
     per_lane = max(1, -(-size // WORD_BYTES))

@@ -550,7 +550,7 @@ def _function(backend_name: str, kernel: str, function: str, defines: tuple[str,
     from .backend import get_backend
 
     if backend_name == "emulator-always":
-        from .emulator import SourceModule
+        from .toolchain.backends.emulator import SourceModule
     else:
         SourceModule = get_backend().SourceModule
     return SourceModule(kernels.load(kernel), options=list(defines)).get_function(function)
@@ -682,7 +682,7 @@ def _counted(s: Step, p: dict, M: int, N: int, K: int, seed: int, hazards: str):
     one block when `one_block_represents`, the whole launch otherwise; cached."""
     import warnings
 
-    from .emulator import In, InOut, Out
+    from .toolchain.backends.emulator import In, InOut, Out
     from .sgemm import relative_error
 
     key = (s.name, tuple(sorted(p.items())), int(M), int(N), int(K), seed, hazards)
@@ -863,7 +863,7 @@ def measure(step: Step | str, N: int, params: Params | None = None, *, seed: int
         median_ms=median_ms, gflops=gflops, counted_shape=counted_shape)
 
 
-# -- the H200's figures for the ladder (filled by `python -m tilinglib.bench`, lesson 08) --
+# -- the H200's figures for the ladder (filled by `python -m tilinglib.devtools.bench`, lesson 08) --
 
 def _params_of(item) -> dict | None:
     extra = getattr(item, "extra", None) or {}
@@ -879,7 +879,7 @@ def reference_run(step: Step | str, params: Params | None = None, N: int = 4096,
     `ref`: a `tilinglib.reference.Reference` (default: ``reference.load("h200")``). For
     ``tiled``: the lesson-03 entry with the same TILE and no padding. For the other steps:
     a run whose ``kernel`` is the step's kernel file and whose extra key ``params`` equals
-    the resolved tile shape (the form `python -m tilinglib.bench` writes them in). Its
+    the resolved tile shape (the form `python -m tilinglib.devtools.bench` writes them in). Its
     ``gflops``; ``registers`` and ``local_bytes`` in `Run.extra` when the bench read them."""
     from . import reference
 

@@ -381,8 +381,8 @@ def check_launch(kernel_name: str, params: Sequence | None, args: Sequence, *, b
 
     - `kernel_name`: the kernel's name, for messages;
     - `params`: the kernel's parameters, a list of objects with `.name` and `.ctype`
-      (`tilinglib.emulator.ctypes_` types: a `Scalar` with `.dtype`, or a `Pointer` with
-      `.target`), as `tilinglib.emulator.compiler.kernel_signatures` returns them; None skips
+      (`tilinglib.toolchain.model.c_types` types: a `Scalar` with `.dtype`, or a `Pointer` with
+      `.target`), as `tilinglib.toolchain.codegen.compiler.kernel_signatures` returns them; None skips
       the argument checks (only block, grid and shared memory are checked);
     - `args`: what the caller passed: NumPy scalars for value parameters, arrays wrapped in
       `In`/`Out`/`InOut` (anything with an `.array` attribute, like PyCUDA's

@@ -94,7 +94,7 @@ def requested_bytes_tiled(N: int, tile: int) -> int:
 def count_naive(N: int, block=(32, 32, 1), seed: int = 0):
     """Run the naive kernel on the CPU emulator; returns (LaunchReport, relative error)."""
     from . import kernels
-    from .emulator import In, Out, SourceModule
+    from .toolchain.backends.emulator import In, Out, SourceModule
 
     A, B = random_matrices(N, seed)
     C = np.zeros_like(A)
@@ -111,7 +111,7 @@ def count_tiled(N: int, tile: int, *, pad: int = 0, source: str | None = None, s
     Compiled with ``-DTILE=<tile> -DPAD=<pad>``; returns (LaunchReport, relative error).
     `hazards` is passed to the emulator ("warn", "raise" or "ignore")."""
     from . import kernels
-    from .emulator import In, Out, SourceModule
+    from .toolchain.backends.emulator import In, Out, SourceModule
 
     block, grid = tiled_launch(N, tile)
     A, B = random_matrices(N, seed)
@@ -132,7 +132,7 @@ def race_failure(source: str, N: int = 32, tile: int = 16, *, kernel: str = "sge
     Returns the `RaceFailure` (print it for the wrong element, the two lines and the warps;
     `found` is False, with the reason, when there is no race or no seed changes C). Used by
     lessons 03 and 06 and exercise 03.4."""
-    from .emulator import In, Out, SourceModule, find_race_failure
+    from .toolchain.backends.emulator import In, Out, SourceModule, find_race_failure
 
     _check_tile(N, tile)
     block, grid = tiled_launch(N, tile)

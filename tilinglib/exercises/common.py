@@ -1,7 +1,7 @@
 """Helpers the lessons' checks share: running a student's kernel on the emulator and
 explaining its failure, reading answers (one line of CUDA C, a number), comparing numbers.
 
-Every kernel a check runs goes through the CPU emulator (`tilinglib.emulator`), whatever the
+Every kernel a check runs goes through the CPU emulator (`tilinglib.toolchain.backends.emulator`), whatever the
 notebook's backend, so counters and diagnostics are the same on every machine.
 """
 
@@ -111,7 +111,7 @@ def emulate(source: str, kernel: str, N: int, *, block, grid, options=None, seed
     writes stay NaN. A failure to compile, launch or run becomes `Wrong` with the emulator's
     message and the CUDA line; so does a kernel stopped at the check's limits
     (`CHECK_MAX_SECONDS`, `CHECK_MAX_STEPS`), with the line of its loop."""
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
     from ..sgemm import random_matrices
 
     A, B = random_matrices(N, seed)
@@ -223,7 +223,7 @@ def close(a: float, b: float, rel: float = 1e-3) -> bool:
 def compiled_shared_bytes(kernel_file: str, kernel: str, tile: int, pad: int | None = None) -> int:
     """`shared_size_bytes` of a course kernel compiled by the emulator with -DTILE (-DPAD)."""
     from .. import kernels
-    from ..emulator import SourceModule
+    from ..toolchain.backends.emulator import SourceModule
 
     options = [f"-DTILE={tile}"] + ([] if pad is None else [f"-DPAD={pad}"])
     f = SourceModule(kernels.load(kernel_file), options=options).get_function(kernel)

@@ -1,6 +1,6 @@
 """Checks of lesson 02's exercises (the naive kernel): an index expression, a grid, a rate.
 
-Every kernel a check runs goes through the CPU emulator (`tilinglib.emulator`, through
+Every kernel a check runs goes through the CPU emulator (`tilinglib.toolchain.backends.emulator`, through
 `tilinglib.exercises.common`), whatever the notebook's backend.
 """
 

@@ -55,7 +55,7 @@ def _tiled_source():
 def _probe_tiles(a_load: str, b_load: str, N: int, tile: int):
     """What the loads put in As and Bs: arrays [t, block y, block x, ty, tx] of the flat
     index into A and B of each element copied (-1 where nothing sensible was copied)."""
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
 
     A = np.arange(N * N, dtype=np.float32).reshape(N, N)
     steps, blocks = N // tile, N // tile

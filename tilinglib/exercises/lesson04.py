@@ -70,7 +70,7 @@ def _shared_bytes(answer):
 @exercise("04.2", "The largest tile one thread per element can launch")
 def _largest_tile(answer):
     from .. import kernels
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
     from ..errors import TilingLibError
     from ..sgemm import random_matrices, relative_error
 

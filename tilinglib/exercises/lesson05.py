@@ -1,6 +1,6 @@
 """Exercises of lesson 05 (bank conflicts and padding): banks, wavefronts, padding, swizzling.
 
-Each check runs the access on the emulator (`tilinglib.emulator`, always the CPU, so the
+Each check runs the access on the emulator (`tilinglib.toolchain.backends.emulator`, always the CPU, so the
 counts are the same on every machine) and explains a wrong answer with what the emulator
 counted: wavefronts per request, and the words that share the busiest bank.
 """
@@ -85,7 +85,7 @@ PATTERNS = ("2 * threadIdx.x", "threadIdx.x / 2", "16 * threadIdx.x", "32 * (thr
 @lru_cache(maxsize=None)
 def probe_read(index: str):
     """(wavefronts, words) of one warp reading ``s[index]`` from ``float s[1024]`` (emulator)."""
-    from ..emulator import Out, SourceModule
+    from ..toolchain.backends.emulator import Out, SourceModule
 
     out = np.zeros(32, dtype=np.float32)
     f = SourceModule(_PROBE % index).get_function("probe")
@@ -118,7 +118,7 @@ _TILE_LINE = "    __shared__ float T[TILE][TILE + PAD];"
 def transpose_with(declaration: str, n: int = 64):
     """Run transposeShared with `declaration` instead of its tile's; returns (report, load, ok)."""
     from .. import kernels
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
     from ..errors import CompileError
 
     if not isinstance(declaration, str):
@@ -254,7 +254,7 @@ __global__ void transposeSwizzled(int N, const float* __restrict__ in, float* __
 
 @exercise("05.7", "Swizzling instead of padding")
 def _swizzle(answer):
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
 
     if not isinstance(answer, str):
         raise Wrong(f"read_column should be a CUDA C expression as a str, not {answer!r}.")

@@ -1,6 +1,6 @@
 """Exercises of lesson 06 (what tiling does not fix): intensity, the roofline, double buffering.
 
-Counts come from the emulator (`tilinglib.emulator`: FLOPs, global bytes, barriers, hazards),
+Counts come from the emulator (`tilinglib.toolchain.backends.emulator`: FLOPs, global bytes, barriers, hazards),
 rates from the H200's datasheet (`tilinglib.roofline.GPUS`) and the course's reference run;
 nothing here needs a GPU, so the output is the same everywhere.
 """
@@ -25,7 +25,7 @@ def _h200():
 def _saxpy_counts(n: int = 1024):
     """(FLOPs, load bytes, store bytes) of the course's SAXPY over n elements, on the emulator."""
     from .. import kernels
-    from ..emulator import In, InOut, SourceModule
+    from ..toolchain.backends.emulator import In, InOut, SourceModule
 
     x = np.ones(n, dtype=np.float32)
     y = np.ones(n, dtype=np.float32)
@@ -117,7 +117,7 @@ _CUR_LINE = "        int cur = t & 1;"
 @exercise("06.3", "The double-buffered kernel's buffer index")
 def _buffer_index(answer):
     from .. import kernels
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
     from ..sgemm import random_matrices, relative_error
 
     if not isinstance(answer, str) or not answer.strip():
@@ -212,7 +212,7 @@ def _half(answer):
 @lru_cache(maxsize=None)
 def _barriers(kernel_file: str, kernel: str, n: int, tile: int) -> int:
     from .. import kernels
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
     from ..sgemm import random_matrices
 
     A, B = random_matrices(n, seed=0)

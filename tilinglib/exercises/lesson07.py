@@ -35,7 +35,7 @@ def _run_step(source: str, step_name: str, M: int, N: int, K: int, params: dict)
     launch it on seeded inputs; returns (function, C, expected). `Wrong` for a kernel that
     does not compile, launch or run."""
     from .. import ladder
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
     from ..errors import CompileError, LaunchError
 
     step = ladder.get(step_name)

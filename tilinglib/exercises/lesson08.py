@@ -27,7 +27,7 @@ VEC4_RUNS = ((40, 72, 24, {"BM": 32, "BN": 64, "BK": 8, "TM": 8, "TN": 4}),
 
 def _run_vec4(source: str, M: int, N: int, K: int, params: dict):
     from .. import ladder
-    from ..emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out, SourceModule
     from ..errors import CompileError, LaunchError
 
     step = ladder.get("vec4")

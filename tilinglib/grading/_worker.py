@@ -81,11 +81,11 @@ def main() -> int:
     limits = Limits(**request["limits"])
     # clang (the C++ front end) runs in a child forked now: past apply_limits, RLIMIT_NPROC 0
     # forbids this process to start one.
-    from ..frontend.clang import start_server
-    from ..platform_support import signal_number, start_wall_timer, stop_wall_timer
+    from ..toolchain.frontend.clang import start_server
+    from ..toolchain.platform_support import signal_number, start_wall_timer, stop_wall_timer
     start_server()
     # the adversarial warp schedule's threads (a racy kernel is re-run under it), likewise
-    from ..emulator.schedule import reserve_threads
+    from ..toolchain.runtime.schedule import reserve_threads
     reserve_threads(one_arena=True)
     apply_limits(limits)        # where one cannot be set, the parent's deadline still holds
     sigxcpu = signal_number("SIGXCPU")
@@ -189,7 +189,7 @@ def _grade_with_draw(spec, answers, draw, reply, limits):
 def _finish(report_fd: int, reply: dict, captured) -> int:
     """Send `reply`, with what was printed and this process's peak memory (0 where Python
     has no `resource` module)."""
-    from ..platform_support import resource_module
+    from ..toolchain.platform_support import resource_module
 
     resource = resource_module()
 

@@ -295,7 +295,7 @@ def barrier_fix_verdict(after: int) -> str | None:
     gives C = A·B on three shapes; otherwise what goes wrong, in one line."""
     import numpy as np
 
-    from ..emulator import In, InOut, SourceModule
+    from ..toolchain.backends.emulator import In, InOut, SourceModule
     from ..errors import TilingLibError
 
     fixed = A2_BUGGY_KERNEL.replace("Bs[ty][tx] = (kb < K) ?", "Bs[ty][tx] = (kb < K && col < N) ?")

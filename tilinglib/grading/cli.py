@@ -699,7 +699,7 @@ def main(argv=None) -> int:
         print(f"tilinglib.grading: {'made a new' if secret.created else 'using the'} grading "
               f"secret {secret.path} (id {secret.id})" + (": keep it; the same secret gives "
               f"the same grades" if secret.created else ""), file=sys.stderr)
-        from ..platform_support import caveats as platform_caveats
+        from ..toolchain.platform_support import caveats as platform_caveats
         from .cluster import sandbox_for
         from .shard import Selection, parse_shard, parse_students, run_settings
         select = Selection(parse_shard(args.shard) if args.shard else None,

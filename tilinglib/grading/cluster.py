@@ -46,7 +46,7 @@ def connect(address: str):
         from distributed import Client
     except ImportError:
         raise GradingError(NO_DASK) from None
-    from ..platform_support import unenforced_limits
+    from ..toolchain.platform_support import unenforced_limits
     from .shard import grader_fingerprint
 
     try:
@@ -141,7 +141,7 @@ class DaskSandbox:
     several threads, each waiting on one submission."""
 
     def __init__(self, client):
-        from ..platform_support import caveats, unenforced_limits
+        from ..toolchain.platform_support import caveats, unenforced_limits
 
         self.client = client
         self._setup_cache: dict = {}

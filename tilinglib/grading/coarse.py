@@ -226,7 +226,7 @@ def _grade(source: str, kernel_name: str, *, options: Sequence[str] | None = Non
     t0 = time.perf_counter()
     options = [str(o) for o in (options or [])]
     deadline = t0 + time_limit
-    from ..emulator import SourceModule
+    from ..toolchain.backends.emulator import SourceModule
 
     fail = functools.partial(_fail_all, kernel_name, t0=t0)
     try:

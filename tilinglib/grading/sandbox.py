@@ -115,8 +115,8 @@ def apply_limits(limits: Limits) -> list:
     Lowers soft and hard limits together, so nothing later in the process can raise them.
     A limit the system does not have or does not allow to be set (RLIMIT_NPROC on some
     systems, every one without the `resource` module) is skipped: returns the names of
-    those skipped (`tilinglib.platform_support.set_limit`)."""
-    from ..platform_support import set_limit
+    those skipped (`tilinglib.toolchain.platform_support.set_limit`)."""
+    from ..toolchain.platform_support import set_limit
 
     cpu = int(limits.cpu_seconds)
     wanted = [("RLIMIT_CPU", cpu, cpu + 2),
@@ -151,7 +151,7 @@ def _environment(home: str) -> dict:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    from ..platform_support import kill_process_tree
+    from ..toolchain.platform_support import kill_process_tree
     kill_process_tree(proc)
 
 
@@ -173,7 +173,7 @@ class _MemoryWatch:
         self._thread.start()
 
     def _run(self) -> None:
-        from ..platform_support import process_rss_bytes
+        from ..toolchain.platform_support import process_rss_bytes
 
         while not self._done.wait(WATCH_SECONDS):
             if self.proc.poll() is not None:
@@ -192,7 +192,7 @@ class _MemoryWatch:
 def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits) -> tuple:
     """Send `data`, collect stdout within the wall-clock limit: (stdout or None, "" if the
     process ended by itself, "wall" or "memory" if it was or must be killed)."""
-    from ..platform_support import memory_limit_enforced
+    from ..toolchain.platform_support import memory_limit_enforced
 
     watch = None if memory_limit_enforced() else _MemoryWatch(proc, limits.memory_bytes)
     try:
@@ -259,7 +259,7 @@ def _run_worker(request: dict, max_score: float, limits: Limits, pass_fds=()) ->
     request = json.dumps(request)
     work = tempfile.mkdtemp(prefix="tilinglib-grade-")        # the child's cwd and HOME
     private = tempfile.mkdtemp(prefix="tilinglib-grade-log-")  # its stderr, outside its cwd
-    from ..platform_support import session_options
+    from ..toolchain.platform_support import session_options
 
     t0 = time.monotonic()
     killed = ""
@@ -291,7 +291,7 @@ def _run_worker(request: dict, max_score: float, limits: Limits, pass_fds=()) ->
 
 def _outcome(proc, out, killed, seconds, tail, max_score, limits) -> tuple:
     """The `Outcome` of a finished grading process, and its reply (None if it sent none)."""
-    from ..platform_support import signal_number
+    from ..toolchain.platform_support import signal_number
 
     if killed == "memory":
         return Outcome("memory", 0.0, max_score, seconds=seconds,

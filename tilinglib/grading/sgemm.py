@@ -220,7 +220,7 @@ def _probe_tile(source: str, options, deadline: float | None = None, macro: str 
     """The value of TILE (or of the integer macro `macro`) after the submission's own
     #defines and the -D options (the probe launch stops at `deadline`, a time.perf_counter()
     value, or after 10 s). Raises `CompileError` if the macro is not defined."""
-    from ..emulator import Out, SourceModule
+    from ..toolchain.backends.emulator import Out, SourceModule
 
     probe = (source + f"\n__global__ void {PROBE}(int* out) {{ out[0] = (int)({macro}); }}\n")
     f = SourceModule(probe, options=options).get_function(PROBE)
@@ -360,7 +360,7 @@ class _Runner:
 
     def run(self, shape, *, hazards="warn"):
         """Returns (C, A, B) or raises the kernel's error. `self.hazards` collects races."""
-        from ..emulator import In, InOut
+        from ..toolchain.backends.emulator import In, InOut
         from ..errors import InputWriteWarning, UninitializedReadWarning
 
         M, N, K = shape
@@ -471,7 +471,7 @@ def _contained(grade, fail_all=None):
                 or not isinstance(time_limit, (int, float)):
             return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
         t0 = time.perf_counter()
-        from ..frontend.parse import recursion_room
+        from ..toolchain.frontend.program import recursion_room
         try:
             with _time_box(time_limit + GRACE_SECONDS), recursion_room():
                 return grade(source, kernel_name, *args, time_limit=time_limit, **kwargs)
@@ -576,7 +576,7 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
     detects a race on shared memory and whose C is wrong when the warps of each block run
     in another order a GPU may produce (`find_race_failure` finds the seed on the 2·TILE
     cube, `ADVERSARY_SEEDS` seeds, at most `ADVERSARY_SECONDS`; schedule="adversarial",
-    tilinglib/emulator/schedule.py). `draw` (a `secret.Draw`; default: the one of an
+    tilinglib/toolchain/runtime/schedule.py). `draw` (a `secret.Draw`; default: the one of an
     enclosing `secret.drawing` block, as the command grades, else none) seeds the data
     instead and adds its shapes to each case (`graded_cases`). Then (70): tiling, tiles of
     A and B really staged in shared memory (about 2·ceil(K/TILE) global load requests per
@@ -620,7 +620,7 @@ def check_sgemm(source: str, kernel_name: str, *, options: Sequence[str] | None 
                         f"{type(source).__name__}")
     t0 = time.perf_counter()
     options = list(options or [])
-    from ..emulator import SourceModule
+    from ..toolchain.backends.emulator import SourceModule
 
     # --- compile, signature, TILE, block
     try:
@@ -756,7 +756,7 @@ def grading_args(function, tile: int, M: int, N: int, K: int, seed: int = 0):
     """(arguments, block, grid) of the grader's launch of `function` at M x N x K: the
     inputs of `_inputs`, C pre-filled with NaN (an InOut), block (TILE, TILE, 1), the
     default grid."""
-    from ..emulator import In, InOut
+    from ..toolchain.backends.emulator import In, InOut
 
     A, B = _inputs(M, N, K, seed)
     C = np.full((M, N), np.nan, dtype=np.float32)
@@ -770,8 +770,8 @@ def _adversary(runner: _Runner, checks: list, tile: int) -> list:
     produce (tilinglib.find_race_failure on the 2·TILE cube finds the seed; each racy case
     then runs under it): where C is then wrong, the case fails, with the evidence. Returns
     the notes to add (what was searched)."""
-    from ..emulator.race_search import find_race_failure
-    from ..emulator.schedule import _ORDER
+    from ..toolchain.runtime.race_search import find_race_failure
+    from ..toolchain.runtime.schedule import _ORDER
 
     racy = {shape for shape, h in runner.hazards if h.kind in _ORDER}
     if not racy or runner.aborted:
@@ -812,7 +812,7 @@ def _adversary(runner: _Runner, checks: list, tile: int) -> list:
 
 def _wrong_under(runner: _Runner, shape, found) -> str | None:
     """Why C is wrong at `shape` under `found`'s seed (None when it is right)."""
-    from ..emulator import In, InOut
+    from ..toolchain.backends.emulator import In, InOut
 
     M, N, K = shape
     A, B = _inputs(M, N, K, runner.seed)
@@ -973,7 +973,7 @@ def _tile_consistent(f, tile: int, block) -> Check:
 
 
 def _index_width(source, options, kernel) -> Check:
-    from .._source_checks import int_overflow_risks
+    from .source_checks import int_overflow_risks
 
     name, pts = _OTHER_CHECKS[3]
     risks = int_overflow_risks(source, options, kernel)
@@ -993,10 +993,10 @@ def _index_width(source, options, kernel) -> Check:
 
 def _accumulator(source, options, kernel, runner: _Runner | None = None) -> Check:
     """The source check for local scalars read before they are set
-    (`_source_checks.uninitialized_locals`), then, from `runner`'s correctness runs, the
+    (`source_checks.uninitialized_locals`), then, from `runner`'s correctness runs, the
     emulator's own report of local *array* elements read before they were written (a
     ``float sum[1];`` or ``float acc[COARSE];`` never zeroed)."""
-    from .._source_checks import uninitialized_locals
+    from .source_checks import uninitialized_locals
 
     name, pts = _OTHER_CHECKS[4]
     found = uninitialized_locals(source, options, kernel)

@@ -16,7 +16,7 @@ Every results file carries ``settings``: the assignments graded, the `Limits`, t
 fingerprint (`grader_fingerprint`: a SHA-256 of tilinglib's files and the versions of the
 packages grading runs on), a SHA-256 of each ``--setup`` file, the class (every student folder
 in DIR, graded or not), what this run selected, and which limits this system could not
-enforce (`tilinglib.platform_support.unenforced_limits`). `merge` refuses, saying what to
+enforce (`tilinglib.toolchain.platform_support.unenforced_limits`). `merge` refuses, saying what to
 change: a file whose SHA-256 is not the one given (``FILE=HEX``) or the one in its
 ``.sha256`` file; files whose settings differ in any of those; a row that its file's own
 shard or list could not hold (an edited file); a student graded in two files; a shard, or a
@@ -145,7 +145,7 @@ def run_settings(selection: Selection, limits, setup, unenforced=None) -> dict:
     `setup`: the --setup files' paths, each recorded by the SHA-256 of its bytes (paths
     differ from machine to machine, contents must not). `unenforced`: the limits the
     grading machines cannot enforce (default: this machine's, `unenforced_limits`)."""
-    from ..platform_support import unenforced_limits
+    from ..toolchain.platform_support import unenforced_limits
 
     return {"assignments": list(selection.assignments),
             "limits": asdict(limits),

@@ -84,7 +84,7 @@ def instantiate(source: str, options: Sequence[str], module, kernel: str,
     Returns None when `kernel` is no template of `module` (the caller's own "not found"
     stands), a str (the reason, saying what to change) when it cannot be instantiated,
     else an `Instance`."""
-    from ..emulator import SourceModule
+    from ..toolchain.backends.emulator import SourceModule
 
     program = module._program
     template = _template_of(program, kernel)
