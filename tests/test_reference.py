@@ -11,7 +11,8 @@ def test_h200_file_loads_with_its_provenance():
     assert ref.device["name"] == "NVIDIA H200" and ref.device["sms"] == 132
     assert ref.date == "2026-11-29" and ref.software["driver"] == "580.159.04"
     assert ref.settings["warmup"] == 3 and ref.settings["repeat"] == 10
-    assert ref.source.startswith("python -m tilinglib.devtools.bench")
+    # the command as it was run (the module is tilinglib.devtools.bench since the layout step)
+    assert ref.source.startswith("python -m tilinglib.bench")
     assert "measured on an NVIDIA H200" in ref.label
 
 
@@ -98,7 +99,7 @@ def test_the_bench_command_writes_this_format():
 
 
 # ----------------------------------------------------------------- the ladder (lessons 07-08)
-# Read on the H200 on 2026-12-01 (python -m tilinglib.devtools.bench --only-ladder --ncu --repeat 20,
+# Read on the H200 on 2026-12-01 (python -m tilinglib.bench --only-ladder --ncu --repeat 20,
 # bench/results/ladder_bench_h200.log): GFLOP/s at N = 4096, the ladder beside cuBLAS.
 # Read on the H200 on 2026-12-01 (the integrator's run after the front end landed;
 # docs/gpu-runs.md, bench/results/ladder_bench_h200_1201.log), default tile shapes.
