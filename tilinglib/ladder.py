@@ -252,14 +252,12 @@ def _counted(s: Step, p: dict, M: int, N: int, K: int, seed: int, hazards: str):
     import warnings
 
     from .toolchain.backends.emulator import In, InOut, Out
-    from .sgemm import relative_error
+    from .sgemm import random_inputs, relative_error
 
     key = (s.name, tuple(sorted(p.items())), int(M), int(N), int(K), seed, hazards)
     if key in _COUNTS:
         return _COUNTS[key]
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((int(M), int(K)), dtype=np.float32)
-    B = rng.standard_normal((int(K), int(N)), dtype=np.float32)
+    A, B = random_inputs(M, N, K, seed)
     C = np.zeros((int(M), int(N)), dtype=np.float32)
     f = _function("emulator-always", s.kernel, s.function, tuple(s.defines(p)))
     grid = s.grid(M, N, p)

@@ -42,7 +42,7 @@ def _shared_bytes(answer):
             if (tile, pad) not in answer:
                 raise Wrong(f"the dict has no entry for (tile, pad) = ({tile}, {pad}); keep the "
                             f"cell's last line as it is.")
-            compiled = compiled_shared_bytes("sgemm_tiled", "sgemmTiled", tile, pad)
+            compiled = compiled_shared_bytes("tiled", tile, pad)
             got = require_number(answer[tile, pad], f"shared_bytes({tile}, {pad})")
             if got == compiled:
                 continue
@@ -182,7 +182,7 @@ def _cc89(answer):
             raise Wrong(f"lim89.{field} is {getattr(lim89, field):,}; the GPU has {value:,} "
                         f"(pass {field}={value} to DeviceLimits).")
     occs = {t: _occ(t * t, _h200_registers(t),
-                    compiled_shared_bytes("sgemm_tiled", "sgemmTiled", t, 0), limits=lim89)
+                    compiled_shared_bytes("tiled", t, 0), limits=lim89)
             for t in (4, 8, 16, 32)}
     want = tuple(t for t, occ in occs.items() if occ.occupancy < 1)
     try:
@@ -230,7 +230,7 @@ def _registers72(answer):
 def _double_buffered(answer):
     answer = as_tuple(answer, 2, "a pair: (db_bytes, db_cap)")
     got_bytes, got_cap = (require_number(v, n) for v, n in zip(answer, ("db_bytes", "db_cap")))
-    compiled = compiled_shared_bytes("sgemm_tiled_db", "sgemmTiledDB", 32)
+    compiled = compiled_shared_bytes("tiled_db", 32)
     if got_bytes != compiled:
         hint = (" That is one buffer: As[2][TILE][TILE] holds two tiles, and so does Bs."
                 if got_bytes == compiled / 2 else
