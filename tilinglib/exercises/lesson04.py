@@ -69,8 +69,8 @@ def _shared_bytes(answer):
 
 @exercise("04.2", "The largest tile one thread per element can launch")
 def _largest_tile(answer):
-    from .. import kernels
-    from ..toolchain.backends.emulator import In, Out, SourceModule
+    from .. import recipes
+    from ..toolchain.backends.emulator import In, Out
     from ..errors import TilingLibError
     from ..sgemm import random_matrices, relative_error
 
@@ -95,8 +95,7 @@ def _largest_tile(answer):
     n = tile
     A, B = random_matrices(n, seed=4)
     C = np.zeros((n, n), dtype=np.float32)
-    module = SourceModule(kernels.load("sgemm_tiled"), options=[f"-DTILE={tile}"])
-    f = module.get_function("sgemmTiled")
+    f = recipes.get("tiled").compile({"TILE": tile}, emulator=True)
     try:
         with warnings.catch_warnings():
             # The emulator's own warnings (a block that does not match the tile) would
