@@ -29,7 +29,8 @@ BARRIER = "__syncthreads();"
 
 def random_inputs(M: int, N: int, K: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A (M x K) and B (K x N), float32 standard-normal numbers from ``default_rng(seed)``,
-    A drawn first. The course's one source of seeded SGEMM inputs.
+    A drawn first. The course's one source of seeded SGEMM inputs. `seed`: an int, or a
+    sequence of ints (NumPy's seed entropy, e.g. ``[M, N, K]``).
 
     The same sizes and `seed` give the same matrices on every machine."""
     rng = np.random.default_rng(seed)
