@@ -226,11 +226,11 @@ class Recipe:
             p = self.resolve(params)
         except ArgumentError as exc:
             return str(exc)
-        bad = [k for k, v in p.items()
-               if v < (0 if k in self.may_be_zero or k in self.optional else 1)]
+        zero_ok = tuple(self.may_be_zero) + tuple(k for k in self.optional if k in p)
+        bad = [k for k, v in p.items() if v < (0 if k in zero_ok else 1)]
         if bad:
-            least = ("at least 1" if not self.may_be_zero else
-                     f"at least 1 ({', '.join(self.may_be_zero)}: at least 0)")
+            least = ("at least 1" if not zero_ok else
+                     f"at least 1 ({', '.join(zero_ok)}: at least 0)")
             return f"{', '.join(f'{k}={p[k]}' for k in bad)}: every parameter must be {least}"
         why = self._rules(p)
         if why:
@@ -257,7 +257,7 @@ class Recipe:
         return None
 
     def shape_error(self, M: int, N: int, K: int, params: Params | None = None) -> str | None:
-        """None when this recipe can take the sizes (an (M x K) by (K x N) product), else why not."""
+        """None when this recipe can take the sizes ((M x K) times (K x N)), else why not."""
         for what, v in (("M", M), ("N", N), ("K", K)):
             if isinstance(v, bool) or int(v) != v or v < 1:
                 return f"{what}={v!r}: matrix sizes must be whole numbers >= 1"
@@ -500,9 +500,9 @@ def _tuned_rules(p: dict) -> str | None:
             return (f"APAD={p['APAD']} with SWIZZLE=1: the swizzled A tile has no padding "
                     f"(the XOR spreads the stores instead); set APAD=0")
         if p["BK"] not in _SWIZZLE_BK or p["BM"] % 32:
-            return (f"SWIZZLE=1 needs BK in {{4, 8, 16, 32}} and BM a multiple of 32 (BK={p['BK']}, "
-                    f"BM={p['BM']}): the XOR moves each group of BK / 4 lanes that copy one "
-                    f"row of A to its own part of the 32 banks")
+            return (f"SWIZZLE=1 needs BK in {{4, 8, 16, 32}} and BM a multiple of 32 "
+                    f"(BK={p['BK']}, BM={p['BM']}): the XOR moves each group of BK / 4 lanes "
+                    f"that copy one row of A to its own part of the 32 banks")
     t = _warptile_threads(p)
     cap = REGISTERS_PER_SM // (p["MINB"] * t)
     r = _tuned_registers(p)
