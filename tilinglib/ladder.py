@@ -1,6 +1,7 @@
 """The SGEMM ladder of lessons 07 and 08: from the tiled kernel towards cuBLAS, one step each.
 
-Introduced in lesson 07 (register tiling). Each rung is a `Step`: a kernel file of
+Introduced in lesson 07 (register tiling). Each rung is a `Step` (a `tilinglib.recipes.Recipe`,
+where each kernel's facts are written once): a kernel file of
 `tilinglib.kernels`, its tile-shape parameters (``-D`` macros) with defaults, the launch it
 needs, the shapes it refuses (`Step.valid`, with the reason) and the bytes per FMA it asks
 memory for, as formulas of the tile shape::
@@ -32,12 +33,16 @@ broadcasts (32 lanes reading one word count 128 bytes, though it is one wavefron
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
 from .errors import ArgumentError
+from .recipes import (FLOAT, MAX_REGISTERS, MAX_STATIC_SHARED, MAX_THREADS,  # noqa: F401
+                      REGISTERS_PER_SM, WARP, WARP_LAYOUT, Joint, Recipe, _shape_text)
+from .recipes import (COARSE, REGTILE2D, TILED, TUNED, VEC4, WARPTILE,  # noqa: F401
+                      WARPTILE_DB)
 
 __all__ = ["Step", "Joint", "STEPS", "TUNING", "TUNED", "names", "get", "launch", "run", "count", "measure",
            "one_block_represents", "tile_loop_k",
@@ -46,436 +51,11 @@ __all__ = ["Step", "Joint", "STEPS", "TUNING", "TUNED", "names", "get", "launch"
            "compiled_registers", "ptxas_registers",
            "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
 
-MAX_THREADS = 1024                 # threads per block, every CUDA GPU so far
-MAX_STATIC_SHARED = 48 * 1024      # static __shared__ bytes per block (more needs dynamic opt-in)
-MAX_REGISTERS = 255                # registers per thread ptxas can give before spilling
-REGISTERS_PER_SM = 65536           # registers one SM (compute capability 9.0) holds
-WARP = 32
-FLOAT = 4                          # bytes
-
-
 Params = Mapping[str, int]
 
-
-@dataclass(frozen=True)
-class Joint:
-    """Parameters of a step that only change together, as one choice (a widget's one control).
-
-    `name`: what the choice is called (``"warp layout"``); `parameters`: the names it sets,
-    e.g. ('WM', 'WN', 'WMITER', 'WNITER', 'TM', 'TN'); `label`: a `str.format` template over
-    them that reads as the field says it (``"warp {WM}x{WN}, ..."``).
-
-    Why they go together: the step's rules tie them so that no one of them can change alone
-    (the warp-tiled kernels need (WM/WMITER/TM) x (WN/WNITER/TN) = 32 lanes per warp step:
-    doubling or halving any one of the six alone breaks it)."""
-
-    name: str
-    parameters: tuple[str, ...]
-    label: str
-
-    def describe(self, params: Params) -> str:
-        """The readable label of this choice for `params` (which must hold `parameters`)."""
-        return self.label.format(**{k: params[k] for k in self.parameters})
-
-
-@dataclass(frozen=True)
-class Step:
-    """One rung of the ladder: a kernel, its tile-shape parameters and what they imply.
-
-    `name`: the short name (``"coarse"``); `title`: the technique in the field's words;
-    `kernel`: the file in `tilinglib.kernels` (``"sgemm_coarse"``); `function`: the
-    ``__global__`` function's name; `defaults`: parameter name -> default value, in the
-    order the macros are listed; `lesson`: the lesson that introduces it; `square_only`:
-    True for a kernel that takes N alone (lesson 03's tiled kernel); `joint`: `Joint` groups
-    of parameters that the rules let change only together (lesson 08's warp layout).
-
-    The methods take `params`, a mapping of parameter names to whole numbers; missing names
-    take their defaults (`resolve`). Units: threads, bytes, bytes per FMA.
-    """
-
-    name: str
-    title: str
-    kernel: str
-    function: str
-    defaults: Mapping[str, int]
-    lesson: int
-    _threads: Callable[[dict], int] = field(repr=False)
-    _grid: Callable[[int, int, dict], tuple] = field(repr=False)
-    _global_bytes_per_fma: Callable[[dict], float] = field(repr=False)
-    _shared_bytes_per_fma: Callable[[dict], float] = field(repr=False)
-    _shared_bytes: Callable[[dict], int] = field(repr=False)
-    _registers_estimate: Callable[[dict], int] = field(repr=False)
-    _rules: Callable[[dict], str | None] = field(repr=False)
-    square_only: bool = False
-    notes: str = ""
-    may_be_zero: tuple = ()          # parameters for which 0 is a valid value (padding)
-    shared_load_width: int = FLOAT   # bytes per lane of each shared load (16: float4)
-    also_measured: tuple = ()        # tile shapes besides the default that the bench measures
-    joint: tuple = ()                # `Joint` groups of parameters that change only together
-    _adds_into_c: Callable[[dict], bool] = field(default=lambda p: False, repr=False)
-
-    @property
-    def parameters(self) -> tuple[str, ...]:
-        """The tile-shape parameter names, e.g. ('BM', 'BN', 'BK', 'TM')."""
-        return tuple(self.defaults)
-
-    def resolve(self, params: Params | None = None) -> dict[str, int]:
-        """`params` completed with the defaults, as a new dict of ints.
-
-        Raises ArgumentError for a name this step does not have or a value that is not a
-        whole number."""
-        out = dict(self.defaults)
-        for key, value in dict(params or {}).items():
-            if type(value) is int and key in out:       # the common case, checked cheaply
-                out[key] = value
-                continue
-            if key not in self.defaults:
-                raise ArgumentError(f"{self.name!r} has no parameter {key!r}; its parameters "
-                                    f"are {', '.join(self.defaults)}")
-            if isinstance(value, bool) or int(value) != value:
-                raise ArgumentError(f"{key}={value!r}: {self.name!r} needs a whole number")
-            out[key] = int(value)
-        return out
-
-    def threads(self, params: Params | None = None) -> int:
-        """Threads per block for this tile shape."""
-        return self._threads(self.resolve(params))
-
-    def block(self, params: Params | None = None) -> tuple[int, int, int]:
-        """The block shape, (x, y, z). The ladder's kernels after ``tiled`` use 1-D blocks."""
-        p = self.resolve(params)
-        if self.square_only:
-            return (p["TILE"], p["TILE"], 1)
-        return (self._threads(p), 1, 1)
-
-    def grid(self, M: int, N: int, params: Params | None = None) -> tuple[int, ...]:
-        """The grid for an M x N result: (ceil(N / block tile width), ceil(M / height)), and
-        for a step that splits K among blocks (``tuned`` with SPLITK > 1) a third entry, the
-        number of K chunks."""
-        return self._grid(int(M), int(N), self.resolve(params))
-
-    def blocks(self, M: int, N: int, params: Params | None = None) -> int:
-        """Blocks in the grid for an M x N result (the product of `grid`'s entries)."""
-        return int(np.prod(self.grid(M, N, params)))
-
-    def adds_into_c(self, params: Params | None = None) -> bool:
-        """True when the blocks add their results into C (split-K's atomicAdd), so C must
-        hold zeros before the launch: `run` and `count` pass a zeroed C as ``InOut``."""
-        return bool(self._adds_into_c(self.resolve(params)))
-
-    def shared_bytes(self, params: Params | None = None) -> int:
-        """Static ``__shared__`` bytes per block (the tiles staged in shared memory)."""
-        return self._shared_bytes(self.resolve(params))
-
-    def registers_estimate(self, params: Params | None = None) -> int:
-        """A rough count of the registers per thread the tile shape needs (accumulators,
-        register fragments, plus about 30 for addresses, indices and loop counters).
-
-        Only an estimate, used by `valid` to refuse shapes that would certainly spill: ptxas
-        decides the real number (PyCUDA's ``Function.num_regs`` on a GPU; the reference
-        data elsewhere)."""
-        return self._registers_estimate(self.resolve(params))
-
-    def valid(self, params: Params | None = None) -> str | None:
-        """None when the tile shape can launch and compute correctly, else the reason.
-
-        Checks: whole positive values, the divisibility the kernel's thread layout needs,
-        threads per block a multiple of 32 and at most 1,024, static shared memory at most
-        48 KiB, and an estimated register count (`registers_estimate`) at most 255 per
-        thread and 65,536 per block. Unknown parameter names are a reason too."""
-        try:
-            p = self.resolve(params)
-        except ArgumentError as exc:
-            return str(exc)
-        bad = [k for k, v in p.items() if v < (0 if k in self.may_be_zero else 1)]
-        if bad:
-            least = ("at least 1" if not self.may_be_zero else
-                     f"at least 1 ({', '.join(self.may_be_zero)}: at least 0)")
-            return f"{', '.join(f'{k}={p[k]}' for k in bad)}: every parameter must be {least}"
-        why = self._rules(p)
-        if why:
-            return why
-        t = self._threads(p)
-        if t > MAX_THREADS:
-            return f"{t:,} threads per block: a block holds at most {MAX_THREADS:,}"
-        if t % WARP:
-            return (f"{t} threads per block is not a multiple of {WARP}: the last warp would "
-                    f"run partly empty")
-        s = self._shared_bytes(p)
-        if s > MAX_STATIC_SHARED:
-            return (f"{s:,} bytes of static shared memory: a block may have at most "
-                    f"{MAX_STATIC_SHARED:,} (48 KiB); make the tiles smaller")
-        r = self._registers_estimate(p)
-        if r > MAX_REGISTERS:
-            return (f"about {r} registers per thread: a thread has at most {MAX_REGISTERS}, so "
-                    f"the accumulators would spill to local memory; make TM x TN smaller")
-        if r * t > REGISTERS_PER_SM:
-            return (f"about {r} registers x {t} threads = {r * t:,} registers: more than an "
-                    f"SM's {REGISTERS_PER_SM:,}, so the block could not launch")
-        return None
-
-    def shape_error(self, M: int, N: int, K: int, params: Params | None = None) -> str | None:
-        """None when this step can multiply an (M x K) by a (K x N) matrix, else why not."""
-        for what, v in (("M", M), ("N", N), ("K", K)):
-            if isinstance(v, bool) or int(v) != v or v < 1:
-                return f"{what}={v!r}: matrix sizes must be whole numbers >= 1"
-        if self.square_only:
-            tile = self.resolve(params)["TILE"]
-            if not M == N == K:
-                return (f"{self.name!r} is lesson 03's kernel: it takes square matrices only "
-                        f"(M = N = K), not {M}x{K} times {K}x{N}")
-            if N % tile:
-                return f"{self.name!r} needs N % TILE == 0; N={N}, TILE={tile}"
-        return None
-
-    def defines(self, params: Params | None = None) -> list[str]:
-        """The compiler options that set the tile shape, e.g. ['-DBM=64', '-DBN=64', ...]."""
-        return [f"-D{k}={v}" for k, v in self.resolve(params).items()]
-
-    def global_bytes_per_fma(self, params: Params | None = None) -> float:
-        """Global-memory bytes requested per FMA (loads of A and B) at tile-multiple shapes.
-
-        A block tile of BM x BN outputs stages BM·BK floats of A and BK·BN of B for BM·BN·BK
-        FMAs: 4 (BM + BN) / (BM BN) bytes per FMA (8 / TILE for the tiled kernel)."""
-        return self._global_bytes_per_fma(self.resolve(params))
-
-    def shared_bytes_per_fma(self, params: Params | None = None) -> float:
-        """Shared-memory bytes requested per FMA (loads only) at tile-multiple shapes.
-
-        Tiled: 2 loads per FMA, 8 bytes. 1-D blocking: TM + 1 loads per TM FMAs. 2-D
-        blocking (and vec4): TM + TN floats per TM·TN FMAs. Warp tiling: a lane holds
-        RM = WMITER·TM rows and RN = WNITER·TN columns, RM + RN floats per RM·RN FMAs.
-        4 bytes per float and lane (a float4 load is 4 floats)."""
-        return self._shared_bytes_per_fma(self.resolve(params))
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _tile_rules(p: dict) -> str | None:
-    if p["TILE"] > 32:
-        return (f"TILE={p['TILE']}: the tiled kernel runs one thread per output of the tile, "
-                f"TILE x TILE = {p['TILE'] ** 2:,} threads, over 1,024")
-    return None
-
-
-def _coarse_rules(p: dict) -> str | None:
-    if p["BM"] % p["TM"]:
-        return (f"TM={p['TM']} does not divide BM={p['BM']}: each thread owns TM rows of the "
-                f"BM-row tile, so BM must be a multiple of TM")
-    return None
-
-
-def _regtile2d_rules(p: dict) -> str | None:
-    if p["BM"] % p["TM"]:
-        return (f"TM={p['TM']} does not divide BM={p['BM']}: each thread owns TM rows of the "
-                f"BM-row tile")
-    if p["BN"] % p["TN"]:
-        return (f"TN={p['TN']} does not divide BN={p['BN']}: each thread owns TN columns of "
-                f"the BN-column tile")
-    return None
-
-
-_OVERHEAD_REGISTERS = 30   # addresses, indices, loop counters (a rough allowance)
-
-TILED = Step(
-    name="tiled", title="shared-memory tiling (lesson 03)", kernel="sgemm_tiled",
-    function="sgemmTiled", defaults={"TILE": 32}, lesson=3,
-    _threads=lambda p: p["TILE"] ** 2,
-    _grid=lambda M, N, p: (_cdiv(N, p["TILE"]), _cdiv(M, p["TILE"])),
-    _global_bytes_per_fma=lambda p: 2 * FLOAT / p["TILE"],
-    _shared_bytes_per_fma=lambda p: 2.0 * FLOAT,
-    _shared_bytes=lambda p: 2 * p["TILE"] ** 2 * FLOAT,
-    _registers_estimate=lambda p: 1 + _OVERHEAD_REGISTERS,
-    _rules=_tile_rules, square_only=True,
-    notes="lesson 03's kernel, unchanged: sgemmTiled(int N, A, B, C), square, N % TILE == 0")
-
-COARSE = Step(
-    name="coarse", title="thread coarsening: 1-D register blocking", kernel="sgemm_coarse",
-    function="sgemmCoarse", defaults={"BM": 64, "BN": 64, "BK": 8, "TM": 8}, lesson=7,
-    _threads=lambda p: p["BN"] * (p["BM"] // p["TM"]),
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
-    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
-    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + 1) / p["TM"],
-    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
-    _registers_estimate=lambda p: p["TM"] + 1 + _OVERHEAD_REGISTERS,
-    _rules=_coarse_rules)
-
-REGTILE2D = Step(
-    name="regtile2d", title="2-D register blocking", kernel="sgemm_regtile2d",
-    function="sgemmRegtile2d", defaults={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
-    lesson=7,
-    _threads=lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"]),
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
-    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
-    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
-    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
-    _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
-    _rules=_regtile2d_rules,
-    also_measured=({"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4},
-                   {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 4},
-                   {"BM": 128, "BN": 128, "BK": 8, "TM": 16, "TN": 8}))
-
-def _vec4_rules(p: dict) -> str | None:
-    why = _regtile2d_rules(p)
-    if why:
-        return why
-    for k in ("BK", "BN", "TM", "TN"):
-        if p[k] % 4:
-            return (f"{k}={p[k]} is not a multiple of 4: the kernel moves the tiles as float4 "
-                    f"(4 floats at a time)")
-    return None
-
-
-def _warp_step(p: dict) -> tuple[int, int]:
-    """The lanes of one warp step: (rows, columns) of TM x TN pieces."""
-    return p["WM"] // p["WMITER"] // p["TM"], p["WN"] // p["WNITER"] // p["TN"]
-
-
-def _warptile_rules(p: dict) -> str | None:
-    for big, small in (("BM", "WM"), ("BN", "WN")):
-        if p[big] % p[small]:
-            return (f"{small}={p[small]} does not divide {big}={p[big]}: the block tile is "
-                    f"cut into whole warp tiles")
-    for w, it, t in (("WM", "WMITER", "TM"), ("WN", "WNITER", "TN")):
-        if p[w] % p[it] or (p[w] // p[it]) % p[t]:
-            return (f"{w}={p[w]} must be a multiple of {it} x {t} = {p[it] * p[t]}: the warp "
-                    f"tile is swept in {it} steps of whole {t}-wide pieces")
-    rows, cols = _warp_step(p)
-    if rows * cols != WARP:
-        return (f"one warp step holds (WM/WMITER/TM) x (WN/WNITER/TN) = {rows} x {cols} = "
-                f"{rows * cols} lanes, not {WARP}: change WMITER, WNITER, TM or TN")
-    for k in ("BK", "BN", "TM", "TN", "APAD"):
-        if p[k] % 4:
-            return (f"{k}={p[k]} is not a multiple of 4: the kernel moves the tiles as float4 "
-                    f"(4 floats at a time)")
-    return None
-
-
-def _rm_rn(p: dict) -> tuple[int, int]:
-    """Rows and columns of C one lane holds: (WMITER x TM, WNITER x TN)."""
-    return p["WMITER"] * p["TM"], p["WNITER"] * p["TN"]
-
-
-def _warptile_threads(p: dict) -> int:
-    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP
-
-
-def _prefetch_registers(p: dict) -> int:
-    """Registers the double-buffered kernel holds for the next tile: 4 per float4 in flight."""
-    t = _warptile_threads(p)
-    return 4 * (_cdiv(p["BM"] * p["BK"] // 4, t) + _cdiv(p["BK"] * p["BN"] // 4, t))
-
-
-#: The warp-tiled kernels' warp layout: six parameters tied by the 32-lanes-per-step rule.
-WARP_LAYOUT = Joint("warp layout", ("WM", "WN", "WMITER", "WNITER", "TM", "TN"),
-                    "warp {WM}x{WN}, {WMITER}x{WNITER} iterations, thread {TM}x{TN}")
-
-_WARPTILE_DEFAULTS = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "WMITER": 1,
-                      "WNITER": 4, "TM": 4, "TN": 4, "APAD": 4}
-_WARPTILE_DB_DEFAULTS = {"BM": 128, "BN": 256, "BK": 12, "WM": 32, "WN": 128, "WMITER": 2,
-                         "WNITER": 2, "TM": 8, "TN": 4, "APAD": 4}
-
-VEC4 = Step(
-    name="vec4", title="float4 loads and a transposed A tile", kernel="sgemm_vec4",
-    function="sgemmVec4", defaults={"BM": 64, "BN": 128, "BK": 16, "TM": 8, "TN": 4},
-    lesson=8,
-    _threads=lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"]),
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
-    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
-    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
-    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
-    _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
-    _rules=_vec4_rules,
-    shared_load_width=16,
-    notes="2-D register blocking; global loads and shared reads as float4 (LDS.128); "
-          "As stored transposed, As[k][m]; the default shape is the fastest of the H200 sweep")
-
-WARPTILE = Step(
-    name="warptile", title="warp tiling", kernel="sgemm_warptile", function="sgemmWarptile",
-    defaults=_WARPTILE_DEFAULTS, lesson=8,
-    _threads=_warptile_threads,
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
-    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
-    _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
-    _shared_bytes=lambda p: p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
-    _registers_estimate=lambda p: (_rm_rn(p)[0] * _rm_rn(p)[1] + sum(_rm_rn(p))
-                                   + _OVERHEAD_REGISTERS),
-    _rules=_warptile_rules, may_be_zero=("APAD",), joint=(WARP_LAYOUT,),
-    shared_load_width=16,
-    notes="each warp a WM x WN sub-tile swept in WMITER x WNITER steps; each lane "
-          "(WMITER*TM) x (WNITER*TN) outputs; float4 and transposed A as in vec4")
-
-WARPTILE_DB = Step(
-    name="warptile_db", title="warp tiling with double buffering", kernel="sgemm_warptile_db",
-    function="sgemmWarptileDB", defaults=_WARPTILE_DB_DEFAULTS, lesson=8,
-    _threads=_warptile_threads,
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
-    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
-    _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
-    _shared_bytes=lambda p: 2 * p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
-    _registers_estimate=lambda p: (_rm_rn(p)[0] * _rm_rn(p)[1] + sum(_rm_rn(p))
-                                   + _prefetch_registers(p) + _OVERHEAD_REGISTERS),
-    _rules=_warptile_rules, may_be_zero=("APAD",), joint=(WARP_LAYOUT,),
-    shared_load_width=16,
-    notes="sgemm_warptile with the next tile fetched into registers during the FMAs and "
-          "stored into a second shared buffer (lesson 06's pipelining); the ladder's best")
-
-_TUNED_DEFAULTS = {**_WARPTILE_DB_DEFAULTS, "SWIZZLE": 0, "FRAGDB": 1, "SPLITK": 1, "GSWZ": 1,
-                   "MINB": 1}
-_SWIZZLE_BK = (4, 8, 16, 32)
-
-
-def _tuned_registers(p: dict) -> int:
-    rm, rn = _rm_rn(p)
-    fragments = (1 + p["FRAGDB"]) * (rm + rn)
-    return rm * rn + fragments + _prefetch_registers(p) + _OVERHEAD_REGISTERS
-
-
-def _tuned_rules(p: dict) -> str | None:
-    why = _warptile_rules(p)
-    if why:
-        return why
-    for k in ("SWIZZLE", "FRAGDB"):
-        if p[k] not in (0, 1):
-            return f"{k}={p[k]}: a switch, 0 (off) or 1 (on)"
-    if p["SWIZZLE"]:
-        if p["APAD"]:
-            return (f"APAD={p['APAD']} with SWIZZLE=1: the swizzled A tile has no padding "
-                    f"(the XOR spreads the stores instead); set APAD=0")
-        if p["BK"] not in _SWIZZLE_BK or p["BM"] % 32:
-            return (f"SWIZZLE=1 needs BK in {{4, 8, 16, 32}} and BM a multiple of 32 (BK={p['BK']}, "
-                    f"BM={p['BM']}): the XOR moves each group of BK / 4 lanes that copy one "
-                    f"row of A to its own part of the 32 banks")
-    t = _warptile_threads(p)
-    cap = REGISTERS_PER_SM // (p["MINB"] * t)
-    r = _tuned_registers(p)
-    if p["MINB"] > 1 and r > cap:
-        return (f"MINB={p['MINB']}: {p['MINB']} blocks of {t} threads leave ptxas "
-                f"{REGISTERS_PER_SM:,} / ({p['MINB']} x {t}) = {cap} registers per thread, "
-                f"and this shape needs about {r}: it would spill; lower MINB or the "
-                f"accumulators (RM x RN = {_rm_rn(p)[0] * _rm_rn(p)[1]})")
-    return None
-
-
-TUNED = Step(
-    name="tuned", title="tuned: fragment double buffering, swizzle, split-K, launch bounds",
-    kernel="sgemm_tuned", function="sgemmTuned", defaults=_TUNED_DEFAULTS, lesson=8,
-    _threads=_warptile_threads,
-    _grid=lambda M, N, p: ((_cdiv(N, p["BN"]), _cdiv(M, p["BM"])) if p["SPLITK"] == 1 else
-                           (_cdiv(N, p["BN"]), _cdiv(M, p["BM"]), p["SPLITK"])),
-    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
-    _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
-    _shared_bytes=lambda p: 2 * p["BK"] * ((p["BM"] if p["SWIZZLE"] else p["BM"] + p["APAD"])
-                                           + p["BN"]) * FLOAT,
-    _registers_estimate=_tuned_registers,
-    _rules=_tuned_rules, may_be_zero=("APAD", "SWIZZLE", "FRAGDB"), joint=(WARP_LAYOUT,),
-    shared_load_width=16,
-    _adds_into_c=lambda p: p["SPLITK"] > 1,
-    notes="sgemm_warptile_db plus register double buffering of the fragments (FRAGDB), an "
-          "XOR-swizzled unpadded A tile (SWIZZLE), split-K over blockIdx.z with atomicAdd "
-          "(SPLITK), grouped block order (GSWZ) and __launch_bounds__(threads, MINB)")
+#: A rung of the ladder is a `tilinglib.recipes.Recipe` (kernel, tile-shape parameters with
+#: defaults, launch, `valid`, byte formulas): the ladder's facts are written there, once.
+Step = Recipe
 
 #: The ladder in order: lesson 07's rungs, then lesson 08's (float4 loads with a transposed A
 #: tile, warp tiling, double buffering).
@@ -496,7 +76,7 @@ def get(step: Step | str) -> Step:
     """The `Step` called `step` (a Step is returned as it is).
 
     Raises ArgumentError listing the names when there is none."""
-    if isinstance(step, Step):
+    if isinstance(step, Recipe):
         return step
     for s in STEPS + TUNING:
         if s.name == step:
@@ -520,18 +100,7 @@ def choices(step: Step | str, name: str, candidates, params: Params | None = Non
 
 def _checked(step: Step | str, M: int, N: int, K: int, params: Params | None):
     s = get(step)
-    p = s.resolve(params)
-    why = s.valid(p)
-    if why:
-        raise ArgumentError(f"{s.name} with {_shape_text(p)} cannot launch: {why}")
-    why = s.shape_error(M, N, K, p)
-    if why:
-        raise ArgumentError(why)
-    return s, p
-
-
-def _shape_text(p: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in p.items())
+    return s, s.checked(M, N, K, params)
 
 
 def launch(step: Step | str, M: int, N: int, K: int,
@@ -683,14 +252,12 @@ def _counted(s: Step, p: dict, M: int, N: int, K: int, seed: int, hazards: str):
     import warnings
 
     from .toolchain.backends.emulator import In, InOut, Out
-    from .sgemm import relative_error
+    from .sgemm import random_inputs, relative_error
 
     key = (s.name, tuple(sorted(p.items())), int(M), int(N), int(K), seed, hazards)
     if key in _COUNTS:
         return _COUNTS[key]
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((int(M), int(K)), dtype=np.float32)
-    B = rng.standard_normal((int(K), int(N)), dtype=np.float32)
+    A, B = random_inputs(M, N, K, seed)
     C = np.zeros((int(M), int(N)), dtype=np.float32)
     f = _function("emulator-always", s.kernel, s.function, tuple(s.defines(p)))
     grid = s.grid(M, N, p)

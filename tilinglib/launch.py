@@ -304,8 +304,18 @@ def _check_args(kernel: str, params: Sequence, args: Sequence) -> None:
 # Launch configuration checks
 # ---------------------------------------------------------------------------------------
 
+def _tile_hint(defined_macros, most: int) -> str:
+    """The course's hint for a block over the limit: a kernel with a TILE macro (lessons 03
+    to 06: one thread per element of a TILE x TILE tile) is told how large TILE can be."""
+    if "TILE" not in defined_macros:
+        return ""
+    side = int(most ** 0.5)
+    return (f" For a TILE x TILE tile with one thread per element, TILE can be at most "
+            f"{side} ({side} x {side} = {most:,}).")
+
+
 def _check_block(kernel: str, block, limits: DeviceLimits, max_threads: int | None,
-                 tile_macro: bool = False) -> tuple:
+                 defined_macros=()) -> tuple:
     if block is None:
         raise LaunchError(f"{kernel}: no block size: pass block=(x, y, z), e.g. block=(32, 32, 1).")
     dims = _as_dims(block, f"{kernel}: block")
@@ -326,8 +336,7 @@ def _check_block(kernel: str, block, limits: DeviceLimits, max_threads: int | No
     if threads > limits.max_threads_per_block:
         most = limits.max_threads_per_block
         side = int(most ** 0.5)
-        tile = (f" For a TILE x TILE tile with one thread per element, TILE can be at most "
-                f"{side} ({side} x {side} = {most:,})." if tile_macro else "")
+        tile = _tile_hint(defined_macros, most)
         raise LaunchError(
             f"{kernel}: block={dims} has {threads:,} threads; a block holds at most "
             f"{most:,} threads, e.g. {side} x {side}: use a smaller block.{tile}")
@@ -374,7 +383,7 @@ def _check_shared(kernel: str, shared, static_shared: int, limits: DeviceLimits)
 def check_launch(kernel_name: str, params: Sequence | None, args: Sequence, *, block,
                  grid=(1, 1), shared=0, static_shared: int = 0,
                  limits: DeviceLimits = DeviceLimits(),
-                 max_threads_per_block: int | None = None, tile_macro: bool = False) -> None:
+                 max_threads_per_block: int | None = None, defined_macros=()) -> None:
     """Refuse a launch that a GPU would refuse or misread, with a message saying what to change.
 
     Used by both backends before anything runs. Arguments:
@@ -392,8 +401,9 @@ def check_launch(kernel_name: str, params: Sequence | None, args: Sequence, *, b
     - `limits`: the device's `DeviceLimits` (compute capability 9.0 by default);
     - `max_threads_per_block`: the kernel's own limit, where known (PyCUDA's
       ``Function.max_threads_per_block``; heavy register use lowers it below 1,024);
-    - `tile_macro`: the kernel's source has a TILE macro (#define TILE or -DTILE): a block
-      over the limit then says how large TILE can be.
+    - `defined_macros`: the macro names the kernel was compiled with (the emulator's
+      ``Function.defined_macros``: -D options and #define lines); with TILE among them a block
+      over the limit also says how large TILE can be (`_tile_hint`, the course's hint).
 
     Raises `KernelArgumentError` (a TypeError) for: a wrong number of arguments; a Python int
     or float for a scalar parameter (use ``np.int32(N)``, ``np.float32(x)``); a NumPy
@@ -405,7 +415,7 @@ def check_launch(kernel_name: str, params: Sequence | None, args: Sequence, *, b
     the limits (2^31-1, 65535, 65535); static plus dynamic shared memory over the per-block
     limit (48 KiB unless the kernel opted in to more).
     """
-    _check_block(kernel_name, block, limits, max_threads_per_block, tile_macro)
+    _check_block(kernel_name, block, limits, max_threads_per_block, defined_macros)
     _check_grid(kernel_name, grid, limits)
     _check_shared(kernel_name, shared, static_shared, limits)
     if params is not None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import ArgumentError
 
-__all__ = ["random_matrices", "relative_error", "naive_launch", "tiled_launch", "valid_tiles",
+__all__ = ["random_inputs", "reference_product", "random_matrices", "relative_error", "naive_launch", "tiled_launch", "valid_tiles",
            "requested_bytes_naive", "requested_bytes_tiled", "count_naive", "count_tiled",
            "without_barrier", "barrier_before_stores", "race_failure", "TiledMeasurement",
            "measure_tiled"]
@@ -27,22 +27,35 @@ MAX_TILE = 32          # TILE x TILE threads per block, and a block holds at mos
 BARRIER = "__syncthreads();"
 
 
-def random_matrices(N: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Two N x N float32 matrices of standard-normal numbers from generator `seed`.
+def random_inputs(M: int, N: int, K: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A (M x K) and B (K x N), float32 standard-normal numbers from ``default_rng(seed)``,
+    A drawn first. The course's one source of seeded SGEMM inputs. `seed`: an int, or a
+    sequence of ints (NumPy's seed entropy, e.g. ``[M, N, K]``).
 
-    The same `N` and `seed` give the same matrices on every machine."""
+    The same sizes and `seed` give the same matrices on every machine."""
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((N, N), dtype=np.float32),
-            rng.standard_normal((N, N), dtype=np.float32))
+    return (rng.standard_normal((int(M), int(K)), dtype=np.float32),
+            rng.standard_normal((int(K), int(N)), dtype=np.float32))
+
+
+def reference_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A·B computed by NumPy in float64 (the reference every check compares with), as float64."""
+    return A.astype(np.float64) @ B.astype(np.float64)
+
+
+def random_matrices(N: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two N x N float32 matrices of standard-normal numbers from generator `seed`
+    (`random_inputs(N, N, N, seed)`)."""
+    return random_inputs(N, N, N, seed)
 
 
 def relative_error(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> float:
-    """max |C - A·B| / max |A·B|, with A·B computed by NumPy in float64.
+    """max |C - A·B| / max |A·B|, with A·B from `reference_product` (float64).
 
     The float64 product is the reference; dividing by its largest entry gives an error
     relative to the size of the answer (an element-wise relative error blows up on entries
     that happen to be near zero)."""
-    ref = A.astype(np.float64) @ B.astype(np.float64)
+    ref = reference_product(A, B)
     scale = float(np.abs(ref).max()) or 1.0
     return float(np.abs(C.astype(np.float64) - ref).max()) / scale
 
@@ -93,13 +106,13 @@ def requested_bytes_tiled(N: int, tile: int) -> int:
 
 def count_naive(N: int, block=(32, 32, 1), seed: int = 0):
     """Run the naive kernel on the CPU emulator; returns (LaunchReport, relative error)."""
-    from . import kernels
-    from .toolchain.backends.emulator import In, Out, SourceModule
+    from . import recipes
+    from .toolchain.backends.emulator import In, Out
 
     A, B = random_matrices(N, seed)
     C = np.zeros_like(A)
     block, grid = naive_launch(N, block)
-    f = SourceModule(kernels.load("sgemm_naive")).get_function("sgemmNaive")
+    f = recipes.get("naive").compile(emulator=True)
     f(np.int32(N), In(A), In(B), Out(C), block=block, grid=grid)
     return f.last_report, relative_error(C, A, B)
 
@@ -110,19 +123,18 @@ def count_tiled(N: int, tile: int, *, pad: int = 0, source: str | None = None, s
 
     Compiled with ``-DTILE=<tile> -DPAD=<pad>``; returns (LaunchReport, relative error).
     `hazards` is passed to the emulator ("warn", "raise" or "ignore")."""
-    from . import kernels
-    from .toolchain.backends.emulator import In, Out, SourceModule
+    from . import recipes
+    from .toolchain.backends.emulator import In, Out
 
     block, grid = tiled_launch(N, tile)
     A, B = random_matrices(N, seed)
     C = np.zeros_like(A)
-    src = kernels.load("sgemm_tiled") if source is None else source
-    f = SourceModule(src, options=[f"-DTILE={tile}", f"-DPAD={pad}"]).get_function("sgemmTiled")
+    f = recipes.get("tiled").compile({"TILE": tile, "PAD": pad}, source=source, emulator=True)
     f(np.int32(N), In(A), In(B), Out(C), block=block, grid=grid, hazards=hazards)
     return f.last_report, relative_error(C, A, B)
 
 
-def race_failure(source: str, N: int = 32, tile: int = 16, *, kernel: str = "sgemmTiled",
+def race_failure(source: str, N: int = 32, tile: int = 16, *, kernel: str | None = None,
                  seed: int = 0, seeds: int = 8):
     """What a race in a tiled kernel of sgemmTiled's signature (``int N, A, B, C``) does
     to its answer: `tilinglib.find_race_failure` on the CPU emulator, compiled with
@@ -131,13 +143,16 @@ def race_failure(source: str, N: int = 32, tile: int = 16, *, kernel: str = "sge
 
     Returns the `RaceFailure` (print it for the wrong element, the two lines and the warps;
     `found` is False, with the reason, when there is no race or no seed changes C). Used by
-    lessons 03 and 06 and exercise 03.4."""
+    lessons 03 and 06 and exercise 03.4. `kernel`: the function's name (default: the tiled
+    recipe's, sgemmTiled)."""
+    from . import recipes
     from .toolchain.backends.emulator import In, Out, SourceModule, find_race_failure
 
     _check_tile(N, tile)
     block, grid = tiled_launch(N, tile)
     A, B = random_matrices(N, seed)
-    f = SourceModule(source, options=[f"-DTILE={tile}"]).get_function(kernel)
+    kernel = recipes.get("tiled").function if kernel is None else kernel
+    f = SourceModule(source, options=recipes.options({"TILE": tile})).get_function(kernel)
     return find_race_failure(f, np.int32(N), In(A), In(B), Out(np.zeros_like(A)),
                              block=block, grid=grid, seeds=seeds)
 
@@ -210,7 +225,7 @@ def measure_tiled(N: int, tile: int, *, source: str | None = None, seed: int = 0
     On a GPU: times it with `tl.time_kernel` (GFLOP/s, median ms). On the emulator: its
     counters. Raises what compiling or launching raises (e.g. `CompileError` for a broken
     `source`), and ValueError for a TILE the kernel cannot take."""
-    from . import kernels
+    from . import recipes
     from .backend import get_backend
     from .timing import time_kernel
 
@@ -218,8 +233,7 @@ def measure_tiled(N: int, tile: int, *, source: str | None = None, seed: int = 0
     block, grid = tiled_launch(N, tile)
     A, B = random_matrices(N, seed)
     C = np.zeros_like(A)
-    src = kernels.load("sgemm_tiled") if source is None else source
-    f = backend.SourceModule(src, options=[f"-DTILE={tile}"]).get_function("sgemmTiled")
+    f = recipes.get("tiled").compile({"TILE": tile}, source=source)
     args = (np.int32(N), backend.In(A), backend.In(B), backend.Out(C))
     flops = 2 * N ** 3
     t = time_kernel(f, *args, block=block, grid=grid, flops=flops, repeat=repeat)

@@ -24,6 +24,7 @@ import numpy as np
 
 from .formatting import percent
 from .occupancy import Occupancy, occupancy
+from .recipes import TILED
 
 __all__ = ["SweepPoint", "tile_sweep", "shared_sweep", "table", "plot_tile_sweep",
            "plot_shared_sweep", "Progress"]
@@ -96,7 +97,7 @@ class Progress:
 
 def _reference_run(ref, N, tile, pad):
     try:
-        return ref.run("sgemm_tiled", N, tile=tile, pad=pad)
+        return ref.run(TILED.kernel, N, tile=tile, pad=pad)
     except KeyError:
         return None
 
@@ -104,7 +105,7 @@ def _reference_run(ref, N, tile, pad):
 def _reference_registers(ref, tile, pad):
     """nvcc's register count for this TILE and PAD in the reference (the same at every N)."""
     for run in ref.runs:
-        if run.kernel == "sgemm_tiled" and run.tile == tile and run.pad == pad:
+        if run.kernel == TILED.kernel and run.tile == tile and run.pad == pad:
             if run.extra.get("registers") is not None:
                 return int(run.extra["registers"])
     return None
@@ -117,8 +118,8 @@ def _point(backend, ref, source, N, tile, pad, dynamic_shared, repeat,
     from .timing import time_kernel
 
     block, grid = tiled_launch(N, tile)
-    f = backend.SourceModule(source, options=[f"-DTILE={tile}", f"-DPAD={pad}"]).get_function(
-        "sgemmTiled")
+    f = backend.SourceModule(source, options=TILED.options({"TILE": tile, "PAD": pad})
+                             ).get_function(TILED.function)
     static = int(f.shared_size_bytes)
     if backend.name == "pycuda":
         A, B = random_matrices(N, seed=0)
@@ -154,7 +155,7 @@ def tile_sweep(N: int, tiles: Sequence[int] = (4, 8, 16, 32), *, pad: int = 0,
 
     backend = get_backend()
     ref = _reference.load(reference)
-    src = kernels.load("sgemm_tiled") if source is None else source
+    src = kernels.load(TILED.kernel) if source is None else source
     points = []
     with Progress(len(tiles), f"TILE sweep, N={N}", enabled=progress) as bar:
         for tile in tiles:
@@ -176,7 +177,7 @@ def shared_sweep(N: int, tile: int, extra: Sequence[int], *, repeat: int = 10,
 
     backend = get_backend()
     ref = _reference.load()
-    src = kernels.load("sgemm_tiled")
+    src = kernels.load(TILED.kernel)
     points = []
     with Progress(len(extra), f"shared= sweep, TILE={tile}", enabled=progress) as bar:
         for nbytes in extra:

@@ -56,6 +56,9 @@ import time
 
 import numpy as np
 
+from .. import recipes
+from ..sgemm import random_inputs, random_matrices, relative_error
+
 NCU_METRICS = (
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
@@ -84,20 +87,16 @@ NCU_METRICS = (
 
 # (kernel file, kernel name, block edge or None for TILE, options)
 SGEMM_VARIANTS = (
-    [("sgemm_naive", "sgemmNaive", b, None, None) for b in (16, 32)]
-    + [("sgemm_tiled", "sgemmTiled", None, t, p) for t in (4, 8, 16, 32) for p in (0, 1)]
-    + [("sgemm_tiled_db", "sgemmTiledDB", None, t, None) for t in (16, 32)]
+    [(recipes.NAIVE.kernel, recipes.NAIVE.function, b, None, None) for b in (16, 32)]
+    + [(recipes.TILED.kernel, recipes.TILED.function, None, t, p)
+       for t in (4, 8, 16, 32) for p in (0, 1)]
+    + [(recipes.TILED_DB.kernel, recipes.TILED_DB.function, None, t, None) for t in (16, 32)]
 )
 TRANSPOSE_VARIANTS = (("transposeNaive", 0), ("transposeShared", 0), ("transposeShared", 1))
 
 
 def _options(tile, pad):
-    opts = []
-    if tile is not None:
-        opts.append(f"-DTILE={tile}")
-    if pad is not None:
-        opts.append(f"-DPAD={pad}")
-    return opts
+    return recipes.options({k: v for k, v in (("TILE", tile), ("PAD", pad)) if v is not None})
 
 
 def _sgemm_function(tl, kernel_file, name, tile, pad):
@@ -112,13 +111,10 @@ def _sgemm_launch(N, block_edge, tile):
 
 
 def _check_sgemm(tl, f, N, block, grid, seed=1):
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((N, N), dtype=np.float32)
-    B = rng.standard_normal((N, N), dtype=np.float32)
+    A, B = random_matrices(N, seed)
     C = np.full_like(A, np.nan)
     f(np.int32(N), tl.In(A), tl.In(B), tl.Out(C), block=block, grid=grid)
-    ref = A.astype(np.float64) @ B.astype(np.float64)
-    return float(np.abs(C - ref).max() / np.abs(ref).max())
+    return relative_error(C, A, B)
 
 
 def measure(sizes, warmup, repeat, log=print):
@@ -140,9 +136,7 @@ def measure(sizes, warmup, repeat, log=print):
             log(f"!! {kernel_file} tile={tile} pad={pad}: relative error {err:.2e}: left out")
             continue
         for N in sizes:
-            rng = np.random.default_rng(N)
-            A = rng.standard_normal((N, N), dtype=np.float32)
-            B = rng.standard_normal((N, N), dtype=np.float32)
+            A, B = random_matrices(N, seed=N)
             C = np.empty_like(A)
             block, grid = _sgemm_launch(N, edge, tile)
             t = tl.time_kernel(f, np.int32(N), tl.In(A), tl.In(B), tl.Out(C), block=block,
@@ -187,9 +181,7 @@ def _cublas(sizes, warmup, repeat, log):
         return []
     out = []
     for N in sizes:
-        rng = np.random.default_rng(N)
-        A = cp.asarray(rng.standard_normal((N, N), dtype=np.float32))
-        B = cp.asarray(rng.standard_normal((N, N), dtype=np.float32))
+        A, B = (cp.asarray(X) for X in random_matrices(N, seed=N))
         for _ in range(warmup):
             A @ B
         cp.cuda.Device().synchronize()
@@ -248,7 +240,8 @@ def _transpose(tl, N, warmup, repeat, log):
     A = rng.standard_normal((N, N), dtype=np.float32)
     out = []
     for name, pad in TRANSPOSE_VARIANTS:
-        f = tl.SourceModule(kernels.load("transpose"), options=[f"-DPAD={pad}"]).get_function(name)
+        f = tl.SourceModule(kernels.load("transpose"),
+                            options=_options(None, pad)).get_function(name)
         O = np.empty_like(A)
         f(np.int32(N), tl.In(A), tl.Out(O), block=(32, 32, 1), grid=(N // 32, N // 32))
         ok = bool(np.array_equal(O, A.T))
@@ -323,9 +316,7 @@ def compile_cubin(source: str, options, arch: str) -> tuple[bytes | None, dict]:
 
 
 def _ladder_inputs(M, N, K, seed):
-    rng = np.random.default_rng(seed)
-    return (rng.standard_normal((M, K), dtype=np.float32),
-            rng.standard_normal((K, N), dtype=np.float32))
+    return random_inputs(M, N, K, seed)
 
 
 def ladder_shapes() -> list:
@@ -507,14 +498,13 @@ def launch_one(spec: str) -> None:
     tile = int(tile) if tile != "-" else None
     pad = int(pad) if pad != "-" else None
     N = int(N)
-    rng = np.random.default_rng(1)
-    A = rng.standard_normal((N, N), dtype=np.float32)
+    A, B = random_matrices(N, seed=1)
     if kernel_file == "transpose":
-        f = tl.SourceModule(kernels.load("transpose"), options=[f"-DPAD={pad}"]).get_function(name)
+        f = tl.SourceModule(kernels.load("transpose"),
+                            options=_options(None, pad)).get_function(name)
         O = np.empty_like(A)
         f(np.int32(N), tl.In(A), tl.Out(O), block=(32, 32, 1), grid=(N // 32, N // 32))
         return
-    B = rng.standard_normal((N, N), dtype=np.float32)
     C = np.empty_like(A)
     f = _sgemm_function(tl, kernel_file, name, tile, pad)
     block, grid = _sgemm_launch(N, edge, tile)

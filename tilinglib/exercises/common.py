@@ -220,11 +220,35 @@ def close(a: float, b: float, rel: float = 1e-3) -> bool:
 
 
 @lru_cache(maxsize=None)
-def compiled_shared_bytes(kernel_file: str, kernel: str, tile: int, pad: int | None = None) -> int:
-    """`shared_size_bytes` of a course kernel compiled by the emulator with -DTILE (-DPAD)."""
-    from .. import kernels
-    from ..toolchain.backends.emulator import SourceModule
+def compiled_shared_bytes(recipe: str, tile: int, pad: int | None = None) -> int:
+    """`shared_size_bytes` of the course kernel of `recipe` (``"tiled"``, ``"tiled_db"``)
+    compiled by the emulator with TILE = `tile` (and PAD = `pad` when given), in bytes."""
+    from .. import recipes
 
-    options = [f"-DTILE={tile}"] + ([] if pad is None else [f"-DPAD={pad}"])
-    f = SourceModule(kernels.load(kernel_file), options=options).get_function(kernel)
-    return f.shared_size_bytes
+    params = {"TILE": tile} if pad is None else {"TILE": tile, "PAD": pad}
+    return recipes.get(recipe).compile(params, emulator=True).shared_size_bytes
+
+
+def run_step(source: str, step_name: str, M: int, N: int, K: int, params: dict, *,
+             seed: int):
+    """Compile `source` (a ladder kernel with the student's line) with the step's -D options
+    on the emulator and launch it on `sgemm.random_inputs(M, N, K, seed)`.
+
+    Returns (function, C, expected): C (M x N float32) as computed, expected the float64
+    reference product rounded to float32. `Wrong` for a kernel that does not compile, launch
+    or run."""
+    from .. import ladder
+    from ..sgemm import random_inputs, reference_product
+    from ..toolchain.backends.emulator import In, Out, SourceModule
+
+    step = ladder.get(step_name)
+    A, B = random_inputs(M, N, K, seed)
+    C = np.zeros((M, N), dtype=np.float32)
+    try:
+        f = SourceModule(source, options=step.options(params)).get_function(step.function)
+    except (CompileError, LaunchError) as exc:
+        raise Wrong(explain_failure(exc, source)) from None
+    block, grid = ladder.launch(step, M, N, K, params)
+    launch_checked(f, source, np.int32(M), np.int32(N), np.int32(K), In(A), In(B), Out(C),
+                   block=block, grid=grid, hazards="ignore")
+    return f, C, reference_product(A, B).astype(np.float32)

@@ -43,6 +43,7 @@ _NAIVE_PRODUCT_HINTS = {
 @exercise("02.1", "the naive kernel's loads: A[...] and B[...] in the dot product")
 def index_expressions(answer):
     from .. import kernels
+    from ..sgemm import reference_product
 
     a_index, b_index = as_tuple(answer, 2, "two index expressions, (a_index, b_index)")
     a_index = one_line(a_index, "a_index")
@@ -56,7 +57,7 @@ def index_expressions(answer):
     def run(N):
         f, A, B, C = emulate(source, "sgemmNaive", N, block=(8, 8, 1),
                              grid=(-(-N // 8), -(-N // 8)))
-        expected = (A.astype(np.float64) @ B).astype(np.float32)
+        expected = reference_product(A, B).astype(np.float32)
         return N, f.last_report, A, B, C, expected, first_wrong(C, expected)
 
     runs = at_each_size(run, SIZES_02_1)

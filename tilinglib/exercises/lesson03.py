@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..recipes import TILED, options
+from ..sgemm import reference_product
 from . import Wrong, blanks, exercise
 from .common import (as_tuple, at_each_size, cuda_line, emulate, first_wrong, launch_dims, one_line,
                      only_at_one_size, require_whole, substitute)
@@ -62,7 +64,8 @@ def _probe_tiles(a_load: str, b_load: str, N: int, tile: int):
     shape = (steps, blocks, blocks, tile, tile)
     outA = np.zeros(int(np.prod(shape)), np.float32)
     outB = np.zeros_like(outA)
-    f = SourceModule(_PROBE % (a_load, b_load), options=[f"-DTILE={tile}"]).get_function("probe")
+    f = SourceModule(_PROBE % (a_load, b_load),
+                     options=options({"TILE": tile})).get_function("probe")
     f(np.int32(N), In(A), In(A.copy()), Out(outA), Out(outB), block=(tile, tile, 1),
       grid=(blocks, blocks), hazards="ignore")
     return outA.reshape(shape), outB.reshape(shape)
@@ -122,9 +125,9 @@ def tile_loads(answer):
 
 def _run_tiled(source: str, N: int, tile: int):
     """Run the tiled kernel `source` at N, TILE; returns (function, C, NumPy's A·B)."""
-    f, A, B, C = emulate(source, "sgemmTiled", N, block=(tile, tile, 1),
-                         grid=(N // tile, N // tile), options=[f"-DTILE={tile}"])
-    return f, C, (A.astype(np.float64) @ B).astype(np.float32)
+    f, A, B, C = emulate(source, TILED.function, N, block=(tile, tile, 1),
+                         grid=(N // tile, N // tile), options=options({"TILE": tile}))
+    return f, C, reference_product(A, B).astype(np.float32)
 
 
 def _run_at_sizes(source: str) -> list:
@@ -247,14 +250,14 @@ def tiled_launch(answer, *, N=64, TILE=16):
         intro = (f"grid {grid} launches more blocks than the {need} × {need} patches of C, "
                  f"and the kernel has no guard")
         try:
-            emulate(_tiled_source(), "sgemmTiled", N, block=block,
-                    grid=(min(gx, need + 1), min(gy, need + 1)), options=[f"-DTILE={TILE}"],
+            emulate(_tiled_source(), TILED.function, N, block=block,
+                    grid=(min(gx, need + 1), min(gy, need + 1)), options=options({"TILE": TILE}),
                     hazards="ignore")
         except Wrong as exc:
             raise Wrong(f"{intro}: the first block past N / TILE = {need} faults.\n{exc}") from None
         raise Wrong(f"{intro}.")
-    f, A, B, C = emulate(_tiled_source(), "sgemmTiled", N, block=block, grid=grid,
-                         options=[f"-DTILE={TILE}"])
+    f, A, B, C = emulate(_tiled_source(), TILED.function, N, block=block, grid=grid,
+                         options=options({"TILE": TILE}))
     return (f"block ({TILE}, {TILE}, 1), grid ({need}, {need}): {need * need} blocks, one per "
             f"{TILE} × {TILE} patch of C, as tl.sgemm.tiled_launch({N}, {TILE}) gives.")
 
@@ -288,8 +291,8 @@ def barrier_lines(answer):
         lines[n] = BARRIER + " " + lines[n]    # at the start of line n + 1: "after line n"
     edited = "\n".join(lines) + "\n"
     N, tile = 16, 8
-    f, A, B, C = emulate(edited, "sgemmTiled", N, block=(tile, tile, 1), grid=(2, 2),
-                         options=[f"-DTILE={tile}"])
+    f, A, B, C = emulate(edited, TILED.function, N, block=(tile, tile, 1), grid=(2, 2),
+                         options=options({"TILE": tile}))
     r = f.last_report
     races = [h for h in r.hazards if h.kind != "barrier-after-exit"]
     if races:

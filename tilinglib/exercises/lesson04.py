@@ -42,7 +42,7 @@ def _shared_bytes(answer):
             if (tile, pad) not in answer:
                 raise Wrong(f"the dict has no entry for (tile, pad) = ({tile}, {pad}); keep the "
                             f"cell's last line as it is.")
-            compiled = compiled_shared_bytes("sgemm_tiled", "sgemmTiled", tile, pad)
+            compiled = compiled_shared_bytes("tiled", tile, pad)
             got = require_number(answer[tile, pad], f"shared_bytes({tile}, {pad})")
             if got == compiled:
                 continue
@@ -69,8 +69,8 @@ def _shared_bytes(answer):
 
 @exercise("04.2", "The largest tile one thread per element can launch")
 def _largest_tile(answer):
-    from .. import kernels
-    from ..toolchain.backends.emulator import In, Out, SourceModule
+    from .. import recipes
+    from ..toolchain.backends.emulator import In, Out
     from ..errors import TilingLibError
     from ..sgemm import random_matrices, relative_error
 
@@ -95,8 +95,7 @@ def _largest_tile(answer):
     n = tile
     A, B = random_matrices(n, seed=4)
     C = np.zeros((n, n), dtype=np.float32)
-    module = SourceModule(kernels.load("sgemm_tiled"), options=[f"-DTILE={tile}"])
-    f = module.get_function("sgemmTiled")
+    f = recipes.get("tiled").compile({"TILE": tile}, emulator=True)
     try:
         with warnings.catch_warnings():
             # The emulator's own warnings (a block that does not match the tile) would
@@ -182,7 +181,7 @@ def _cc89(answer):
             raise Wrong(f"lim89.{field} is {getattr(lim89, field):,}; the GPU has {value:,} "
                         f"(pass {field}={value} to DeviceLimits).")
     occs = {t: _occ(t * t, _h200_registers(t),
-                    compiled_shared_bytes("sgemm_tiled", "sgemmTiled", t, 0), limits=lim89)
+                    compiled_shared_bytes("tiled", t, 0), limits=lim89)
             for t in (4, 8, 16, 32)}
     want = tuple(t for t, occ in occs.items() if occ.occupancy < 1)
     try:
@@ -230,7 +229,7 @@ def _registers72(answer):
 def _double_buffered(answer):
     answer = as_tuple(answer, 2, "a pair: (db_bytes, db_cap)")
     got_bytes, got_cap = (require_number(v, n) for v, n in zip(answer, ("db_bytes", "db_cap")))
-    compiled = compiled_shared_bytes("sgemm_tiled_db", "sgemmTiledDB", 32)
+    compiled = compiled_shared_bytes("tiled_db", 32)
     if got_bytes != compiled:
         hint = (" That is one buffer: As[2][TILE][TILE] holds two tiles, and so does Bs."
                 if got_bytes == compiled / 2 else

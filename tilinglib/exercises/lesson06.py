@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .. import recipes
 from . import Wrong, exercise
 from .common import as_tuple, close, require_number
 
@@ -117,7 +118,7 @@ _CUR_LINE = "        int cur = t & 1;"
 @exercise("06.3", "The double-buffered kernel's buffer index")
 def _buffer_index(answer):
     from .. import kernels
-    from ..toolchain.backends.emulator import In, Out, SourceModule
+    from ..toolchain.backends.emulator import In, Out
     from ..sgemm import random_matrices, relative_error
 
     if not isinstance(answer, str) or not answer.strip():
@@ -129,7 +130,7 @@ def _buffer_index(answer):
     n, tile = 64, 16
     A, B = random_matrices(n, seed=6)
     C = np.zeros((n, n), dtype=np.float32)
-    f = SourceModule(src, options=[f"-DTILE={tile}"]).get_function("sgemmTiledDB")
+    f = recipes.get("tiled_db").compile({"TILE": tile}, source=src, emulator=True)
     from ..errors import MemoryAccessError
     try:
         with warnings.catch_warnings():
@@ -210,14 +211,14 @@ def _half(answer):
 # --- 06.6 ------------------------------------------------------------------------------------
 
 @lru_cache(maxsize=None)
-def _barriers(kernel_file: str, kernel: str, n: int, tile: int) -> int:
-    from .. import kernels
-    from ..toolchain.backends.emulator import In, Out, SourceModule
+def _barriers(recipe: str, n: int, tile: int) -> int:
+    """Barriers the emulator counts for `recipe` ("tiled" or "tiled_db") at N = n, TILE."""
+    from ..toolchain.backends.emulator import In, Out
     from ..sgemm import random_matrices
 
     A, B = random_matrices(n, seed=0)
     C = np.zeros((n, n), dtype=np.float32)
-    f = SourceModule(kernels.load(kernel_file), options=[f"-DTILE={tile}"]).get_function(kernel)
+    f = recipes.get(recipe).compile({"TILE": tile}, emulator=True)
     f(np.int32(n), In(A), In(B), Out(C), block=(tile, tile, 1), grid=(n // tile, n // tile),
       hazards="ignore")
     return f.last_report.barriers
@@ -237,8 +238,8 @@ def _barrier_count(answer):
         db = require_number(answer["db", n, tile], f"db_barriers({n}, {tile})")
         blocks, steps = (n // tile) ** 2, n // tile
         if n <= 64:
-            want_plain = _barriers("sgemm_tiled", "sgemmTiled", n, tile)
-            want_db = _barriers("sgemm_tiled_db", "sgemmTiledDB", n, tile)
+            want_plain = _barriers("tiled", n, tile)
+            want_db = _barriers("tiled_db", n, tile)
             source = "the emulator counts"
         else:
             want_plain, want_db = blocks * 2 * steps, blocks * (steps + 1)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
-
 from . import Wrong, blanks, exercise
-from .common import (as_tuple, close, explain_failure, first_wrong, launch_checked, one_line,
-                     require_number, require_whole, substitute)
+from .common import (as_tuple, close, first_wrong, one_line, require_number, require_whole,
+                     run_step, substitute)
 
 COARSE_FMA = "acc[m] += As[row0 + m][k] * b;"
 REG_A = "a[m] = As[row0 + m][k];"
@@ -31,26 +29,8 @@ REGTILE_RUNS = ((40, 48, 24, {"BM": 32, "BN": 32, "BK": 8, "TM": 8, "TN": 2}),
 
 
 def _run_step(source: str, step_name: str, M: int, N: int, K: int, params: dict):
-    """Compile `source` (a ladder kernel with the student's line) with the step's -D options,
-    launch it on seeded inputs; returns (function, C, expected). `Wrong` for a kernel that
-    does not compile, launch or run."""
-    from .. import ladder
-    from ..toolchain.backends.emulator import In, Out, SourceModule
-    from ..errors import CompileError, LaunchError
-
-    step = ladder.get(step_name)
-    rng = np.random.default_rng(7)
-    A = rng.standard_normal((M, K), dtype=np.float32)
-    B = rng.standard_normal((K, N), dtype=np.float32)
-    C = np.zeros((M, N), dtype=np.float32)
-    try:
-        f = SourceModule(source, options=step.defines(params)).get_function(step.function)
-    except (CompileError, LaunchError) as exc:
-        raise Wrong(explain_failure(exc, source)) from None
-    block, grid = ladder.launch(step, M, N, K, params)
-    launch_checked(f, source, np.int32(M), np.int32(N), np.int32(K), In(A), In(B), Out(C),
-                   block=block, grid=grid, hazards="ignore")
-    return f, C, (A.astype(np.float64) @ B).astype(np.float32)
+    """`common.run_step` on lesson 07's inputs (seed 7)."""
+    return run_step(source, step_name, M, N, K, params, seed=7)
 
 
 def _shape(params: dict) -> str:

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
-
 from . import Wrong, blanks, exercise
-from .common import as_tuple, close, explain_failure, first_wrong, launch_checked, one_line, \
-    require_number, require_whole, substitute
+from .common import as_tuple, close, first_wrong, one_line, require_number, require_whole, \
+    run_step, substitute
 
 VEC4_A_READ = "float4 v = *(const float4*)&As[k][tRow * TM + i];"
 blanks("08.1", "sgemm_vec4", (VEC4_A_READ, "float4 v = ...;   // exercise 08.1: the line you write"))
@@ -26,23 +24,8 @@ VEC4_RUNS = ((40, 72, 24, {"BM": 32, "BN": 64, "BK": 8, "TM": 8, "TN": 4}),
 
 
 def _run_vec4(source: str, M: int, N: int, K: int, params: dict):
-    from .. import ladder
-    from ..toolchain.backends.emulator import In, Out, SourceModule
-    from ..errors import CompileError, LaunchError
-
-    step = ladder.get("vec4")
-    rng = np.random.default_rng(8)
-    A = rng.standard_normal((M, K), dtype=np.float32)
-    B = rng.standard_normal((K, N), dtype=np.float32)
-    C = np.zeros((M, N), dtype=np.float32)
-    try:
-        f = SourceModule(source, options=step.defines(params)).get_function(step.function)
-    except (CompileError, LaunchError) as exc:
-        raise Wrong(explain_failure(exc, source)) from None
-    block, grid = ladder.launch(step, M, N, K, params)
-    launch_checked(f, source, np.int32(M), np.int32(N), np.int32(K), In(A), In(B), Out(C),
-                   block=block, grid=grid, hazards="ignore")
-    return f, C, (A.astype(np.float64) @ B).astype(np.float32)
+    """`common.run_step` of the vec4 step on lesson 08's inputs (seed 8)."""
+    return run_step(source, "vec4", M, N, K, params, seed=8)
 
 
 def _shape(params: dict) -> str:

@@ -297,6 +297,7 @@ def barrier_fix_verdict(after: int) -> str | None:
 
     from ..toolchain.backends.emulator import In, InOut, SourceModule
     from ..errors import TilingLibError
+    from ..sgemm import random_inputs, reference_product
 
     fixed = A2_BUGGY_KERNEL.replace("Bs[ty][tx] = (kb < K) ?", "Bs[ty][tx] = (kb < K && col < N) ?")
     try:
@@ -304,13 +305,11 @@ def barrier_fix_verdict(after: int) -> str | None:
             warnings.simplefilter("ignore")
             f = SourceModule(_insert_barrier(fixed, after)).get_function("sgemm")
             for M, N, K in _A2_SHAPES:
-                rng = np.random.default_rng([M, N, K])
-                A = rng.standard_normal((M, K), dtype=np.float32)
-                B = rng.standard_normal((K, N), dtype=np.float32)
+                A, B = random_inputs(M, N, K, [M, N, K])
                 C = np.full((M, N), np.nan, dtype=np.float32)
                 f(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
                   block=(16, 16, 1), grid=(-(-N // 16), -(-M // 16)), hazards="raise")
-                if not np.allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4):
+                if not np.allclose(C, reference_product(A, B), rtol=1e-4, atol=1e-4):
                     return f"M={M}, N={N}, K={K}: C is wrong"
     except TilingLibError as exc:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"

@@ -198,7 +198,7 @@ def memcpy_dtoh(dest, src) -> None:
     flat[:] = np.frombuffer(data[:flat.shape[0]], dtype=np.uint8)
 
 
-_DEFINE_TILE = re.compile(r"\s*#\s*define\s+TILE\b")
+_DEFINE = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
 
 
 class Function:
@@ -239,16 +239,21 @@ class Function:
         self.last_trace = None
         self.last_counters = None
         self.last_schedule = None
+        self._defined_macros = None
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
         return f"<emulated kernel {self.name}({params})>"
 
-    def _has_tile_macro(self) -> bool:
-        """Whether the source defines a TILE macro (#define TILE, or -DTILE=...)."""
-        pre = self._program.pre
-        return "TILE" in pre.defines or any(
-            _DEFINE_TILE.match(line) for line in pre.source_lines)
+    @property
+    def defined_macros(self) -> frozenset:
+        """The names of the macros the module was compiled with: the ``-D`` options and every
+        ``#define`` line of the source (whether or not an ``#if`` skipped it)."""
+        if self._defined_macros is None:
+            pre = self._program.pre
+            found = {m.group(1) for m in map(_DEFINE.match, pre.source_lines) if m}
+            self._defined_macros = frozenset(pre.defines) | frozenset(found)
+        return self._defined_macros
 
     def __call__(self, *args, block=None, grid=(1, 1), shared=0, stream=None, texrefs=None,
                  time_kernel=False, hazards="warn", max_steps=None, check_uninitialized=True,
@@ -273,7 +278,7 @@ class Function:
         from ...launch import check_launch
 
         check_launch(self.name, self.params, args, block=block, grid=grid, shared=shared,
-                     static_shared=self.shared_size_bytes, tile_macro=self._has_tile_macro())
+                     static_shared=self.shared_size_bytes, defined_macros=self.defined_macros)
         block3 = tuple(int(b) for b in block) + (1,) * (3 - len(block))
         grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         if hazards not in ("warn", "raise", "ignore"):
