@@ -32,7 +32,8 @@ the timing (shared out over the sizes; what is left untimed is listed): a run al
 with its files written.
 
 ``--configs second`` times `tile_choice.second_sweep_configurations` instead, each at its own
-sizes (chosen from the first sweep's log). ``--merge-into FILE`` adds the run to the runs
+sizes (chosen from the first sweep's log); ``--configs third`` times
+`tile_choice.third_sweep_configurations` (128 x 128 tiles of 256 threads, run 2 of the data). ``--merge-into FILE`` adds the run to the runs
 already in FILE (`tile_choice.merge_sizes`: its rows and cuBLAS timings marked with a new run
 number, every row compared with cuBLAS of its own run) and writes the whole to `--out`
 (default: FILE itself); the summary and the course's choice are then made on all the runs.
@@ -70,15 +71,18 @@ BATCH_MS = 1.0
 MAX_BATCH = 64
 
 
-CONFIGS = ("full", "quick", "second")
+CONFIGS = ("full", "quick", "second", "third")
 
 
 def configurations(which: str = "full"):
     """[(step, params, sizes)] of a sweep: ``full`` and ``quick``
     (`tile_choice.sweep_configurations`, every one at every size of `tile_choice.SIZES`) or
-    ``second`` (`tile_choice.second_sweep_configurations`, each at its own sizes)."""
+    ``second`` / ``third`` (`tile_choice.second_sweep_configurations` /
+    `third_sweep_configurations`, each at its own sizes)."""
     if which == "second":
         return tile_choice.second_sweep_configurations()
+    if which == "third":
+        return tile_choice.third_sweep_configurations()
     if which not in CONFIGS:
         raise ValueError(f"configs={which!r}: one of {', '.join(CONFIGS)}")
     return [(n, p, tuple(tile_choice.SIZES))
@@ -408,7 +412,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="the defaults and a few tuned shapes")
     ap.add_argument("--configs", choices=CONFIGS, default=None,
                     help="which configurations: full (the default), quick (= --quick), or "
-                         "second (tile_choice.second_sweep_configurations, each at its sizes)")
+                         "second / third (tile_choice.second_sweep_configurations / "
+                         "third_sweep_configurations, each at its sizes)")
     ap.add_argument("--merge-into", metavar="FILE", default=None,
                     help="add this run to the runs in FILE (a sizes data file) and write them "
                          "all to --out (default: FILE)")

@@ -306,3 +306,17 @@ def test_a_merged_run_is_compared_with_its_own_cublas(tmp_path):
         tc.merge_sizes(first, merged)
     with pytest.raises(ValueError, match="not a tilinglib-ladder-sizes file"):
         tc.merge_sizes({"format": "tilinglib-reference"}, second)
+
+
+def test_run_2_of_the_h200_data_is_the_third_sweep():
+    tile_choice = tc
+    # The data's run 2 is `bench/ladder_sizes.py --configs third`: exactly the (configuration,
+    # size) pairs of third_sweep_configurations, each timed once, every one valid.
+    data = tile_choice.load_sizes()
+    run2 = [r for r in data.rows if tile_choice.run_of(r) == 2]
+    pairs = sorted((json.dumps(r["params"], sort_keys=True), (r["M"], r["N"], r["K"])) for r in run2)
+    wanted = sorted((json.dumps(p, sort_keys=True), s) for _, p, sizes in
+                    tile_choice.third_sweep_configurations() for s in sizes)
+    assert pairs == wanted
+    assert [r["command"] for r in data.runs if r["run"] == 2] == ["python3 bench/ladder_sizes.py --configs third"]
+    assert all(ladder.TUNED.valid(json.loads(p)) is None for p, _ in wanted)

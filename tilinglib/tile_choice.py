@@ -52,7 +52,8 @@ from . import ladder
 from .errors import ArgumentError
 
 __all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS",
-           "sweep_configurations", "second_sweep_configurations", "SMALL_SIZES",
+           "sweep_configurations", "second_sweep_configurations", "third_sweep_configurations",
+           "SMALL_SIZES",
            "LARGE_SIZES",
            "SizesData", "load_sizes", "merge_sizes", "run_of", "model_gflops", "Choice",
            "pick_per_size",
@@ -344,6 +345,44 @@ def second_sweep_configurations() -> list[tuple[str, dict, tuple]]:
     128 registers per thread would spill its 128 accumulators.) Also a few of the first sweep's
     rows again, so that the two runs can be compared on the same kernels."""
     return [(name, dict(p), sizes) for name, p, sizes in _second_configurations()]
+
+
+def third_sweep_configurations() -> list[tuple[str, dict, tuple]]:
+    """[(step name, resolved params, sizes)]: what ``bench/ladder_sizes.py --configs third``
+    times (run 2 of the H200's sizes data), each configuration `valid`.
+
+    The question of that run: do 128 x 128 tiles of 256 threads (8 warps, one per 32 x 64 or
+    64 x 32 warp tile) beat the 128 x 256 family, now that each block asks for fewer
+    registers? At N = 2048, 4096, 8192 and 1500 x 2500 x 3000: warp 32 x 64 in 1 x 2, 64 x 32
+    in 2 x 1 and 32 x 64 in 2 x 1, each with BK 8 and 16 swizzled or 12 padded, GSWZ 1 and 8;
+    at N = 1024 the same tiles with split-K 1 to 3. MINB = 2 is tried and kept out where
+    `valid` refuses it (about 150 registers per thread needed, 128 given). The current winners
+    at each size are timed again in the same run, for the comparison."""
+    configs: list[tuple[str, dict, tuple]] = []
+
+    def add(extra, sizes):
+        p = ladder.TUNED.resolve(extra)
+        if ladder.TUNED.valid(p) is None and all(p != q for _, q, _ in configs):
+            configs.append(("tuned", dict(p), tuple(sizes)))
+
+    swz = {"APAD": 0, "SWIZZLE": 1}
+    s1024, large = SIZES[0], SIZES[1:]
+    for warp in ({"WM": 32, "WN": 64, "WMITER": 1, "WNITER": 2},
+                 {"WM": 64, "WN": 32, "WMITER": 2, "WNITER": 1},
+                 {"WM": 32, "WN": 64, "WMITER": 2, "WNITER": 1}):
+        for bk in ({"BK": 8, **swz}, {"BK": 16, **swz}, {"BK": 12, "APAD": 4, "SWIZZLE": 0}):
+            for minb in (1, 2):
+                tile = {"BM": 128, "BN": 128, **warp, **bk, "TM": 8, "TN": 4, "MINB": minb,
+                        "FRAGDB": 1}
+                for g in (1, 8):
+                    add({**tile, "GSWZ": g}, large)
+                for sk in (1, 2, 3):
+                    add({**tile, "SPLITK": sk}, (s1024,))
+    add({"BM": 128, "BN": 256, "BK": 12, "WM": 32, "WN": 128, "WMITER": 2, "WNITER": 2, "TM": 8,
+         "TN": 4, "APAD": 4, "SWIZZLE": 0, "FRAGDB": 1, "GSWZ": 4}, large)
+    add({"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "WMITER": 1, "WNITER": 2, "TM": 8,
+         "TN": 4, **swz, "FRAGDB": 1, "SPLITK": 3, "MINB": 2}, (s1024,))
+    return configs
 
 
 # -- the measured data --------------------------------------------------------------------
