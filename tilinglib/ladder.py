@@ -22,7 +22,7 @@ row-major float32 matrices of any shape, with the signature
 N % TILE == 0; `Step.shape_error` says so for other shapes.
 
 What the byte formulas count: bytes *requested* by load instructions (lanes x bytes per lane,
-as `LaunchReport.global_load_bytes`), divided by the FMAs executed (`LaunchReport.flops` / 2),
+as `LaunchReport.global_load_bytes_requested`), divided by the FMAs executed (`LaunchReport.flops` / 2),
 at a shape where M, N and K are multiples of the block tile (then no guard skips a load).
 Stores of C are not counted (one per output, whatever the tiling). Caches sit between the
 requests and DRAM, so DRAM traffic is smaller; shared-memory bytes requested include
@@ -38,19 +38,18 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .errors import ArgumentError
+from .gpu import MAX_THREADS_PER_BLOCK, SECTOR_BYTES, WARP_SIZE, ceil_div
 
 __all__ = ["Step", "Joint", "STEPS", "TUNING", "TUNED", "names", "get", "launch", "run", "count", "measure",
            "one_block_represents", "tile_loop_k",
            "StepMeasurement",
            "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
            "compiled_registers", "ptxas_registers",
-           "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
+           "choices", "MAX_THREADS_PER_BLOCK", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP_SIZE"]
 
-MAX_THREADS = 1024                 # threads per block, every CUDA GPU so far
 MAX_STATIC_SHARED = 48 * 1024      # static __shared__ bytes per block (more needs dynamic opt-in)
 MAX_REGISTERS = 255                # registers per thread ptxas can give before spilling
 REGISTERS_PER_SM = 65536           # registers one SM (compute capability 9.0) holds
-WARP = 32
 FLOAT = 4                          # bytes
 
 
@@ -196,10 +195,10 @@ class Step:
         if why:
             return why
         t = self._threads(p)
-        if t > MAX_THREADS:
-            return f"{t:,} threads per block: a block holds at most {MAX_THREADS:,}"
-        if t % WARP:
-            return (f"{t} threads per block is not a multiple of {WARP}: the last warp would "
+        if t > MAX_THREADS_PER_BLOCK:
+            return f"{t:,} threads per block: a block holds at most {MAX_THREADS_PER_BLOCK:,}"
+        if t % WARP_SIZE:
+            return (f"{t} threads per block is not a multiple of {WARP_SIZE}: the last warp would "
                     f"run partly empty")
         s = self._shared_bytes(p)
         if s > MAX_STATIC_SHARED:
@@ -249,10 +248,6 @@ class Step:
         return self._shared_bytes_per_fma(self.resolve(params))
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _tile_rules(p: dict) -> str | None:
     if p["TILE"] > 32:
         return (f"TILE={p['TILE']}: the tiled kernel runs one thread per output of the tile, "
@@ -283,7 +278,7 @@ TILED = Step(
     name="tiled", title="shared-memory tiling (lesson 03)", kernel="sgemm_tiled",
     function="sgemmTiled", defaults={"TILE": 32}, lesson=3,
     _threads=lambda p: p["TILE"] ** 2,
-    _grid=lambda M, N, p: (_cdiv(N, p["TILE"]), _cdiv(M, p["TILE"])),
+    _grid=lambda M, N, p: (ceil_div(N, p["TILE"]), ceil_div(M, p["TILE"])),
     _global_bytes_per_fma=lambda p: 2 * FLOAT / p["TILE"],
     _shared_bytes_per_fma=lambda p: 2.0 * FLOAT,
     _shared_bytes=lambda p: 2 * p["TILE"] ** 2 * FLOAT,
@@ -295,7 +290,7 @@ COARSE = Step(
     name="coarse", title="thread coarsening: 1-D register blocking", kernel="sgemm_coarse",
     function="sgemmCoarse", defaults={"BM": 64, "BN": 64, "BK": 8, "TM": 8}, lesson=7,
     _threads=lambda p: p["BN"] * (p["BM"] // p["TM"]),
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + 1) / p["TM"],
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
@@ -307,7 +302,7 @@ REGTILE2D = Step(
     function="sgemmRegtile2d", defaults={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
     lesson=7,
     _threads=lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"]),
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
@@ -343,9 +338,9 @@ def _warptile_rules(p: dict) -> str | None:
             return (f"{w}={p[w]} must be a multiple of {it} x {t} = {p[it] * p[t]}: the warp "
                     f"tile is swept in {it} steps of whole {t}-wide pieces")
     rows, cols = _warp_step(p)
-    if rows * cols != WARP:
+    if rows * cols != WARP_SIZE:
         return (f"one warp step holds (WM/WMITER/TM) x (WN/WNITER/TN) = {rows} x {cols} = "
-                f"{rows * cols} lanes, not {WARP}: change WMITER, WNITER, TM or TN")
+                f"{rows * cols} lanes, not {WARP_SIZE}: change WMITER, WNITER, TM or TN")
     for k in ("BK", "BN", "TM", "TN", "APAD"):
         if p[k] % 4:
             return (f"{k}={p[k]} is not a multiple of 4: the kernel moves the tiles as float4 "
@@ -359,13 +354,13 @@ def _rm_rn(p: dict) -> tuple[int, int]:
 
 
 def _warptile_threads(p: dict) -> int:
-    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP_SIZE
 
 
 def _prefetch_registers(p: dict) -> int:
     """Registers the double-buffered kernel holds for the next tile: 4 per float4 in flight."""
     t = _warptile_threads(p)
-    return 4 * (_cdiv(p["BM"] * p["BK"] // 4, t) + _cdiv(p["BK"] * p["BN"] // 4, t))
+    return 4 * (ceil_div(p["BM"] * p["BK"] // 4, t) + ceil_div(p["BK"] * p["BN"] // 4, t))
 
 
 #: The warp-tiled kernels' warp layout: six parameters tied by the 32-lanes-per-step rule.
@@ -382,7 +377,7 @@ VEC4 = Step(
     function="sgemmVec4", defaults={"BM": 64, "BN": 128, "BK": 16, "TM": 8, "TN": 4},
     lesson=8,
     _threads=lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"]),
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
@@ -396,7 +391,7 @@ WARPTILE = Step(
     name="warptile", title="warp tiling", kernel="sgemm_warptile", function="sgemmWarptile",
     defaults=_WARPTILE_DEFAULTS, lesson=8,
     _threads=_warptile_threads,
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
@@ -411,7 +406,7 @@ WARPTILE_DB = Step(
     name="warptile_db", title="warp tiling with double buffering", kernel="sgemm_warptile_db",
     function="sgemmWarptileDB", defaults=_WARPTILE_DB_DEFAULTS, lesson=8,
     _threads=_warptile_threads,
-    _grid=lambda M, N, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: 2 * p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
@@ -463,8 +458,8 @@ TUNED = Step(
     name="tuned", title="tuned: fragment double buffering, swizzle, split-K, launch bounds",
     kernel="sgemm_tuned", function="sgemmTuned", defaults=_TUNED_DEFAULTS, lesson=8,
     _threads=_warptile_threads,
-    _grid=lambda M, N, p: ((_cdiv(N, p["BN"]), _cdiv(M, p["BM"])) if p["SPLITK"] == 1 else
-                           (_cdiv(N, p["BN"]), _cdiv(M, p["BM"]), p["SPLITK"])),
+    _grid=lambda M, N, p: ((ceil_div(N, p["BN"]), ceil_div(M, p["BM"])) if p["SPLITK"] == 1 else
+                           (ceil_div(N, p["BN"]), ceil_div(M, p["BM"]), p["SPLITK"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: 2 * p["BK"] * ((p["BM"] if p["SWIZZLE"] else p["BM"] + p["APAD"])
@@ -629,7 +624,7 @@ def one_block_represents(step: Step | str, M: int, N: int, K: int,
     bm, bn = (p["TILE"], p["TILE"]) if s.square_only else (p["BM"], p["BN"])
     if M % bm or N % bn:
         return False
-    sector_floats = 32 // FLOAT
+    sector_floats = SECTOR_BYTES // FLOAT
     return bn % sector_floats == 0 and (bm * K) % sector_floats == 0 \
         and (bm * N) % sector_floats == 0
 
@@ -749,7 +744,7 @@ def count(step: Step | str, M: int, N: int, K: int, params: Params | None = None
 def measured_bytes_per_fma(report, *, shared_bytes_per_load: int = FLOAT) -> tuple[float, float]:
     """(global, shared) load bytes requested per FMA, from an emulator `LaunchReport`.
 
-    Global: ``global_load_bytes / (flops / 2)``. Shared: the report counts shared load
+    Global: ``global_load_bytes_requested / (flops / 2)``. Shared: the report counts shared load
     *requests* (warp instructions, ncu's ``smsp__inst_executed_op_shared_ld.sum``); each is
     32 lanes x `shared_bytes_per_load` bytes when every warp is full, as `Step.valid` makes
     it for the ladder's kernels (4 for a float, 16 for a float4). Raises ArgumentError for a
@@ -757,8 +752,8 @@ def measured_bytes_per_fma(report, *, shared_bytes_per_load: int = FLOAT) -> tup
     fmas = report.flops / 2
     if fmas <= 0:
         raise ArgumentError("the launch did no FMAs, so there are no bytes per FMA to give")
-    return (report.global_load_bytes / fmas,
-            report.shared_load_requests * WARP * shared_bytes_per_load / fmas)
+    return (report.global_load_bytes_requested / fmas,
+            report.shared_load_instructions * WARP_SIZE * shared_bytes_per_load / fmas)
 
 
 @dataclass(frozen=True)
@@ -941,8 +936,8 @@ def ncu_bytes_per_fma(counters, *, shared_bytes_per_load: int = FLOAT
         if "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum" in m:
             g = float(m["l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"])
         else:
-            g = float(m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) * WARP * FLOAT
-        sh = float(m["smsp__inst_executed_op_shared_ld.sum"]) * WARP * shared_bytes_per_load
+            g = float(m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) * WARP_SIZE * FLOAT
+        sh = float(m["smsp__inst_executed_op_shared_ld.sum"]) * WARP_SIZE * shared_bytes_per_load
     except (KeyError, TypeError):
         return None
     return (g / fmas, sh / fmas) if fmas else None

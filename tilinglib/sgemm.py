@@ -193,7 +193,7 @@ class TiledMeasurement:
     requested_bytes: int
     global_load_requests: int | None
     global_load_sectors: int | None
-    shared_load_requests: int | None
+    shared_load_instructions: int | None
     median_ms: float | None
     gflops: float | None
 
@@ -226,8 +226,8 @@ def measure_tiled(N: int, tile: int, *, source: str | None = None, seed: int = 0
     err = relative_error(C, A, B)
     r = t.report
     if r is not None:
-        return TiledMeasurement(N, tile, backend.name, err, r.flops, r.global_load_bytes,
+        return TiledMeasurement(N, tile, backend.name, err, r.flops, r.global_load_bytes_requested,
                                 r.global_load_requests, r.global_load_sectors,
-                                r.shared_load_requests, None, None)
+                                r.shared_load_instructions, None, None)
     return TiledMeasurement(N, tile, backend.name, err, flops, requested_bytes_tiled(N, tile),
                             None, None, None, t.median_ms, t.gflops)

@@ -56,6 +56,8 @@ import time
 
 import numpy as np
 
+from ..gpu import ceil_div
+
 NCU_METRICS = (
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
@@ -224,7 +226,7 @@ def _saxpy(tl, warmup, repeat, log):
     x_d, y_d = drv.mem_alloc(x.nbytes), drv.mem_alloc(y.nbytes)
     drv.memcpy_htod(x_d, x)
     drv.memcpy_htod(y_d, y)
-    grid = ((n + 255) // 256, 1)
+    grid = (ceil_div(n, 256), 1)
     launch = getattr(f, "_launch_unchecked", f)
     times = _event_time(lambda: launch(np.int32(n), np.float32(2.0), x_d, y_d, block=(256, 1, 1),
                                        grid=grid), warmup, repeat)

@@ -11,6 +11,7 @@ import numpy as np
 from . import Wrong, exercise
 from .common import (as_tuple, at_each_size, emulate, first_wrong, launch_dims, one_line,
                      only_at_one_size, require_number, require_whole, substitute)
+from ..gpu import ceil_div
 
 NAIVE_LOOP_LINE = "sum += A[row * N + k] * B[k * N + col];"
 #: The sizes 02.1 runs the student's indices at (the message quotes the first).
@@ -55,7 +56,7 @@ def index_expressions(answer):
     # Two sizes: an index with N written as a number works at one of them only.
     def run(N):
         f, A, B, C = emulate(source, "sgemmNaive", N, block=(8, 8, 1),
-                             grid=(-(-N // 8), -(-N // 8)))
+                             grid=(ceil_div(N, 8), ceil_div(N, 8)))
         expected = (A.astype(np.float64) @ B).astype(np.float32)
         return N, f.last_report, A, B, C, expected, first_wrong(C, expected)
 
@@ -75,8 +76,8 @@ def index_expressions(answer):
                     f"Thread (row, col) = ({r}, {c}) must add A[{r}][k] × B[k][{c}] for "
                     f"k = 0 … N-1; element (i, j) of a row-major N × N matrix is at i * N + j.")
     r = report
-    return (f"C matches NumPy. The emulator counted {r.flops:,} FLOPs and {r.global_load_bytes:,} "
-            f"bytes requested at N = {N}: {r.global_load_bytes / (r.flops / 2):g} bytes per FMA, "
+    return (f"C matches NumPy. The emulator counted {r.flops:,} FLOPs and {r.global_load_bytes_requested:,} "
+            f"bytes requested at N = {N}: {r.global_load_bytes_requested / (r.flops / 2):g} bytes per FMA, "
             f"lesson 01's count.")
 
 
@@ -97,7 +98,7 @@ def grid_for_odd_n(answer, *, N=100, block=(32, 8, 1)):
 
     gx, gy = _as_grid(answer)
     bx, by = int(block[0]), int(block[1])
-    need_x, need_y = -(-N // bx), -(-N // by)
+    need_x, need_y = ceil_div(N, bx), ceil_div(N, by)
     if (gx, gy) == (need_y, need_x) and need_x != need_y:
         raise Wrong(f"x and y are swapped: x runs along the columns (col = blockIdx.x * "
                     f"blockDim.x + threadIdx.x), in blocks of {bx}; y along the rows, in "

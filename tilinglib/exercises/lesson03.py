@@ -116,7 +116,7 @@ def tile_loads(answer):
                     "you change anything else?")
     r = f.last_report
     return (f"C matches NumPy. At TILE = {tile} the emulator counted "
-            f"{r.global_load_bytes / (r.flops / 2):g} bytes requested per FMA (8 / TILE): each "
+            f"{r.global_load_bytes_requested / (r.flops / 2):g} bytes requested per FMA (8 / TILE): each "
             f"element a thread copies is used by TILE threads of its block.")
 
 
@@ -156,14 +156,14 @@ def tile_multiply(answer):
         i, j = wrong
         raise Wrong(f"C[{i}][{j}] is {C[i, j]:.4g}, NumPy says {expected[i, j]:.4g}. "
                     + _which_operand(line, N, tile, j % tile, i % tile))
-    per_fma = r.global_load_bytes / (r.flops / 2)
-    if r.shared_load_requests == 0 or per_fma > 8 / tile:
+    per_fma = r.global_load_bytes_requested / (r.flops / 2)
+    if r.shared_load_instructions == 0 or per_fma > 8 / tile:
         raise Wrong(f"C is right, but your kernel still requests {per_fma:g} bytes per FMA "
                     f"({8 / tile:g} with the tiles, at TILE = {tile}): your multiply reads A and "
                     f"B from global memory, so no element of the tiles is reused. Read As and "
                     f"Bs instead.")
     return (f"C matches NumPy, with {per_fma:g} bytes requested per FMA at TILE = {tile} and "
-            f"{r.shared_load_requests:,} shared-memory load requests: two per FMA per warp, "
+            f"{r.shared_load_instructions:,} shared-memory load requests: two per FMA per warp, "
             f"from the tiles.")
 
 
@@ -360,20 +360,20 @@ def loads_per_element(answer, *, N=64, TILE=16):
     n_report, _ = count_naive(N)
     t_report, _ = count_tiled(N, TILE, hazards="ignore")
     # Half of the bytes are A's (the kernels read A and B alike), 4 bytes per element.
-    got_naive = n_report.global_load_bytes // 2 // (4 * N * N)
-    got_tiled = t_report.global_load_bytes // 2 // (4 * N * N)
+    got_naive = n_report.global_load_bytes_requested // 2 // (4 * N * N)
+    got_tiled = t_report.global_load_bytes_requested // 2 // (4 * N * N)
     if (tiled, naive) == (got_naive, got_tiled) and naive != tiled:
         raise Wrong(f"the two numbers are swapped: give (naive, tiled). The naive kernel loads "
                     f"each element of A {got_naive} times, the tiled one fewer.")
     if naive != got_naive:
-        raise Wrong(f"naive: the emulator counted {n_report.global_load_bytes:,} bytes "
+        raise Wrong(f"naive: the emulator counted {n_report.global_load_bytes_requested:,} bytes "
                     f"requested at N = {N}, half of them A's, 4 bytes per element. Every "
                     f"thread of a row of C reads the whole row of A.")
     if tiled == TILE:
         raise Wrong("tiled: TILE is how many FMAs each loaded value feeds; how many blocks "
                     "load a given element of A?")
     if tiled != got_tiled:
-        raise Wrong(f"tiled: the emulator counted {t_report.global_load_bytes:,} bytes "
+        raise Wrong(f"tiled: the emulator counted {t_report.global_load_bytes_requested:,} bytes "
                     f"requested at N = {N}, TILE = {TILE}, half of them A's. Which blocks load "
                     f"A's tile at block position (blockIdx.y, t)?")
     return (f"{naive} and {tiled}: N loads of each element for the naive kernel, N / TILE for "

@@ -21,6 +21,7 @@ from ..model import c_types as ct
 from ..model import values as _values
 from .closures import LiteralError, X, _line, string_bytes
 from ..model.memory import PRINTF_BUFFER_BYTES
+from ...gpu import WARP_SIZE
 
 ct_float_to_int = _values.float_to_int
 F, D, I, U = ct.FLOAT, ct.DOUBLE, ct.INT, ct.UINT
@@ -686,7 +687,7 @@ def _shuffle(comp, node, name, args):
     fw = comp.convert(comp.rvalue(comp.expr(args[3])), ct.INT, node) if len(args) == 4 else None
     kind = name[len("__shfl"):-len("_sync")].strip("_") or "idx"
     line = _line(node)
-    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else 32, t,
+    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else WARP_SIZE, t,
                                      line or _call_line(ctx)), t)
 
 

@@ -32,6 +32,7 @@ from ..frontend.preprocess import SOURCE_NAME, Preprocessed, preprocess
 from .closures import X, _col, _line, _Scope, constant, parse_int
 from .expressions import ExpressionsMixin
 from .statements import StatementsMixin, barrier_functions, exit_ifs
+from ...gpu import round_up
 
 
 def _first_call(node):
@@ -175,11 +176,11 @@ class TypeResolver:
         for d in node.decls:
             t = self.resolve(d.type)
             a = max(t.align, self.alignas(d))
-            offset = -(-offset // a) * a
+            offset = round_up(offset, a)
             fields.append((d.name, t, offset))
             offset += t.size
             align = max(align, a)
-        size = -(-offset // align) * align
+        size = round_up(offset, align)
         st = ct.Struct(name or "<anonymous struct>", tuple(fields), size, align)
         if name:
             self.structs[name] = st

@@ -9,18 +9,18 @@ at the level of the CUDA C source. Each field mirrors an Nsight Compute metric:
 | global_load_sectors | l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum |
 | global_store_requests | l1tex__t_requests_pipe_lsu_mem_global_op_st.sum |
 | global_store_sectors | l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum |
-| shared_load_requests | smsp__inst_executed_op_shared_ld.sum |
+| shared_load_instructions | smsp__inst_executed_op_shared_ld.sum |
 | shared_load_wavefronts | l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum |
-| shared_store_requests | smsp__inst_executed_op_shared_st.sum |
+| shared_store_instructions | smsp__inst_executed_op_shared_st.sum |
 | shared_store_wavefronts | l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum |
 | shared_load_bank_conflicts | l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum |
 | shared_store_bank_conflicts | l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum |
 | shared_bank_conflicts | the two above added |
 | global_atomic_requests | l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum + ..._op_red.sum |
-| shared_atomic_requests | smsp__inst_executed_op_shared_atom.sum |
+| shared_atomic_instructions | smsp__inst_executed_op_shared_atom.sum |
 | flops | 2 x smsp__sass_thread_inst_executed_op_ffma_pred_on.sum for an FMA-only kernel |
 
-`global_load_bytes` is the bytes the threads asked for (lanes x access size), not bytes
+`global_load_bytes_requested` is the bytes the threads asked for (lanes x access size), not bytes
 moved from DRAM: caches sit in between, and the emulator has none. nvcc may merge
 neighbouring shared loads into one wide load (LDS.128) or keep a value in a register; the
 emulator counts what the source says, so its shared-load requests can exceed ncu's; it may
@@ -49,26 +49,26 @@ class LaunchReport:
     flops: int
     global_load_requests: int
     global_load_sectors: int
-    global_load_bytes: int
+    global_load_bytes_requested: int
     global_store_requests: int
     global_store_sectors: int
     global_store_bytes: int
-    shared_load_requests: int
+    shared_load_instructions: int
     shared_load_wavefronts: int
-    shared_store_requests: int
+    shared_store_instructions: int
     shared_store_wavefronts: int
     shared_bank_conflicts: int
     shared_load_bank_conflicts: int
     shared_store_bank_conflicts: int
     barriers: int
     global_atomic_requests: int = 0
-    shared_atomic_requests: int = 0
+    shared_atomic_instructions: int = 0
     hazards: tuple = ()
 
     @property
     def global_bytes_requested(self) -> int:
         """Bytes of global memory the threads asked for, loads plus stores."""
-        return self.global_load_bytes + self.global_store_bytes
+        return self.global_load_bytes_requested + self.global_store_bytes
 
     @property
     def arithmetic_intensity(self) -> float:
