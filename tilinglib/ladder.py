@@ -39,6 +39,7 @@ import numpy as np
 
 from .errors import ArgumentError
 from .gpu import MAX_THREADS_PER_BLOCK, SECTOR_BYTES, WARP_SIZE, ceil_div
+from .toolchain.measure import metrics as ncu_names
 
 __all__ = ["Step", "Joint", "STEPS", "TUNING", "TUNED", "names", "get", "launch", "run", "count", "measure",
            "one_block_represents", "tile_loop_k",
@@ -932,12 +933,13 @@ def ncu_bytes_per_fma(counters, *, shared_bytes_per_load: int = FLOAT
         return None
     m = counters.metrics
     try:
-        fmas = float(m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])
-        if "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum" in m:
-            g = float(m["l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"])
+        fmas = float(m[ncu_names.FFMA_THREAD_INSTRUCTIONS])
+        if ncu_names.GLOBAL_LOAD_BYTES in m:
+            g = float(m[ncu_names.GLOBAL_LOAD_BYTES])
         else:
-            g = float(m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) * WARP_SIZE * FLOAT
-        sh = float(m["smsp__inst_executed_op_shared_ld.sum"]) * WARP_SIZE * shared_bytes_per_load
+            g = float(m[ncu_names.REPORT_METRICS["global_load_requests"]]) * WARP_SIZE * FLOAT
+        sh = (float(m[ncu_names.REPORT_METRICS["shared_load_instructions"]]) * WARP_SIZE
+              * shared_bytes_per_load)
     except (KeyError, TypeError):
         return None
     return (g / fmas, sh / fmas) if fmas else None
