@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from pycparser import c_ast
 
+from ..frontend.lower import CONSTANT_MARK, SHARED_MARK
 from ..model import c_types as ct
 from ..model import values as V
 from .closures import SharedVar, X, _line, _Scope
@@ -78,11 +79,11 @@ class StatementsMixin:
         if isinstance(node.type, c_ast.FuncDecl):
             return lambda ctx: None
         t = self.resolve(node.type)
-        if "_Thread_local" in storage:
+        if SHARED_MARK in storage:
             return self.shared_decl(node, t, dynamic="extern" in storage)
         if "static" in storage:
             raise self.unsupported(node, "static local variables")
-        if "register" in storage:
+        if CONSTANT_MARK in storage:
             raise self.unsupported(node, "__constant__ variables inside a function",
                                    "declare them at file scope")
         if t.is_array or (t.is_struct and t.holds_aggregates) or \
