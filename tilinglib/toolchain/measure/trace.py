@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import memory as M
-from ...gpu import BANKS, SECTOR_SHIFT, WARP_SIZE, ceil_div
+from ...gpu import BANKS, SECTOR_SHIFT, WARP_SIZE
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,6 @@ class WarpAccess:
     def bank_conflicts(self) -> int:
         """Wavefronts beyond the ideal (ncu's l1tex__data_bank_conflicts_...), shared only."""
         return self.wavefronts - self.ideal_wavefronts if self.space == "shared" else 0
-
-    @property
-    def conflict_ways(self) -> int:
-        """Wavefronts per ideal wavefront, rounded up: n for an n-way bank conflict, 1 for a
-        conflict-free access (shared only)."""
-        return ceil_div(self.wavefronts, max(1, self.ideal_wavefronts))
 
 
 class Tracer:

@@ -339,15 +339,6 @@ def shared_phases(warp: np.ndarray, lane: np.ndarray | None, offset: np.ndarray,
     return phase, (per if full_warps and WARP_SIZE % per == 0 and n % per == 0 else 0)
 
 
-def count_global_keys(counters: Counters, sectors_key: np.ndarray, warp: np.ndarray,
-                      size: int, full_warps: bool) -> None:
-    """`count_global` for a load given as 32-byte sector numbers, every lane active."""
-    requests, sectors = _distinct_per_warp(warp, sectors_key, full_warps)
-    counters.global_load_requests += requests
-    counters.global_load_sectors += sectors
-    counters.global_load_bytes_requested += sectors_key.shape[0] * size
-
-
 def count_shared(counters: Counters, is_store: bool, warp: np.ndarray, lane: np.ndarray,
                  offset: np.ndarray, size: int, full_warps: bool) -> None:
     """Add one shared access (smsp__inst_executed_op_shared_*,
