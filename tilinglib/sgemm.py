@@ -12,18 +12,20 @@ caches sit between the requests and DRAM, so the DRAM traffic is usually far sma
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ArgumentError
+from .gpu import MAX_THREADS_PER_BLOCK
 
 __all__ = ["random_matrices", "relative_error", "naive_launch", "tiled_launch", "valid_tiles",
            "requested_bytes_naive", "requested_bytes_tiled", "count_naive", "count_tiled",
            "without_barrier", "barrier_before_stores", "race_failure", "TiledMeasurement",
            "measure_tiled"]
 
-MAX_TILE = 32          # TILE x TILE threads per block, and a block holds at most 1,024
+MAX_TILE = math.isqrt(MAX_THREADS_PER_BLOCK)   # 32: TILE x TILE threads in one block
 BARRIER = "__syncthreads();"
 
 

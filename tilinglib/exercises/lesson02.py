@@ -11,7 +11,7 @@ import numpy as np
 from . import Wrong, exercise
 from .common import (as_tuple, at_each_size, emulate, first_wrong, launch_dims, one_line,
                      only_at_one_size, require_number, require_whole, substitute)
-from ..gpu import ceil_div
+from ..gpu import WARP_SIZE, ceil_div
 
 NAIVE_LOOP_LINE = "sum += A[row * N + k] * B[k * N + col];"
 #: The sizes 02.1 runs the student's indices at (the message quotes the first).
@@ -156,7 +156,7 @@ def half_row_warps(answer, *, N=64):
     requests, sectors = as_tuple(answer, 2, "two numbers, (requests, sectors)")
     requests, sectors = require_whole(requests, "requests"), require_whole(sectors, "sectors")
     report, _ = count_naive(N, block=(16, 16, 1))
-    steps = f"N²/32 = {N * N // 32} warps × N = {N} steps"
+    steps = f"N²/32 = {N * N // WARP_SIZE} warps × N = {N} steps"
     if ((sectors, requests) == (report.global_load_requests, report.global_load_sectors)
             and requests != sectors):
         raise Wrong(f"the two numbers are swapped: {sectors:,} is the requests and "
@@ -165,10 +165,10 @@ def half_row_warps(answer, *, N=64):
     if requests != report.global_load_requests:
         raise Wrong(f"requests: not {requests:,}. A warp is still 32 threads issuing one "
                     f"request per load, two loads per step, and there are {steps}.")
-    if sectors == 5 * N ** 3 // 32:
+    if sectors == 5 * N ** 3 // WARP_SIZE:
         raise Wrong("sectors: that is the 32 × 32 count. A warp now covers two rows of 16 "
                     "threads: what does A[row * N + k] need when the warp has two rows?")
-    if sectors == 6 * N ** 3 // 32:
+    if sectors == 6 * N ** 3 // WARP_SIZE:
         raise Wrong("sectors: A needs 2 sectors per step now (two rows, two addresses), right; "
                     "but both half warps read the same 16 columns of row k of B: 64 bytes, "
                     "2 sectors, not 4.")

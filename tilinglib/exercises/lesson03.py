@@ -9,6 +9,7 @@ import numpy as np
 from . import Wrong, blanks, exercise
 from .common import (as_tuple, at_each_size, cuda_line, emulate, first_wrong, launch_dims, one_line,
                      only_at_one_size, require_whole, substitute)
+from ..gpu import MAX_THREADS_PER_BLOCK, WARP_SIZE
 
 A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
 B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
@@ -229,7 +230,7 @@ def tiled_launch(answer, *, N=64, TILE=16):
         raise Wrong(f"a grid is a tuple (blocks along x, blocks along y); got {grid!r}.")
     block, grid = launch_dims(block, "the block"), launch_dims(grid, "the grid")
     if block[:2] != (TILE, TILE) or block[2] != 1:
-        if block[0] * block[1] * block[2] > 1024:
+        if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
             raise Wrong(f"block {block} has {block[0] * block[1] * block[2]:,} threads; a "
                         f"block may hold 1,024. The kernel needs one thread per tile element.")
         raise Wrong(f"block {block}: each thread (tx, ty) copies As[ty][tx] and Bs[ty][tx], "
@@ -343,7 +344,7 @@ def half_warp_requests(answer, *, N=64, TILE=4):
     if answer == report.global_load_requests:
         return (f"{answer:,}: {blocks} blocks × {steps} steps × 2 loads, one request each, "
                 f"because a block of {TILE * TILE} threads is one (part-empty) warp.")
-    if answer == 2 * N ** 3 // (32 * TILE):
+    if answer == 2 * N ** 3 // (WARP_SIZE * TILE):
         raise Wrong(f"2N³/(32·TILE) assumes full warps of 32 threads; a {TILE} × {TILE} block "
                     f"has {TILE * TILE} threads, and it still takes a whole warp.")
     raise Wrong(f"not {answer:,}. Count per warp: how many warps has a {TILE} × {TILE} block "

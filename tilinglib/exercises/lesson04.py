@@ -17,6 +17,7 @@ from ..toolchain.measure import metrics as ncu_names
 from . import Wrong, exercise
 from .common import (as_tuple, close, compiled_shared_bytes, launch_dims, require_number,
                      require_whole)
+from ..gpu import MAX_THREADS_PER_BLOCK
 
 
 @lru_cache(maxsize=None)
@@ -81,7 +82,7 @@ def _largest_tile(answer):
     tile = require_whole(tile, "largest_tile")
     if tile < 1:
         raise Wrong(f"largest_tile should be a positive whole number, not {tile!r}.")
-    if tile * tile > 1024:
+    if tile * tile > MAX_THREADS_PER_BLOCK:
         raise Wrong(f"TILE = {tile} needs TILE x TILE = {tile * tile:,} threads in a block: "
                     f"over the limit of 1,024 threads per block, so the launch is refused "
                     f"(shared memory would not be what stops it).")

@@ -37,7 +37,7 @@ from typing import Callable, Mapping
 
 from .coarse import check_coarsened
 from .sgemm import Check, GradeReport, check_sgemm
-from ..gpu import ceil_div
+from ..gpu import MAX_THREADS_PER_BLOCK, ceil_div
 
 __all__ = ["Answer", "Part", "Assignment", "ASSIGNMENTS", "grade", "grade_part",
            "literal_answers", "A2_BUGGY_KERNEL", "A3_TILES"]
@@ -476,7 +476,7 @@ def _a3_choice(answers) -> list:
     if chosen in gflops:
         why = (f"on the H200 TILE={chosen} runs at {gflops[chosen]:,.0f} GFLOP/s and "
                f"TILE={best} at {gflops[best]:,.0f}")
-    elif chosen * chosen > 1024:
+    elif chosen * chosen > MAX_THREADS_PER_BLOCK:
         why = (f"TILE={chosen} needs {chosen * chosen:,} threads per block, over the limit "
                f"of 1,024: it cannot launch")
     else:
