@@ -967,9 +967,9 @@ def compare(entry: dict, launch: dict, outputs: dict) -> str | None:
 # The LaunchReport counters recorded per kernel (Nsight Compute's names), for a later
 # comparison with ncu on the H200.
 COUNTERS = ("global_load_requests", "global_load_sectors", "global_store_requests",
-            "global_store_sectors", "shared_load_requests", "shared_load_wavefronts",
-            "shared_store_requests", "shared_store_wavefronts", "shared_bank_conflicts",
-            "global_atomic_requests", "shared_atomic_requests", "flops")
+            "global_store_sectors", "shared_load_instructions", "shared_load_wavefronts",
+            "shared_store_instructions", "shared_store_wavefronts", "shared_bank_conflicts",
+            "global_atomic_requests", "shared_atomic_instructions", "flops")
 
 
 def lookup_name(entry: dict) -> str:

@@ -300,7 +300,7 @@ def main(argv=None) -> int:
     print("\n2. Tiled TILE=32, N=256, counters and race check on (best of 3)")
     t, report = emulator_time("tiled", 256, 32, repeat=3)
     print(f"   {t:.3f} s  (target <= 1 s); {report.global_load_requests:,} global load "
-          f"requests, {report.shared_load_requests:,} shared load requests")
+          f"requests, {report.shared_load_instructions:,} shared load instructions")
 
     if not args.skip_big:
         print("\n3. N=1024 (blocks in batches: bounded memory)")

@@ -216,9 +216,9 @@ def emulate(case: dict) -> dict:
           np.uint32(case["mask"]), E.Out(out), block=(32, 1, 1), grid=(1, 1),
           hazards="ignore")
     r = f.last_report
-    ld_conf = getattr(r, "shared_load_bank_conflicts", r.shared_load_wavefronts - r.shared_load_requests)
-    st_conf = getattr(r, "shared_store_bank_conflicts", r.shared_store_wavefronts - r.shared_store_requests)
-    return dict(zip(METRICS, (r.shared_load_requests, r.shared_store_requests,
+    ld_conf = getattr(r, "shared_load_bank_conflicts", r.shared_load_wavefronts - r.shared_load_instructions)
+    st_conf = getattr(r, "shared_store_bank_conflicts", r.shared_store_wavefronts - r.shared_store_instructions)
+    return dict(zip(METRICS, (r.shared_load_instructions, r.shared_store_instructions,
                               r.shared_load_wavefronts, r.shared_store_wavefronts,
                               ld_conf, st_conf)))
 

@@ -38,11 +38,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-METRICS = ["smsp__inst_executed_op_shared_st.sum",
-           "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-           "lts__t_sectors_srcunit_tex_op_read.sum"]
+from tilinglib.toolchain.measure import metrics as ncu_names  # noqa: E402  (the names, once)
+
+METRICS = [ncu_names.REPORT_METRICS["shared_store_instructions"],
+           ncu_names.REPORT_METRICS["shared_store_wavefronts"],
+           ncu_names.REPORT_METRICS["shared_store_bank_conflicts"],
+           ncu_names.REPORT_METRICS["global_load_sectors"],
+           ncu_names.L2_SECTORS_READ]
 
 LOADS = "As[ty][tx] = A[row * N + (t * TILE + tx)];\n        Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
 VARIANTS = {

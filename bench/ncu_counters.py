@@ -40,30 +40,29 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-# report field -> Nsight Compute metric
-METRICS = {
-    "global_load_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-    "global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "global_store_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
-    "global_store_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-    "shared_load_requests": "smsp__inst_executed_op_shared_ld.sum",
-    "shared_load_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "shared_store_requests": "smsp__inst_executed_op_shared_st.sum",
-    "shared_store_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-}
-FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+# report field -> Nsight Compute metric (the table is tilinglib's: one home for the names)
+from tilinglib.toolchain.measure import metrics as ncu_names  # noqa: E402
+
+METRICS = {k: ncu_names.REPORT_METRICS[k] for k in (
+    "global_load_requests", "global_load_sectors", "global_store_requests",
+    "global_store_sectors", "shared_load_instructions", "shared_load_wavefronts",
+    "shared_store_instructions", "shared_store_wavefronts")}
+FFMA = ncu_names.FFMA_THREAD_INSTRUCTIONS
 OPTIONAL = {
-    "fadd": "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "fmul": "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "global_atom": "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
-    "global_red": "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
-    "shared_atom": "smsp__inst_executed_op_shared_atom.sum",
+    "fadd": ncu_names.FADD_THREAD_INSTRUCTIONS,
+    "fmul": ncu_names.FMUL_THREAD_INSTRUCTIONS,
+    "global_atom": ncu_names.GLOBAL_ATOM_REQUESTS,
+    "global_red": ncu_names.GLOBAL_RED_REQUESTS,
+    "shared_atom": ncu_names.REPORT_METRICS["shared_atomic_instructions"],
 }
+# Report fields under their names before the rename (saved tables, bench/results/*.json).
+RENAMED = {"shared_load_requests": "shared_load_instructions",
+           "shared_store_requests": "shared_store_instructions"}
 CORE = list(METRICS.values()) + [FFMA]
 SHORT = {"global_load_requests": "gld req", "global_load_sectors": "gld sect",
          "global_store_requests": "gst req", "global_store_sectors": "gst sect",
-         "shared_load_requests": "lds req", "shared_load_wavefronts": "lds wavef",
-         "shared_store_requests": "sts req", "shared_store_wavefronts": "sts wavef",
+         "shared_load_instructions": "lds inst", "shared_load_wavefronts": "lds wavef",
+         "shared_store_instructions": "sts inst", "shared_store_wavefronts": "sts wavef",
          "flops": "FLOP"}
 
 
@@ -176,7 +175,7 @@ def emulator_counts(entry: Entry) -> dict:
     out = {k: getattr(r, k) for k in METRICS}
     out["flops"] = r.flops
     out["global_atomics"] = r.global_atomic_requests
-    out["shared_atomics"] = r.shared_atomic_requests
+    out["shared_atomics"] = r.shared_atomic_instructions
     return out
 
 
@@ -363,7 +362,7 @@ def refine(row: dict) -> dict:
     (the work actually done) agree; otherwise mark them DIFF."""
     cells = row["cells"]
     for op in ("load", "store"):
-        req, wf = cells.get(f"shared_{op}_requests"), cells.get(f"shared_{op}_wavefronts")
+        req, wf = cells.get(f"shared_{op}_instructions"), cells.get(f"shared_{op}_wavefronts")
         if req and wf and req["verdict"] == "predicated" and wf["verdict"] not in ("=", "noise"):
             req["verdict"] = "DIFF"
     return row
@@ -488,7 +487,7 @@ def main(argv=None) -> int:
     if args.from_table:
         saved = json.loads(Path(args.from_table).read_text())
         # Already in report fields: keep them as they are.
-        readings = {r["name"]: {f: c["ncu"] for f, c in r["cells"].items()}
+        readings = {r["name"]: {RENAMED.get(f, f): c["ncu"] for f, c in r["cells"].items()}
                     for r in saved["rows"]}
         entries = [e for e in suite(args.n) if e.name in readings]
         errors = dict(saved.get("errors", {}))

@@ -80,9 +80,9 @@ def test_a_tiled_kernel_through_row_pointers_computes_and_counts_as_with_arrays(
     assert report.global_load_sectors == 4 * 1024
     assert (report.global_store_requests, report.global_store_sectors) == (warps, 4 * warps)
     # As[ty][tx], Bs[ty][tx]: 32 consecutive words per warp, one wavefront each.
-    assert report.shared_store_requests == report.shared_store_wavefronts == warps * steps * 2
+    assert report.shared_store_instructions == report.shared_store_wavefronts == warps * steps * 2
     # As[ty][k]: two words (a broadcast), Bs[k][tx]: 16 consecutive words: one wavefront.
-    assert report.shared_load_requests == report.shared_load_wavefronts == \
+    assert report.shared_load_instructions == report.shared_load_wavefronts == \
         warps * steps * TILE * 2 == 16384
     assert report.shared_bank_conflicts == 0
     assert report.barriers == (N // TILE) ** 2 * steps * 2 == 128
@@ -91,8 +91,8 @@ def test_a_tiled_kernel_through_row_pointers_computes_and_counts_as_with_arrays(
     plain, _, _, C2 = _run(PLAIN)
     np.testing.assert_array_equal(C, C2)
     same = ("global_load_requests", "global_load_sectors", "global_store_requests",
-            "global_store_sectors", "shared_load_requests", "shared_load_wavefronts",
-            "shared_store_requests", "shared_store_wavefronts", "shared_bank_conflicts",
+            "global_store_sectors", "shared_load_instructions", "shared_load_wavefronts",
+            "shared_store_instructions", "shared_store_wavefronts", "shared_bank_conflicts",
             "barriers", "flops", "shared_bytes")
     assert {k: getattr(report, k) for k in same} == {k: getattr(plain, k) for k in same}
 
@@ -163,8 +163,8 @@ def test_a_shared_tile_passed_by_reference_to_a_device_function_is_counted():
     r = f.last_report
     # 32 column stores by one warp: words i*33 + t for t = 0..31, 32 banks: no conflict;
     # the diagonal read tile[t][t] (word 34 t) hits bank 2t % 32: 2-way.
-    assert (r.shared_store_requests, r.shared_store_wavefronts) == (32, 32)
-    assert (r.shared_load_requests, r.shared_load_wavefronts) == (1, 2)
+    assert (r.shared_store_instructions, r.shared_store_wavefronts) == (32, 32)
+    assert (r.shared_load_instructions, r.shared_load_wavefronts) == (1, 2)
     assert r.shared_bank_conflicts == 1
 
 

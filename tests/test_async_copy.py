@@ -58,10 +58,10 @@ def test_barrier_double_buffering_with_swapped_barrier_pointers():
     r = f.last_report
     # one 16-byte copy per thread per tile: 2 warps x 3 tiles requests, 512 B per warp
     assert r.global_load_requests == 2 * ntiles
-    assert r.global_load_bytes == ntiles * T * 16
+    assert r.global_load_bytes_requested == ntiles * T * 16
     assert r.global_load_sectors == 2 * ntiles * (32 * 16 // 32)
-    assert r.shared_store_requests == 2 * ntiles
-    assert r.shared_load_requests == 2 * ntiles * 4        # acc[c] += buf[...], 4 per tile
+    assert r.shared_store_instructions == 2 * ntiles
+    assert r.shared_load_instructions == 2 * ntiles * 4        # acc[c] += buf[...], 4 per tile
     # __syncthreads after init, then per tile one arrive_and_wait and one __syncthreads
     assert r.barriers == 1 + 2 * ntiles
     assert r.hazards == ()
@@ -90,9 +90,9 @@ def test_memcpy_async_chunks_follow_the_alignment(options, elems, chunk, wavefro
     accesses = elems * 4 // chunk            # per thread
     warps = blocks * T // 32
     assert r.global_load_requests == warps * accesses
-    assert r.shared_store_requests == warps * accesses
-    assert r.global_load_bytes == blocks * T * elems * 4
-    assert r.shared_store_wavefronts == wavefronts * r.shared_store_requests
+    assert r.shared_store_instructions == warps * accesses
+    assert r.global_load_bytes_requested == blocks * T * elems * 4
+    assert r.shared_store_wavefronts == wavefronts * r.shared_store_instructions
 
 
 def test_read_before_arrive_and_wait_sees_the_old_bytes():
@@ -213,7 +213,7 @@ def test_split_arrive_and_wait():
     np.testing.assert_array_equal(out, want.reshape(-1))
     # per block: the __syncthreads after init, the phase that completes at the arrivals
     assert f.last_report.barriers == 2 * 2
-    assert f.last_report.shared_store_requests == 2 * 2      # the copies: 2 warps x 2 blocks
+    assert f.last_report.shared_store_instructions == 2 * 2      # the copies: 2 warps x 2 blocks
 
 
 def test_split_barrier_with_shared_accesses_between_is_refused():
@@ -320,9 +320,9 @@ def test_pipeline_primitives_double_buffering(nbytes):
     r = f.last_report
     warps = T // 32
     assert r.global_load_requests == warps * ntiles          # one LDGSTS per thread per tile
-    assert r.global_load_bytes == ntiles * T * nbytes
+    assert r.global_load_bytes_requested == ntiles * T * nbytes
     assert r.global_load_sectors == warps * ntiles * (32 * nbytes // 32)
-    assert r.shared_store_requests == warps * ntiles
+    assert r.shared_store_instructions == warps * ntiles
     assert r.barriers == 2 * ntiles
 
 
@@ -396,7 +396,7 @@ __global__ void k(const float *in, float *out) {
     want = np.zeros((8, 4), np.float32)
     want[:, :2] = x.reshape(8, 2)
     np.testing.assert_array_equal(out, want.reshape(-1))
-    assert f.last_report.global_load_bytes == 8 * 8
+    assert f.last_report.global_load_bytes_requested == 8 * 8
 
 
 def test_pipeline_zfill_per_thread_guards_the_end_of_the_array():
@@ -424,7 +424,7 @@ __global__ void k(const float *in, float *out, int n) {
     want[:n] = x
     np.testing.assert_array_equal(out, want)
     # bytes read: 5 threads x 16 + 8 (the straddling thread), never past the array
-    assert f.last_report.global_load_bytes == 5 * 16 + 8
+    assert f.last_report.global_load_bytes_requested == 5 * 16 + 8
 
 
 def test_pipeline_copy_size_other_than_4_8_16_is_refused_at_its_line():
@@ -486,8 +486,8 @@ def test_block_collective_copy(options, chunk):
     # thread rank r copies chunks r, r + 64, ...: N * 4 / chunk chunks per block
     rounds = N * 4 // chunk // T
     assert r.global_load_requests == blocks * (T // 32) * rounds
-    assert r.shared_store_requests == blocks * (T // 32) * rounds
-    assert r.global_load_bytes == blocks * N * 4
+    assert r.shared_store_instructions == blocks * (T // 32) * rounds
+    assert r.global_load_bytes_requested == blocks * N * 4
     # each warp reads 32 consecutive chunks: chunk bytes per lane, whole sectors
     assert r.global_load_sectors == blocks * N * 4 // 32
 

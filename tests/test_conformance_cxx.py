@@ -42,7 +42,7 @@ def test_function_template_looked_up_by_instantiation(tile):
     np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
     # nvcc counts one shared load of As and one of Bs per k: the counters see the template's
     # own TILE, not a default.
-    assert f.last_report.shared_load_requests == (n // tile) * tile * (2 * (tile * tile // 32)) \
+    assert f.last_report.shared_load_instructions == (n // tile) * tile * (2 * (tile * tile // 32)) \
         * (n // tile) ** 2
 
 

@@ -205,9 +205,9 @@ def test_an_array_of_structs_in_shared_memory_counts_each_member_access():
     r = f.last_report
     # Stores: 4 floats and one int per thread, each a 32-lane STS.32 at a 20-byte stride
     # (5 words: coprime with 32 banks, no conflict): 5 instructions x 2 warps.
-    assert (r.shared_store_requests, r.shared_store_wavefronts) == (10, 10)
+    assert (r.shared_store_instructions, r.shared_store_wavefronts) == (10, 10)
     # The copy 'mine = s[...]': as nvcc copies a 4-byte-aligned struct, 5 LDS.32 per warp.
-    assert (r.shared_load_requests, r.shared_load_wavefronts) == (10, 10)
+    assert (r.shared_load_instructions, r.shared_load_wavefronts) == (10, 10)
     assert r.shared_bank_conflicts == 0
 
 
@@ -238,7 +238,7 @@ def test_structs_in_global_memory_through_pointers_count_the_bytes_touched():
     assert r.global_store_bytes == N * 4 * 6
     # a[t] four times (4 sectors each), g[t].v[3] and g[t].n (20 sectors each)
     assert r.global_load_requests == 2 * 6
-    assert r.global_load_bytes == N * 4 * 6
+    assert r.global_load_bytes_requested == N * 4 * 6
 
 
 PARAMS = r"""

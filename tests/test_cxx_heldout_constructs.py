@@ -286,8 +286,8 @@ def test_thread_group_and_run_time_tiled_partition_tree_sums(tile):
     # every warp.
     steps = {4: 2, 16: 4}[tile]
     rep = f.last_report
-    assert rep.shared_store_requests == blocks * 4 * (7 + 5 + steps)
-    assert rep.shared_load_requests == blocks * ((2 + 6) + 4 * 5 + 4 * steps)
+    assert rep.shared_store_instructions == blocks * 4 * (7 + 5 + steps)
+    assert rep.shared_load_instructions == blocks * ((2 + 6) + 4 * 5 + 4 * steps)
 
 
 def test_every_group_converts_to_thread_group():
@@ -380,7 +380,7 @@ def test_memcpy_between_local_shared_and_global_memory():
     # = 8 sectors.
     assert rep.global_load_requests == 4 and rep.global_load_sectors == 4 * 8
     assert rep.global_store_requests == 4 and rep.global_store_sectors == 4 * 8
-    assert rep.shared_store_requests == 4 and rep.shared_load_requests == 4
+    assert rep.shared_store_instructions == 4 and rep.shared_load_instructions == 4
     # 16 lanes at a 4-word stride: banks 0, 4, ..., 28 twice: 2 wavefronts per access
     assert rep.shared_store_wavefronts == 8 and rep.shared_load_wavefronts == 8
 
@@ -407,7 +407,7 @@ def test_memcpy_chunks_follow_the_pointer_types_and_the_size():
         want[8 * t: 8 * t + 6] = b[8 * t: 8 * t + 6]
     np.testing.assert_array_equal(c, want)
     assert f.last_report.global_load_requests == 1 + 6
-    assert f.last_report.global_load_bytes == 32 * 16 + 32 * 6
+    assert f.last_report.global_load_bytes_requested == 32 * 16 + 32 * 6
 
 
 def test_memset_fills_bytes_in_any_space():

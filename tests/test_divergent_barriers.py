@@ -113,7 +113,7 @@ def test_barriers_in_both_branches_are_one_barrier():
     assert GUIDE in str(caught[0].message)
     # per block: the first barrier and one per step, the two branches' counted once
     assert r.barriers == 2 * (1 + 5)
-    assert (r.shared_store_requests, r.shared_load_requests) == (2 * 5, 2 * 5)
+    assert (r.shared_store_instructions, r.shared_load_instructions) == (2 * 5, 2 * 5)
     with pytest.raises(BarrierError, match="two branches of an if") as info:
         _pipe(5, hazards="raise")
     assert info.value.line == 11

@@ -350,7 +350,7 @@ def check_tile_readout(shown: dict[str, str], N: int, tile: int) -> None:
     assert shown["tile"] == str(tile)
     assert shown["backend"] == "emulator"
     for name in ("requested_bytes", "global_load_requests", "global_load_sectors",
-                 "shared_load_requests"):
+                 "shared_load_instructions"):
         assert int(shown[name]) == m[name], name
     assert float(shown["bytes_per_fma"]) == pytest.approx(m["bytes_per_fma"])
     assert float(shown["relative_error"]) == pytest.approx(m["relative_error"], rel=0.05)

@@ -344,7 +344,7 @@ def test_shared_atomics_and_global_atomics():
     assert list(g) == [189, sum(range(0, 64, 2)), sum(range(1, 64, 2)), 1]
     assert h[0] == 64 % 11
     r = f.last_report
-    assert r.shared_atomic_requests == 2 and r.global_atomic_requests == 2 * 2 + 1
+    assert r.shared_atomic_instructions == 2 and r.global_atomic_requests == 2 * 2 + 1
     assert r.hazards == ()
 
 

@@ -84,7 +84,7 @@ def _emulated_counts(kind, block, pad, N):
         _, r = _launch("sgemm_tiled", N, A, B, [f"-DTILE={block}", f"-DPAD={pad}"],
                        block=(block, block, 1))
     return (r.global_load_requests, r.global_load_sectors, r.global_store_requests,
-            r.global_store_sectors, r.shared_load_requests, r.shared_store_requests)
+            r.global_store_sectors, r.shared_load_instructions, r.shared_store_instructions)
 
 
 @pytest.mark.parametrize("key", list(H200_BENCH), ids=[f"{k}{b}p{p}" for k, b, p in H200_BENCH])
@@ -175,8 +175,8 @@ def test_naive_counters_match_ncu_formulas(N):
     assert r.global_load_sectors == f["ld_sectors"]
     assert r.flops == 2 * f["ffma"]
     assert r.global_store_requests == N * N // 32 and r.global_store_sectors == N * N // 8
-    assert r.global_load_bytes == 8 * N**3
-    assert r.shared_load_requests == r.shared_store_requests == 0
+    assert r.global_load_bytes_requested == 8 * N**3
+    assert r.shared_load_instructions == r.shared_store_instructions == 0
 
 
 @pytest.mark.parametrize("tile", [8, 16, 32])
@@ -189,10 +189,10 @@ def test_tiled_counters_match_ncu_formulas(tile, pad):
     f = tiled_formulas(N, tile)
     assert r.global_load_requests == f["ld_requests"]
     assert r.global_load_sectors == f["ld_sectors"]
-    assert r.shared_load_requests == f["lds"]
-    assert r.shared_store_requests == f["sts"]
+    assert r.shared_load_instructions == f["lds"]
+    assert r.shared_store_instructions == f["sts"]
     # Loads: As[ty][k] is a broadcast per row, Bs[k][tx] consecutive words: no conflict.
-    assert r.shared_load_wavefronts == r.shared_load_requests
+    assert r.shared_load_wavefronts == r.shared_load_instructions
     conflict_free_stores = not pad or tile == 32
     expected_st = f["sts"] if conflict_free_stores else 2 * f["sts"]
     assert r.shared_store_wavefronts == expected_st
@@ -207,8 +207,8 @@ def test_tile16_padded_store_conflict_is_two_way():
     A, B = _matrices(N)
     _, plain = _launch("sgemm_tiled", N, A, B, ["-DTILE=16"], block=(16, 16, 1))
     _, padded = _launch("sgemm_tiled", N, A, B, ["-DTILE=16", "-DPAD=1"], block=(16, 16, 1))
-    assert plain.shared_store_wavefronts == plain.shared_store_requests
-    assert padded.shared_store_wavefronts == 2 * padded.shared_store_requests
+    assert plain.shared_store_wavefronts == plain.shared_store_instructions
+    assert padded.shared_store_wavefronts == 2 * padded.shared_store_instructions
 
 
 @pytest.mark.parametrize("pad, way", [(0, 32), (1, 1)])
@@ -221,9 +221,9 @@ def test_transpose_column_read_conflict(pad, way):
     f(np.int32(n), In(a), Out(out), block=(32, 32, 1), grid=(2, 2))
     r = f.last_report
     assert np.array_equal(out, a.T)
-    assert r.shared_load_requests == n * n // 32
-    assert r.shared_load_wavefronts == way * r.shared_load_requests
-    assert r.shared_store_wavefronts == r.shared_store_requests
+    assert r.shared_load_instructions == n * n // 32
+    assert r.shared_load_wavefronts == way * r.shared_load_instructions
+    assert r.shared_store_wavefronts == r.shared_store_instructions
 
 
 def test_partial_warps_and_strided_access():
@@ -240,7 +240,7 @@ def test_partial_warps_and_strided_access():
     assert r.global_load_requests == 2
     assert r.global_load_sectors == 8 + 4      # 256 B and 128 B of span
     assert r.global_store_sectors == 4 + 2
-    assert r.global_load_bytes == 48 * 4
+    assert r.global_load_bytes_requested == 48 * 4
 
 
 def test_shared_broadcast_and_eight_byte_accesses():
@@ -258,7 +258,7 @@ def test_shared_broadcast_and_eight_byte_accesses():
     r = f.last_report
     # d[tx]: 256 B, two half-warp wavefronts; f[0]: one broadcast; d[2 tx]: stride of
     # 16 B, each half warp touches 32 words in 16 banks twice -> 2 wavefronts per half.
-    assert r.shared_load_requests == 3
+    assert r.shared_load_instructions == 3
     assert r.shared_load_wavefronts == 2 + 1 + 4
     assert r.shared_store_wavefronts == 2 + 1
 
@@ -271,7 +271,7 @@ def test_report_text_and_html():
     assert "LaunchReport for sgemmTiled" in text and "global_load_requests" in text
     assert f"{r.global_load_requests:,}" in text
     assert "<table>" in r._repr_html_()
-    assert r.as_dict()["shared_load_requests"] == r.shared_load_requests
+    assert r.as_dict()["shared_load_instructions"] == r.shared_load_instructions
     assert r.arithmetic_intensity == pytest.approx(r.flops / r.global_bytes_requested)
 
 
@@ -387,8 +387,8 @@ H200_SUITE = {
     "math_funcs": (2, 7, 20, 500, 0, 0, 0, 0),
 }
 COUNTER_FIELDS = ("global_load_requests", "global_load_sectors", "global_store_requests",
-                  "global_store_sectors", "shared_load_requests", "shared_load_wavefronts",
-                  "shared_store_requests", "shared_store_wavefronts")
+                  "global_store_sectors", "shared_load_instructions", "shared_load_wavefronts",
+                  "shared_store_instructions", "shared_store_wavefronts")
 
 
 @pytest.mark.parametrize("name", list(H200_SUITE))

@@ -320,8 +320,8 @@ def test_warp_rows_count_as_the_general_path(block):
         mem = ctx.memory
         mem.counters = M.Counters()
         mem.count_shared_words(False, key)
-        assert (mem.counters.shared_load_requests, mem.counters.shared_load_wavefronts,
-                mem.counters.shared_load_bytes) == (c.shared_load_requests,
+        assert (mem.counters.shared_load_instructions, mem.counters.shared_load_wavefronts,
+                mem.counters.shared_load_bytes) == (c.shared_load_instructions,
                                                     c.shared_load_wavefronts,
                                                     c.shared_load_bytes)
 

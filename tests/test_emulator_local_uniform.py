@@ -97,7 +97,7 @@ def test_reused_shared_wavefronts_equal_counting_every_access(monkeypatch):
         out = np.zeros(128, dtype=np.float32)
         f(Out(out), block=(128, 1, 1), grid=(2, 1))
         r = f.last_report
-        return (r.shared_load_requests, r.shared_load_wavefronts, r.shared_load_bank_conflicts,
+        return (r.shared_load_instructions, r.shared_load_wavefronts, r.shared_load_bank_conflicts,
                 r.shared_store_wavefronts, r.shared_store_bank_conflicts), out
 
     reused, out1 = counts()

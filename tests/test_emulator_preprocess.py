@@ -91,14 +91,15 @@ def test_cuda_keywords_reach_clang_unchanged_so_columns_are_the_students():
 
 def test_cuda_keywords_become_the_compilers_markers():
     from pycparser import c_ast
+    from tilinglib.toolchain.frontend.lower import DEVICE_MARK, KERNEL_MARK, SHARED_MARK
     from tilinglib.toolchain.frontend.program import parse
 
     ast = parse(preprocess("__global__ void k(float* __restrict__ a) { __shared__ float s[4]; }"
                            "\n__device__ __forceinline__ float f(float x) { return x; }\n"))
     funcs = {n.decl.name: n for n in ast.ext if isinstance(n, c_ast.FuncDef)}
-    assert funcs["k"].decl.funcspec == ["_Noreturn"] and funcs["f"].decl.funcspec == ["inline"]
+    assert funcs["k"].decl.funcspec == [KERNEL_MARK] and funcs["f"].decl.funcspec == [DEVICE_MARK]
     shared = funcs["k"].body.block_items[0]
-    assert shared.name == "s" and shared.storage == ["_Thread_local"]
+    assert shared.name == "s" and shared.storage == [SHARED_MARK]
     assert funcs["k"].decl.type.args.params[0].type.quals == ["restrict"]
     assert (funcs["k"].coord.line, funcs["f"].coord.line) == (1, 2)
 

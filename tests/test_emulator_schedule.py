@@ -78,8 +78,8 @@ def test_race_free_tiled_kernel_is_bit_identical_and_counted_the_same():
         np.testing.assert_array_equal(C.view(np.uint32), C0.view(np.uint32))
         r = g.last_report
         assert r.hazards == ()
-        for name in ("global_load_requests", "global_load_sectors", "shared_load_requests",
-                     "shared_load_wavefronts", "shared_store_requests", "barriers", "flops"):
+        for name in ("global_load_requests", "global_load_sectors", "shared_load_instructions",
+                     "shared_load_wavefronts", "shared_store_instructions", "barriers", "flops"):
             assert getattr(r, name) == getattr(lockstep, name), name
         assert g.last_schedule.seed == seed and g.last_schedule.flip_count == 0
         assert g.last_schedule.switches > 0

@@ -296,11 +296,11 @@ def test_correct_messages_carry_the_emulators_counts():
 
     r32, _ = count_naive(32, block=(16, 16, 1))
     fb = run_cell(CELLS["01.1"].reference)
-    assert f"{r32.global_load_bytes / 32**2:g} bytes per output" in fb.message
+    assert f"{r32.global_load_bytes_requested / 32**2:g} bytes per output" in fb.message
     r, _ = count_tiled(16, 4)
     fb = run_cell(CELLS["03.1"].reference)
-    assert f"{r.global_load_bytes / (r.flops / 2):g} bytes requested per FMA" in fb.message
-    assert r.global_load_bytes / (r.flops / 2) == 8 / 4
+    assert f"{r.global_load_bytes_requested / (r.flops / 2):g} bytes requested per FMA" in fb.message
+    assert r.global_load_bytes_requested / (r.flops / 2) == 8 / 4
 
 
 @pytest.fixture

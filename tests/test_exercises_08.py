@@ -165,7 +165,7 @@ def test_warptile_db_global_sectors_exceed_requests_as_ncu_read_them():
     for BK in (8, 12):
         p = db.resolve({"BK": BK})
         r = ladder.count(db, p["BM"], p["BN"], 4 * BK, p)
-        ratios[BK] = 32 * r.global_load_sectors / r.global_load_bytes
+        ratios[BK] = 32 * r.global_load_sectors / r.global_load_bytes_requested
     assert ratios[8] == 1.0
     m = tl.reference.load("h200").step_counters("warptile_db", 1024).metrics
     ncu = (m["l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"]

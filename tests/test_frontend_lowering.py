@@ -391,7 +391,7 @@ def test_references_to_locals_change_no_counter():
         np.testing.assert_allclose(o, a.reshape(4, 32).sum(axis=0), rtol=1e-6)
         reports.append(f.last_report)
     names = ("global_load_requests", "global_load_sectors", "global_store_requests",
-             "shared_load_requests", "shared_store_requests", "flops")
+             "shared_load_instructions", "shared_store_instructions", "flops")
     assert [getattr(reports[0], k) for k in names] == [getattr(reports[1], k) for k in names]
     assert reports[0].global_load_requests == 4
 

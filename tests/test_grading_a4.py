@@ -74,10 +74,10 @@ def test_reference_counts_equal_the_targets_at_64_cubed(coarse):
     C, ref, f = launch(source, 64, 64, 64)
     assert np.allclose(C, ref, rtol=1e-4, atol=1e-4)
     fmas = 64 ** 3
-    assert f.last_report.global_load_bytes / fmas == coarse_targets(coarse)["global"]
+    assert f.last_report.global_load_bytes_requested / fmas == coarse_targets(coarse)["global"]
     assert f.last_counters.shared_load_bytes / fmas == coarse_targets(coarse)["shared"]
     # every shared load is a full warp's 4-byte load: 128 bytes per request
-    assert f.last_counters.shared_load_bytes == 128 * f.last_counters.shared_load_requests
+    assert f.last_counters.shared_load_bytes == 128 * f.last_counters.shared_load_instructions
 
 
 def test_reference_counts_on_an_edge_shape_are_the_closed_forms():
@@ -87,7 +87,7 @@ def test_reference_counts_on_an_edge_shape_are_the_closed_forms():
     M, N, K, coarse = 67, 69, 71, 4
     C, ref, f = launch(GOOD, M, N, K)
     assert np.allclose(C, ref, rtol=1e-4, atol=1e-4)
-    assert f.last_report.global_load_bytes == 4 * (M * K * 3 + K * N * 3)
+    assert f.last_report.global_load_bytes_requested == 4 * (M * K * 3 + K * N * 3)
     threads = 9 * 32 * 32 // coarse
     assert f.last_counters.shared_load_bytes == 4 * 32 * (1 + coarse) * threads * 3
 

@@ -134,8 +134,8 @@ def test_a_pipeline_copy_never_waited_for_is_counted_as_its_shared_stores():
     f = SourceModule(src).get_function("k")
     f(In(x), block=(64, 1, 1), grid=(1, 1))
     r = f.last_report
-    assert (r.shared_store_requests, r.shared_store_wavefronts) == (2, 2 * 4)
-    assert r.global_load_bytes == 64 * 16
+    assert (r.shared_store_instructions, r.shared_store_wavefronts) == (2, 2 * 4)
+    assert r.global_load_bytes_requested == 64 * 16
 
 
 def test_a_tile_reduce_reached_by_part_of_a_one_warp_tile_is_a_barrier_error():

@@ -102,6 +102,6 @@ def test_transposes(pad):
         assert np.array_equal(O, A.T)
     r = f.last_report
     warps = n * n // 32
-    assert r.shared_load_requests == warps
+    assert r.shared_load_instructions == warps
     # Reading a column of an unpadded 32 x 32 tile: 32 words in one bank, 32 wavefronts.
     assert r.shared_load_wavefronts == warps * (1 if pad else 32)

@@ -363,6 +363,6 @@ def test_whole_periods_of_the_tile_loop_give_the_bytes_per_fma_of_all_of_it(name
         ladder.measured_bytes_per_fma(whole, shared_bytes_per_load=width)
     assert short.global_load_sectors * whole.global_load_requests == \
         whole.global_load_sectors * short.global_load_requests
-    assert short.shared_load_wavefronts * whole.shared_load_requests == \
-        whole.shared_load_wavefronts * short.shared_load_requests
+    assert short.shared_load_wavefronts * whole.shared_load_instructions == \
+        whole.shared_load_wavefronts * short.shared_load_instructions
     assert ladder.tile_loop_k("tiled", 64) == 64

@@ -108,7 +108,7 @@ def test_transposed_a_tile_reads_without_bank_conflicts():
     assert before.shared_load_bank_conflicts > 0
     assert after.shared_load_bank_conflicts == 0
     # a quarter of the shared load instructions (each 4 floats), for the same bytes
-    assert after.shared_load_requests * 4 == before.shared_load_requests
+    assert after.shared_load_instructions * 4 == before.shared_load_instructions
     assert after.shared_load_wavefronts < before.shared_load_wavefronts
 
 

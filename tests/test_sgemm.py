@@ -29,12 +29,12 @@ def test_valid_tiles_and_launch_shapes():
 def test_counts_follow_the_formulas():
     report, err = sgemm.count_naive(64)
     assert err < 1e-5
-    assert report.global_load_bytes == sgemm.requested_bytes_naive(64)
-    assert report.global_load_bytes / (report.flops / 2) == 8
+    assert report.global_load_bytes_requested == sgemm.requested_bytes_naive(64)
+    assert report.global_load_bytes_requested / (report.flops / 2) == 8
     for tile in (4, 16):
         report, err = sgemm.count_tiled(64, tile)
         assert err < 1e-5
-        assert report.global_load_bytes == sgemm.requested_bytes_tiled(64, tile)
+        assert report.global_load_bytes_requested == sgemm.requested_bytes_tiled(64, tile)
         assert not report.hazards
 
 

@@ -89,7 +89,7 @@ def test_split_k_grid_and_chunks():
     assert one.flops == three.flops == 2 * 64 * 64 * 48
     assert three.grid == (2, 1, 3)
     # each chunk loads its own K range: the same global bytes in all
-    assert one.global_load_bytes == three.global_load_bytes
+    assert one.global_load_bytes_requested == three.global_load_bytes_requested
 
 
 def test_one_block_represents_the_unsplit_launch():
@@ -107,7 +107,7 @@ def test_one_block_represents_the_unsplit_launch():
     f(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), Out(C), block=step.block(p),
       grid=step.grid(M, N, p))
     full = f.last_report
-    for name in ("global_load_requests", "global_load_sectors", "global_load_bytes",
+    for name in ("global_load_requests", "global_load_sectors", "global_load_bytes_requested",
                  "shared_load_wavefronts", "shared_store_wavefronts", "flops", "barriers"):
         assert getattr(scaled, name) == getattr(full, name), name
     np.testing.assert_array_equal(C, A @ B)

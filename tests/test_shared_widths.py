@@ -243,8 +243,8 @@ SPLIT_BY_NVCC = {"issue_xw", "issue_xy_x"}
 
 
 def counters(report):
-    return (report.shared_load_requests, report.shared_load_wavefronts,
-            report.shared_load_bank_conflicts, report.shared_store_requests,
+    return (report.shared_load_instructions, report.shared_load_wavefronts,
+            report.shared_load_bank_conflicts, report.shared_store_instructions,
             report.shared_store_wavefronts, report.shared_store_bank_conflicts)
 
 

@@ -25,16 +25,15 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-__all__ = ["BANKS", "WORD_BYTES", "bank_of", "wavefronts", "bank_layout", "find", "describe",
-           "plot_banks"]
+from .gpu import BANK_BYTES, BANKS, WARP_SIZE, ceil_div
 
-BANKS = 32          # banks of shared memory (compute capability 5.0 and later)
-WORD_BYTES = 4      # each bank is one 4-byte word wide
+__all__ = ["BANKS", "BANK_BYTES", "bank_of", "wavefronts", "bank_layout", "find", "describe",
+           "plot_banks"]
 
 
 def bank_of(byte_address: int) -> int:
     """The bank of the 4-byte word holding `byte_address` in a block's shared memory."""
-    return (int(byte_address) // WORD_BYTES) % BANKS
+    return (int(byte_address) // BANK_BYTES) % BANKS
 
 
 def wavefronts(words: Iterable[int], *, size: int = 4, lanes: Iterable[int] | None = None,
@@ -63,8 +62,8 @@ def wavefronts(words: Iterable[int], *, size: int = 4, lanes: Iterable[int] | No
         raise ValueError("banks.wavefronts: lanes must be distinct lane ids 0-31 in ascending "
                          "order (one warp)")
     if w.shape[0] > BANKS:
-        raise ValueError(f"banks.wavefronts: {w.shape[0]} words, but one warp has 32 lanes")
-    return shared_wavefronts(np.zeros(w.shape[0], dtype=np.int64), ln, w * WORD_BYTES,
+        raise ValueError(f"banks.wavefronts: {w.shape[0]} words, but one warp has {WARP_SIZE} lanes")
+    return shared_wavefronts(np.zeros(w.shape[0], dtype=np.int64), ln, w * BANK_BYTES,
                              int(size), bool(store), False)[0]
 
 
@@ -83,14 +82,14 @@ def bank_layout(access) -> dict[tuple[int, int], tuple[int, ...]]:
     from .toolchain.model.memory import shared_phases
 
     size = int(getattr(access, "size", 4))
-    per_lane = max(1, -(-size // WORD_BYTES))
+    per_lane = max(1, ceil_div(size, BANK_BYTES))
     pairs = sorted(zip(access.lanes, access.words))
     if not pairs:
         return {}
     lanes = np.array([int(l) for l, _ in pairs], dtype=np.int64)
     first = np.array([int(w) for _, w in pairs], dtype=np.int64)
     phase, _ = shared_phases(np.zeros(lanes.shape[0], dtype=np.int64), lanes,
-                             first * WORD_BYTES, size, getattr(access, "kind", "load") == "store",
+                             first * BANK_BYTES, size, getattr(access, "kind", "load") == "store",
                              False)
     cells: dict[tuple[int, int], list[int]] = {}
     base = 0
@@ -136,7 +135,7 @@ def describe(access) -> str:
     if ways <= max(1, ideal):
         verdict = "conflict-free"
     else:
-        verdict = f"a {-(-ways // max(1, ideal))}-way bank conflict"
+        verdict = f"a {ceil_div(ways, max(1, ideal))}-way bank conflict"
     share = (" (one word broadcast to every lane)" if distinct == 1 and lanes > 1 else
              f" ({lanes - distinct} lanes share a word with another lane)" if distinct < lanes
              else "")

@@ -23,7 +23,7 @@ row-major float32 matrices of any shape, with the signature
 N % TILE == 0; `Step.shape_error` says so for other shapes.
 
 What the byte formulas count: bytes *requested* by load instructions (lanes x bytes per lane,
-as `LaunchReport.global_load_bytes`), divided by the FMAs executed (`LaunchReport.flops` / 2),
+as `LaunchReport.global_load_bytes_requested`), divided by the FMAs executed (`LaunchReport.flops` / 2),
 at a shape where M, N and K are multiples of the block tile (then no guard skips a load).
 Stores of C are not counted (one per output, whatever the tiling). Caches sit between the
 requests and DRAM, so DRAM traffic is smaller; shared-memory bytes requested include
@@ -39,8 +39,10 @@ from typing import Mapping
 import numpy as np
 
 from .errors import ArgumentError
-from .recipes import (FLOAT, MAX_REGISTERS, MAX_STATIC_SHARED, MAX_THREADS,  # noqa: F401
-                      REGISTERS_PER_SM, WARP, WARP_LAYOUT, Joint, Recipe, _shape_text)
+from .gpu import MAX_THREADS_PER_BLOCK, SECTOR_BYTES, WARP_SIZE  # noqa: F401
+from .recipes import (FLOAT, MAX_REGISTERS, MAX_STATIC_SHARED,  # noqa: F401
+                      REGISTERS_PER_SM, WARP_LAYOUT, Joint, Recipe, _shape_text)
+from .toolchain.measure import metrics as ncu_names
 from .recipes import (COARSE, REGTILE2D, TILED, TUNED, VEC4, WARPTILE,  # noqa: F401
                       WARPTILE_DB)
 
@@ -49,7 +51,7 @@ __all__ = ["Step", "Joint", "STEPS", "TUNING", "TUNED", "names", "get", "launch"
            "StepMeasurement",
            "measured_bytes_per_fma", "reference_run", "reference_counters", "ncu_bytes_per_fma",
            "compiled_registers", "ptxas_registers",
-           "choices", "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP"]
+           "choices", "MAX_THREADS_PER_BLOCK", "MAX_STATIC_SHARED", "MAX_REGISTERS", "WARP_SIZE"]
 
 Params = Mapping[str, int]
 
@@ -198,7 +200,7 @@ def one_block_represents(step: Step | str, M: int, N: int, K: int,
     bm, bn = (p["TILE"], p["TILE"]) if s.square_only else (p["BM"], p["BN"])
     if M % bm or N % bn:
         return False
-    sector_floats = 32 // FLOAT
+    sector_floats = SECTOR_BYTES // FLOAT
     return bn % sector_floats == 0 and (bm * K) % sector_floats == 0 \
         and (bm * N) % sector_floats == 0
 
@@ -316,7 +318,7 @@ def count(step: Step | str, M: int, N: int, K: int, params: Params | None = None
 def measured_bytes_per_fma(report, *, shared_bytes_per_load: int = FLOAT) -> tuple[float, float]:
     """(global, shared) load bytes requested per FMA, from an emulator `LaunchReport`.
 
-    Global: ``global_load_bytes / (flops / 2)``. Shared: the report counts shared load
+    Global: ``global_load_bytes_requested / (flops / 2)``. Shared: the report counts shared load
     *requests* (warp instructions, ncu's ``smsp__inst_executed_op_shared_ld.sum``); each is
     32 lanes x `shared_bytes_per_load` bytes when every warp is full, as `Step.valid` makes
     it for the ladder's kernels (4 for a float, 16 for a float4). Raises ArgumentError for a
@@ -324,8 +326,8 @@ def measured_bytes_per_fma(report, *, shared_bytes_per_load: int = FLOAT) -> tup
     fmas = report.flops / 2
     if fmas <= 0:
         raise ArgumentError("the launch did no FMAs, so there are no bytes per FMA to give")
-    return (report.global_load_bytes / fmas,
-            report.shared_load_requests * WARP * shared_bytes_per_load / fmas)
+    return (report.global_load_bytes_requested / fmas,
+            report.shared_load_instructions * WARP_SIZE * shared_bytes_per_load / fmas)
 
 
 @dataclass(frozen=True)
@@ -504,12 +506,13 @@ def ncu_bytes_per_fma(counters, *, shared_bytes_per_load: int = FLOAT
         return None
     m = counters.metrics
     try:
-        fmas = float(m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])
-        if "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum" in m:
-            g = float(m["l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"])
+        fmas = float(m[ncu_names.FFMA_THREAD_INSTRUCTIONS])
+        if ncu_names.GLOBAL_LOAD_BYTES in m:
+            g = float(m[ncu_names.GLOBAL_LOAD_BYTES])
         else:
-            g = float(m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]) * WARP * FLOAT
-        sh = float(m["smsp__inst_executed_op_shared_ld.sum"]) * WARP * shared_bytes_per_load
+            g = float(m[ncu_names.REPORT_METRICS["global_load_requests"]]) * WARP_SIZE * FLOAT
+        sh = (float(m[ncu_names.REPORT_METRICS["shared_load_instructions"]]) * WARP_SIZE
+              * shared_bytes_per_load)
     except (KeyError, TypeError):
         return None
     return (g / fmas, sh / fmas) if fmas else None

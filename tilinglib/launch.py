@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import KernelArgumentError, LaunchError
+from .gpu import MAX_THREADS_PER_BLOCK, WARP_SIZE, ceil_div
 
 __all__ = ["DeviceLimits", "grid_for", "check_launch"]
 
@@ -36,8 +37,8 @@ class DeviceLimits:
     name: str = "compute capability 9.0 (CUDA limits)"
     compute_capability: tuple[int, int] = (9, 0)
     multiprocessor_count: int = 132
-    warp_size: int = 32
-    max_threads_per_block: int = 1024
+    warp_size: int = WARP_SIZE
+    max_threads_per_block: int = MAX_THREADS_PER_BLOCK
     max_block_dim: tuple[int, int, int] = (1024, 1024, 64)
     max_grid_dim: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
     # Shared memory: a block may use 48 KiB without opting in, up to 227 KiB after
@@ -151,7 +152,7 @@ def grid_for(n, block) -> tuple[int, ...]:
         if ni < 1 or bi < 1:
             raise LaunchError(f"grid_for needs sizes of at least 1, got n[{i}]={ni}, "
                               f"block[{i}]={bi}.")
-    return tuple(-(-ni // bi) for ni, bi in zip(ns, bs))
+    return tuple(ceil_div(ni, bi) for ni, bi in zip(ns, bs))
 
 
 # ---------------------------------------------------------------------------------------

@@ -34,15 +34,12 @@ from dataclasses import dataclass
 from .errors import LaunchError
 from .formatting import percent
 from .launch import DeviceLimits
+from .gpu import ceil_div, round_up
 
 __all__ = ["Occupancy", "occupancy", "SHARED_CONFIGS_CC90"]
 
 #: Shared-memory configurations (bytes per SM) the driver can choose on compute capability 9.0.
 SHARED_CONFIGS_CC90 = tuple(k * 1024 for k in (0, 8, 16, 32, 64, 100, 132, 164, 196, 228))
-
-
-def _round_up(x: int, unit: int) -> int:
-    return -(-x // unit) * unit
 
 
 @dataclass(frozen=True)
@@ -114,7 +111,7 @@ def occupancy(threads_per_block: int, *, registers_per_thread: int | None = None
         raise LaunchError("shared memory sizes must be >= 0 bytes.")
     config = limits.max_shared_per_sm if shared_config is None else int(shared_config)
 
-    warps = -(-threads_per_block // limits.warp_size)
+    warps = ceil_div(threads_per_block, limits.warp_size)
     by_warps = limits.max_warps_per_sm // warps
     by_slots = limits.max_blocks_per_sm
 
@@ -124,11 +121,11 @@ def occupancy(threads_per_block: int, *, registers_per_thread: int | None = None
         if registers_per_thread > limits.max_regs_per_thread:
             raise LaunchError(f"{registers_per_thread} registers per thread is over the "
                               f"limit of {limits.max_regs_per_thread}.")
-        per_warp = _round_up(registers_per_thread * limits.warp_size, limits.reg_alloc_granularity)
+        per_warp = round_up(registers_per_thread * limits.warp_size, limits.reg_alloc_granularity)
         regs_per_block = per_warp * warps
         # The hardware checks a block's registers as if its warps were spread evenly over
         # the 4 sub-partitions (cuda_occupancy.h, cudaOccMaxBlocksPerSMRegsLimit).
-        assumed = per_warp * _round_up(warps, limits.sub_partitions_per_sm)
+        assumed = per_warp * round_up(warps, limits.sub_partitions_per_sm)
         if assumed > limits.max_regs_per_block:
             raise LaunchError(
                 f"{threads_per_block} threads x {registers_per_thread} registers need "
@@ -140,7 +137,7 @@ def occupancy(threads_per_block: int, *, registers_per_thread: int | None = None
             by_regs = warps_per_sm // warps
 
     total_shared = int(static_shared) + int(dynamic_shared)
-    shared_per_block = _round_up(total_shared + limits.reserved_shared_per_block,
+    shared_per_block = round_up(total_shared + limits.reserved_shared_per_block,
                                  limits.shared_alloc_granularity)
     if total_shared > limits.max_shared_per_block_optin:
         raise LaunchError(f"{total_shared:,} bytes of shared memory per block is over the "

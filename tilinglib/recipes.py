@@ -28,16 +28,15 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .errors import ArgumentError
+from .gpu import MAX_THREADS_PER_BLOCK, WARP_SIZE, ceil_div
 
 __all__ = ["Recipe", "Joint", "RECIPES", "get", "names", "options", "for_file",
-           "MAX_THREADS", "MAX_STATIC_SHARED", "MAX_REGISTERS", "REGISTERS_PER_SM", "WARP",
+           "MAX_STATIC_SHARED", "MAX_REGISTERS", "REGISTERS_PER_SM",
            "FLOAT", "WARP_LAYOUT"]
 
-MAX_THREADS = 1024                 # threads per block, every CUDA GPU so far
 MAX_STATIC_SHARED = 48 * 1024      # static __shared__ bytes per block (more needs dynamic opt-in)
 MAX_REGISTERS = 255                # registers per thread ptxas can give before spilling
 REGISTERS_PER_SM = 65536           # registers one SM (compute capability 9.0) holds
-WARP = 32
 FLOAT = 4                          # bytes
 
 Params = Mapping[str, int]
@@ -236,10 +235,10 @@ class Recipe:
         if why:
             return why
         t = int(np.prod(self._block(p)))
-        if t > MAX_THREADS:
-            return f"{t:,} threads per block: a block holds at most {MAX_THREADS:,}"
-        if t % WARP:
-            return (f"{t} threads per block is not a multiple of {WARP}: the last warp would "
+        if t > MAX_THREADS_PER_BLOCK:
+            return f"{t:,} threads per block: a block holds at most {MAX_THREADS_PER_BLOCK:,}"
+        if t % WARP_SIZE:
+            return (f"{t} threads per block is not a multiple of {WARP_SIZE}: the last warp would "
                     f"run partly empty")
         s = self._shared_bytes(p)
         if s > MAX_STATIC_SHARED:
@@ -306,8 +305,7 @@ def _shape_text(p: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in p.items())
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+
 def _tile_rules(p: dict) -> str | None:
     if p["TILE"] > 32:
         return (f"TILE={p['TILE']}: the tiled kernel runs one thread per output of the tile, "
@@ -338,7 +336,7 @@ TILED = Recipe(
     name="tiled", title="shared-memory tiling (lesson 03)", kernel="sgemm_tiled",
     function="sgemmTiled", defaults={"TILE": 32}, optional={"PAD": 0}, lesson=3,
     _block=lambda p: (p["TILE"], p["TILE"], 1),
-    _grid=lambda M, N, K, p: (_cdiv(N, p["TILE"]), _cdiv(M, p["TILE"])),
+    _grid=lambda M, N, K, p: (ceil_div(N, p["TILE"]), ceil_div(M, p["TILE"])),
     _global_bytes_per_fma=lambda p: 2 * FLOAT / p["TILE"],
     _shared_bytes_per_fma=lambda p: 2.0 * FLOAT,
     _shared_bytes=lambda p: 2 * p["TILE"] * (p["TILE"] + p.get("PAD", 0)) * FLOAT,
@@ -350,7 +348,7 @@ COARSE = Recipe(
     name="coarse", title="thread coarsening: 1-D register blocking", kernel="sgemm_coarse",
     function="sgemmCoarse", defaults={"BM": 64, "BN": 64, "BK": 8, "TM": 8}, lesson=7,
     _block=lambda p: (p["BN"] * (p["BM"] // p["TM"]), 1, 1),
-    _grid=lambda M, N, K, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + 1) / p["TM"],
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
@@ -362,7 +360,7 @@ REGTILE2D = Recipe(
     function="sgemmRegtile2d", defaults={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
     lesson=7,
     _block=lambda p: ((p["BM"] // p["TM"]) * (p["BN"] // p["TN"]), 1, 1),
-    _grid=lambda M, N, K, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
@@ -398,9 +396,9 @@ def _warptile_rules(p: dict) -> str | None:
             return (f"{w}={p[w]} must be a multiple of {it} x {t} = {p[it] * p[t]}: the warp "
                     f"tile is swept in {it} steps of whole {t}-wide pieces")
     rows, cols = _warp_step(p)
-    if rows * cols != WARP:
+    if rows * cols != WARP_SIZE:
         return (f"one warp step holds (WM/WMITER/TM) x (WN/WNITER/TN) = {rows} x {cols} = "
-                f"{rows * cols} lanes, not {WARP}: change WMITER, WNITER, TM or TN")
+                f"{rows * cols} lanes, not {WARP_SIZE}: change WMITER, WNITER, TM or TN")
     for k in ("BK", "BN", "TM", "TN", "APAD"):
         if p[k] % 4:
             return (f"{k}={p[k]} is not a multiple of 4: the kernel moves the tiles as float4 "
@@ -414,13 +412,13 @@ def _rm_rn(p: dict) -> tuple[int, int]:
 
 
 def _warptile_threads(p: dict) -> int:
-    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP_SIZE
 
 
 def _prefetch_registers(p: dict) -> int:
     """Registers the double-buffered kernel holds for the next tile: 4 per float4 in flight."""
     t = _warptile_threads(p)
-    return 4 * (_cdiv(p["BM"] * p["BK"] // 4, t) + _cdiv(p["BK"] * p["BN"] // 4, t))
+    return 4 * (ceil_div(p["BM"] * p["BK"] // 4, t) + ceil_div(p["BK"] * p["BN"] // 4, t))
 
 
 #: The warp-tiled kernels' warp layout: six parameters tied by the 32-lanes-per-step rule.
@@ -437,7 +435,7 @@ VEC4 = Recipe(
     function="sgemmVec4", defaults={"BM": 64, "BN": 128, "BK": 16, "TM": 8, "TN": 4},
     lesson=8,
     _block=lambda p: ((p["BM"] // p["TM"]) * (p["BN"] // p["TN"]), 1, 1),
-    _grid=lambda M, N, K, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
@@ -451,7 +449,7 @@ WARPTILE = Recipe(
     name="warptile", title="warp tiling", kernel="sgemm_warptile", function="sgemmWarptile",
     defaults=_WARPTILE_DEFAULTS, lesson=8,
     _block=lambda p: (_warptile_threads(p), 1, 1),
-    _grid=lambda M, N, K, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
@@ -466,7 +464,7 @@ WARPTILE_DB = Recipe(
     name="warptile_db", title="warp tiling with double buffering", kernel="sgemm_warptile_db",
     function="sgemmWarptileDB", defaults=_WARPTILE_DB_DEFAULTS, lesson=8,
     _block=lambda p: (_warptile_threads(p), 1, 1),
-    _grid=lambda M, N, K, p: (_cdiv(N, p["BN"]), _cdiv(M, p["BM"])),
+    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: 2 * p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
@@ -518,8 +516,8 @@ TUNED = Recipe(
     name="tuned", title="tuned: fragment double buffering, swizzle, split-K, launch bounds",
     kernel="sgemm_tuned", function="sgemmTuned", defaults=_TUNED_DEFAULTS, lesson=8,
     _block=lambda p: (_warptile_threads(p), 1, 1),
-    _grid=lambda M, N, K, p: ((_cdiv(N, p["BN"]), _cdiv(M, p["BM"])) if p["SPLITK"] == 1 else
-                           (_cdiv(N, p["BN"]), _cdiv(M, p["BM"]), p["SPLITK"])),
+    _grid=lambda M, N, K, p: ((ceil_div(N, p["BN"]), ceil_div(M, p["BM"])) if p["SPLITK"] == 1 else
+                           (ceil_div(N, p["BN"]), ceil_div(M, p["BM"]), p["SPLITK"])),
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: 2 * p["BK"] * ((p["BM"] if p["SWIZZLE"] else p["BM"] + p["APAD"])
@@ -537,14 +535,14 @@ TUNED = Recipe(
 # -- the kernels outside the ladder -----------------------------------------------------------
 
 def _square_grid(M: int, N: int, K: int, p: dict) -> tuple[int, int]:
-    return (_cdiv(N, p["TILE"]), _cdiv(N, p["TILE"]))
+    return (ceil_div(N, p["TILE"]), ceil_div(N, p["TILE"]))
 
 
 NAIVE = Recipe(
     name="naive", title="one thread per element of C (lesson 02)", kernel="sgemm_naive",
     function="sgemmNaive", defaults={}, lesson=2,
     _block=lambda p: (16, 16, 1),
-    _grid=lambda M, N, K, p: (_cdiv(N, 16), _cdiv(N, 16)),
+    _grid=lambda M, N, K, p: (ceil_div(N, 16), ceil_div(N, 16)),
     _global_bytes_per_fma=lambda p: 2.0 * FLOAT,
     _shared_bytes_per_fma=lambda p: 0.0,
     notes="sgemmNaive(int N, A, B, C), square, any N; any block works (the recipe's is "
@@ -579,7 +577,7 @@ TRANSPOSE_SHARED = Recipe(
 SAXPY = Recipe(
     name="saxpy", title="y = a·x + y, one thread per element (lesson 06)", kernel="saxpy",
     function="saxpy", defaults={}, lesson=6,
-    _block=lambda p: (256, 1, 1), _grid=lambda M, N, K, p: (_cdiv(M, 256),),
+    _block=lambda p: (256, 1, 1), _grid=lambda M, N, K, p: (ceil_div(M, 256),),
     notes="saxpy(int n, float a, x, y): launch(n, 1, 1), block 256, grid ceil(n / 256)")
 
 #: Every recipe, by name: the ladder's (in ladder order, the tuned kernel last) and the rest.

@@ -12,18 +12,20 @@ caches sit between the requests and DRAM, so the DRAM traffic is usually far sma
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ArgumentError
+from .gpu import MAX_THREADS_PER_BLOCK
 
 __all__ = ["random_inputs", "reference_product", "random_matrices", "relative_error", "naive_launch", "tiled_launch", "valid_tiles",
            "requested_bytes_naive", "requested_bytes_tiled", "count_naive", "count_tiled",
            "without_barrier", "barrier_before_stores", "race_failure", "TiledMeasurement",
            "measure_tiled"]
 
-MAX_TILE = 32          # TILE x TILE threads per block, and a block holds at most 1,024
+MAX_TILE = math.isqrt(MAX_THREADS_PER_BLOCK)   # 32: TILE x TILE threads in one block
 BARRIER = "__syncthreads();"
 
 
@@ -208,7 +210,7 @@ class TiledMeasurement:
     requested_bytes: int
     global_load_requests: int | None
     global_load_sectors: int | None
-    shared_load_requests: int | None
+    shared_load_instructions: int | None
     median_ms: float | None
     gflops: float | None
 
@@ -240,8 +242,8 @@ def measure_tiled(N: int, tile: int, *, source: str | None = None, seed: int = 0
     err = relative_error(C, A, B)
     r = t.report
     if r is not None:
-        return TiledMeasurement(N, tile, backend.name, err, r.flops, r.global_load_bytes,
+        return TiledMeasurement(N, tile, backend.name, err, r.flops, r.global_load_bytes_requested,
                                 r.global_load_requests, r.global_load_sectors,
-                                r.shared_load_requests, None, None)
+                                r.shared_load_instructions, None, None)
     return TiledMeasurement(N, tile, backend.name, err, flops, requested_bytes_tiled(N, tile),
                             None, None, None, t.median_ms, t.gflops)

@@ -50,6 +50,7 @@ from typing import Mapping
 
 from . import ladder
 from .errors import ArgumentError
+from .gpu import ceil_div
 
 __all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS",
            "sweep_configurations", "second_sweep_configurations", "third_sweep_configurations",
@@ -104,9 +105,9 @@ def waves(M: int, N: int, tile, blocks_per_sm: int, sms: int = SMS, splitk: int 
                     ("sms", sms), ("splitk", splitk)):
         if isinstance(v, bool) or int(v) != v or v < 1:
             raise ArgumentError(f"{what}={v!r}: must be a whole number >= 1")
-    blocks = -(-int(M) // BM) * -(-int(N) // BN) * int(splitk)
+    blocks = ceil_div(int(M), BM) * ceil_div(int(N), BN) * int(splitk)
     per_wave = int(sms) * int(blocks_per_sm)
-    n = -(-blocks // per_wave)
+    n = ceil_div(blocks, per_wave)
     tail = blocks - (n - 1) * per_wave
     return Waves(blocks=blocks, blocks_per_sm=int(blocks_per_sm), sms=int(sms),
                  per_wave=per_wave, waves=n, tail_blocks=tail,

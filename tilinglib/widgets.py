@@ -362,7 +362,7 @@ class TileExplorer(_Explorer):
                  f"{m.bytes_per_fma:g}")]
         for name, label in (("global_load_requests", "global load requests"),
                             ("global_load_sectors", "global load sectors"),
-                            ("shared_load_requests", "shared load requests")):
+                            ("shared_load_instructions", "shared load requests")):
             value = getattr(m, name)
             if value is not None:
                 rows.append((name, label, value, f"{value:,}"))

@@ -57,32 +57,35 @@ import time
 import numpy as np
 
 from .. import recipes
+from ..gpu import ceil_div
 from ..sgemm import random_inputs, random_matrices, relative_error
+from ..toolchain.measure import metrics as ncu_names
+from ..toolchain.measure.metrics import REPORT_METRICS as R
 
 NCU_METRICS = (
-    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-    "lts__t_sectors_srcunit_tex_op_read.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "smsp__inst_executed_op_shared_ld.sum",
-    "smsp__inst_executed_op_shared_st.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "launch__registers_per_thread",
-    "launch__shared_mem_per_block_static",
-    "launch__shared_mem_config_size",
-    "launch__occupancy_limit_blocks",
-    "launch__occupancy_limit_registers",
-    "launch__occupancy_limit_shared_mem",
-    "launch__occupancy_limit_warps",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "gpu__time_duration.sum",
+    R["global_load_requests"],
+    R["global_load_sectors"],
+    R["global_store_requests"],
+    R["global_store_sectors"],
+    ncu_names.L2_SECTORS_READ,
+    ncu_names.DRAM_BYTES_READ,
+    ncu_names.DRAM_BYTES_WRITE,
+    R["shared_load_instructions"],
+    R["shared_store_instructions"],
+    R["shared_load_wavefronts"],
+    R["shared_store_wavefronts"],
+    R["shared_load_bank_conflicts"],
+    R["shared_store_bank_conflicts"],
+    ncu_names.FFMA_THREAD_INSTRUCTIONS,
+    ncu_names.REGISTERS_PER_THREAD,
+    ncu_names.STATIC_SHARED_PER_BLOCK,
+    ncu_names.SHARED_CONFIG_SIZE,
+    ncu_names.OCCUPANCY_LIMIT_BLOCKS,
+    ncu_names.OCCUPANCY_LIMIT_REGISTERS,
+    ncu_names.OCCUPANCY_LIMIT_SHARED_MEM,
+    ncu_names.OCCUPANCY_LIMIT_WARPS,
+    ncu_names.WARPS_ACTIVE_PCT,
+    ncu_names.DURATION,
 )
 
 # (kernel file, kernel name, block edge or None for TILE, options)
@@ -216,7 +219,7 @@ def _saxpy(tl, warmup, repeat, log):
     x_d, y_d = drv.mem_alloc(x.nbytes), drv.mem_alloc(y.nbytes)
     drv.memcpy_htod(x_d, x)
     drv.memcpy_htod(y_d, y)
-    grid = ((n + 255) // 256, 1)
+    grid = (ceil_div(n, 256), 1)
     launch = getattr(f, "_launch_unchecked", f)
     times = _event_time(lambda: launch(np.int32(n), np.float32(2.0), x_d, y_d, block=(256, 1, 1),
                                        grid=grid), warmup, repeat)
@@ -265,11 +268,11 @@ def _transpose(tl, N, warmup, repeat, log):
 # ---------------------------------------------------------------------------- ladder
 
 LADDER_NCU_METRICS = NCU_METRICS + (
-    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
-    "smsp__sass_data_bytes_mem_shared_op_ld.sum",
-    "smsp__sass_data_bytes_mem_global_op_ld.sum",
-    "smsp__sass_inst_executed_op_shared_ld.sum",
-    "smsp__sass_inst_executed_op_global_ld.sum",
+    ncu_names.GLOBAL_LOAD_BYTES,
+    ncu_names.SASS_SHARED_LOAD_BYTES,
+    ncu_names.SASS_GLOBAL_LOAD_BYTES,
+    ncu_names.SASS_SHARED_LOAD_INSTRUCTIONS,
+    ncu_names.SASS_GLOBAL_LOAD_INSTRUCTIONS,
 )
 ODD_SHAPE = (1000, 1003, 999)     # M, N, K: every edge path of the any-shape kernels
 
@@ -471,13 +474,13 @@ def profile_ladder(log=print, N=1024):
             f"{done.stderr[-800:]} {done.stdout[-800:]}")
     out = []
     for (step, p), (kname, metrics_read) in zip(shapes, launches):
-        fmas = metrics_read.get("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum")
+        fmas = metrics_read.get(ncu_names.FFMA_THREAD_INSTRUCTIONS)
         entry = {"kernel": step.kernel, "step": step.name, "params": p, "N": N,
                  "block": list(step.block(p)), "tile": None, "pad": None,
                  "ncu_kernel_name": kname, "metrics": metrics_read}
         out.append(entry)
-        g = metrics_read.get("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")
-        sh = metrics_read.get("smsp__sass_data_bytes_mem_shared_op_ld.sum")
+        g = metrics_read.get(ncu_names.GLOBAL_LOAD_BYTES)
+        sh = metrics_read.get(ncu_names.SASS_SHARED_LOAD_BYTES)
         log(f"ncu ladder {step.name:<12} FFMA={fmas} global ld bytes={g} shared ld bytes={sh}")
     return out
 
@@ -555,8 +558,8 @@ def profile(log=print, N=1024):
                     "metrics": metrics})
         log(f"ncu {label:<28} tile={tile!s:<4} pad={pad!s:<4} " + ", ".join(
             f"{k.split('.')[0].split('__')[-1]}={v:,.0f}" for k, v in metrics.items()
-            if isinstance(v, (int, float)) and k.startswith(("launch__occupancy_limit_shared",
-                                                      "launch__shared_mem_config"))))
+            if isinstance(v, (int, float)) and k.startswith((ncu_names.OCCUPANCY_LIMIT_SHARED_MEM,
+                                                            ncu_names.SHARED_CONFIG_SIZE))))
     return out
 
 

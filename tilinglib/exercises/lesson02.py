@@ -11,6 +11,7 @@ import numpy as np
 from . import Wrong, exercise
 from .common import (as_tuple, at_each_size, emulate, first_wrong, launch_dims, one_line,
                      only_at_one_size, require_number, require_whole, substitute)
+from ..gpu import WARP_SIZE, ceil_div
 
 NAIVE_LOOP_LINE = "sum += A[row * N + k] * B[k * N + col];"
 #: The sizes 02.1 runs the student's indices at (the message quotes the first).
@@ -56,7 +57,7 @@ def index_expressions(answer):
     # Two sizes: an index with N written as a number works at one of them only.
     def run(N):
         f, A, B, C = emulate(source, "sgemmNaive", N, block=(8, 8, 1),
-                             grid=(-(-N // 8), -(-N // 8)))
+                             grid=(ceil_div(N, 8), ceil_div(N, 8)))
         expected = reference_product(A, B).astype(np.float32)
         return N, f.last_report, A, B, C, expected, first_wrong(C, expected)
 
@@ -76,8 +77,8 @@ def index_expressions(answer):
                     f"Thread (row, col) = ({r}, {c}) must add A[{r}][k] × B[k][{c}] for "
                     f"k = 0 … N-1; element (i, j) of a row-major N × N matrix is at i * N + j.")
     r = report
-    return (f"C matches NumPy. The emulator counted {r.flops:,} FLOPs and {r.global_load_bytes:,} "
-            f"bytes requested at N = {N}: {r.global_load_bytes / (r.flops / 2):g} bytes per FMA, "
+    return (f"C matches NumPy. The emulator counted {r.flops:,} FLOPs and {r.global_load_bytes_requested:,} "
+            f"bytes requested at N = {N}: {r.global_load_bytes_requested / (r.flops / 2):g} bytes per FMA, "
             f"lesson 01's count.")
 
 
@@ -98,7 +99,7 @@ def grid_for_odd_n(answer, *, N=100, block=(32, 8, 1)):
 
     gx, gy = _as_grid(answer)
     bx, by = int(block[0]), int(block[1])
-    need_x, need_y = -(-N // bx), -(-N // by)
+    need_x, need_y = ceil_div(N, bx), ceil_div(N, by)
     if (gx, gy) == (need_y, need_x) and need_x != need_y:
         raise Wrong(f"x and y are swapped: x runs along the columns (col = blockIdx.x * "
                     f"blockDim.x + threadIdx.x), in blocks of {bx}; y along the rows, in "
@@ -156,7 +157,7 @@ def half_row_warps(answer, *, N=64):
     requests, sectors = as_tuple(answer, 2, "two numbers, (requests, sectors)")
     requests, sectors = require_whole(requests, "requests"), require_whole(sectors, "sectors")
     report, _ = count_naive(N, block=(16, 16, 1))
-    steps = f"N²/32 = {N * N // 32} warps × N = {N} steps"
+    steps = f"N²/32 = {N * N // WARP_SIZE} warps × N = {N} steps"
     if ((sectors, requests) == (report.global_load_requests, report.global_load_sectors)
             and requests != sectors):
         raise Wrong(f"the two numbers are swapped: {sectors:,} is the requests and "
@@ -165,10 +166,10 @@ def half_row_warps(answer, *, N=64):
     if requests != report.global_load_requests:
         raise Wrong(f"requests: not {requests:,}. A warp is still 32 threads issuing one "
                     f"request per load, two loads per step, and there are {steps}.")
-    if sectors == 5 * N ** 3 // 32:
+    if sectors == 5 * N ** 3 // WARP_SIZE:
         raise Wrong("sectors: that is the 32 × 32 count. A warp now covers two rows of 16 "
                     "threads: what does A[row * N + k] need when the warp has two rows?")
-    if sectors == 6 * N ** 3 // 32:
+    if sectors == 6 * N ** 3 // WARP_SIZE:
         raise Wrong("sectors: A needs 2 sectors per step now (two rows, two addresses), right; "
                     "but both half warps read the same 16 columns of row k of B: 64 bytes, "
                     "2 sectors, not 4.")

@@ -11,6 +11,7 @@ from ..sgemm import reference_product
 from . import Wrong, blanks, exercise
 from .common import (as_tuple, at_each_size, cuda_line, emulate, first_wrong, launch_dims, one_line,
                      only_at_one_size, require_whole, substitute)
+from ..gpu import MAX_THREADS_PER_BLOCK, WARP_SIZE
 
 A_LOAD = "As[ty][tx] = A[row * N + (t * TILE + tx)];"
 B_LOAD = "Bs[ty][tx] = B[(t * TILE + ty) * N + col];"
@@ -119,7 +120,7 @@ def tile_loads(answer):
                     "you change anything else?")
     r = f.last_report
     return (f"C matches NumPy. At TILE = {tile} the emulator counted "
-            f"{r.global_load_bytes / (r.flops / 2):g} bytes requested per FMA (8 / TILE): each "
+            f"{r.global_load_bytes_requested / (r.flops / 2):g} bytes requested per FMA (8 / TILE): each "
             f"element a thread copies is used by TILE threads of its block.")
 
 
@@ -159,14 +160,14 @@ def tile_multiply(answer):
         i, j = wrong
         raise Wrong(f"C[{i}][{j}] is {C[i, j]:.4g}, NumPy says {expected[i, j]:.4g}. "
                     + _which_operand(line, N, tile, j % tile, i % tile))
-    per_fma = r.global_load_bytes / (r.flops / 2)
-    if r.shared_load_requests == 0 or per_fma > 8 / tile:
+    per_fma = r.global_load_bytes_requested / (r.flops / 2)
+    if r.shared_load_instructions == 0 or per_fma > 8 / tile:
         raise Wrong(f"C is right, but your kernel still requests {per_fma:g} bytes per FMA "
                     f"({8 / tile:g} with the tiles, at TILE = {tile}): your multiply reads A and "
                     f"B from global memory, so no element of the tiles is reused. Read As and "
                     f"Bs instead.")
     return (f"C matches NumPy, with {per_fma:g} bytes requested per FMA at TILE = {tile} and "
-            f"{r.shared_load_requests:,} shared-memory load requests: two per FMA per warp, "
+            f"{r.shared_load_instructions:,} shared-memory load requests: two per FMA per warp, "
             f"from the tiles.")
 
 
@@ -232,7 +233,7 @@ def tiled_launch(answer, *, N=64, TILE=16):
         raise Wrong(f"a grid is a tuple (blocks along x, blocks along y); got {grid!r}.")
     block, grid = launch_dims(block, "the block"), launch_dims(grid, "the grid")
     if block[:2] != (TILE, TILE) or block[2] != 1:
-        if block[0] * block[1] * block[2] > 1024:
+        if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
             raise Wrong(f"block {block} has {block[0] * block[1] * block[2]:,} threads; a "
                         f"block may hold 1,024. The kernel needs one thread per tile element.")
         raise Wrong(f"block {block}: each thread (tx, ty) copies As[ty][tx] and Bs[ty][tx], "
@@ -346,7 +347,7 @@ def half_warp_requests(answer, *, N=64, TILE=4):
     if answer == report.global_load_requests:
         return (f"{answer:,}: {blocks} blocks × {steps} steps × 2 loads, one request each, "
                 f"because a block of {TILE * TILE} threads is one (part-empty) warp.")
-    if answer == 2 * N ** 3 // (32 * TILE):
+    if answer == 2 * N ** 3 // (WARP_SIZE * TILE):
         raise Wrong(f"2N³/(32·TILE) assumes full warps of 32 threads; a {TILE} × {TILE} block "
                     f"has {TILE * TILE} threads, and it still takes a whole warp.")
     raise Wrong(f"not {answer:,}. Count per warp: how many warps has a {TILE} × {TILE} block "
@@ -363,20 +364,20 @@ def loads_per_element(answer, *, N=64, TILE=16):
     n_report, _ = count_naive(N)
     t_report, _ = count_tiled(N, TILE, hazards="ignore")
     # Half of the bytes are A's (the kernels read A and B alike), 4 bytes per element.
-    got_naive = n_report.global_load_bytes // 2 // (4 * N * N)
-    got_tiled = t_report.global_load_bytes // 2 // (4 * N * N)
+    got_naive = n_report.global_load_bytes_requested // 2 // (4 * N * N)
+    got_tiled = t_report.global_load_bytes_requested // 2 // (4 * N * N)
     if (tiled, naive) == (got_naive, got_tiled) and naive != tiled:
         raise Wrong(f"the two numbers are swapped: give (naive, tiled). The naive kernel loads "
                     f"each element of A {got_naive} times, the tiled one fewer.")
     if naive != got_naive:
-        raise Wrong(f"naive: the emulator counted {n_report.global_load_bytes:,} bytes "
+        raise Wrong(f"naive: the emulator counted {n_report.global_load_bytes_requested:,} bytes "
                     f"requested at N = {N}, half of them A's, 4 bytes per element. Every "
                     f"thread of a row of C reads the whole row of A.")
     if tiled == TILE:
         raise Wrong("tiled: TILE is how many FMAs each loaded value feeds; how many blocks "
                     "load a given element of A?")
     if tiled != got_tiled:
-        raise Wrong(f"tiled: the emulator counted {t_report.global_load_bytes:,} bytes "
+        raise Wrong(f"tiled: the emulator counted {t_report.global_load_bytes_requested:,} bytes "
                     f"requested at N = {N}, TILE = {TILE}, half of them A's. Which blocks load "
                     f"A's tile at block position (blockIdx.y, t)?")
     return (f"{naive} and {tiled}: N loads of each element for the naive kernel, N / TILE for "

@@ -13,9 +13,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..toolchain.measure import metrics as ncu_names
 from . import Wrong, exercise
 from .common import (as_tuple, close, compiled_shared_bytes, launch_dims, require_number,
                      require_whole)
+from ..gpu import MAX_THREADS_PER_BLOCK
 
 
 @lru_cache(maxsize=None)
@@ -80,7 +82,7 @@ def _largest_tile(answer):
     tile = require_whole(tile, "largest_tile")
     if tile < 1:
         raise Wrong(f"largest_tile should be a positive whole number, not {tile!r}.")
-    if tile * tile > 1024:
+    if tile * tile > MAX_THREADS_PER_BLOCK:
         raise Wrong(f"TILE = {tile} needs TILE x TILE = {tile * tile:,} threads in a block: "
                     f"over the limit of 1,024 threads per block, so the launch is refused "
                     f"(shared memory would not be what stops it).")
@@ -275,7 +277,7 @@ def _configs(answer):
                          f"3,072 B, at least 8")
         raise Wrong("; ".join(parts) + ". A configuration is enough when config // 3,072 >= 8.")
     counters = load("h200").counters("sgemm_tiled", 1024, tile=16, pad=0).metrics
-    driver = int(counters["launch__shared_mem_config_size"]) // 1024
+    driver = int(counters[ncu_names.SHARED_CONFIG_SIZE]) // 1024
     if require_number(chosen, "chosen_kib") != driver:
         raise Wrong(f"chosen_kib = {chosen!r}; Nsight Compute's launch__shared_mem_config_size "
                     f"for TILE = 16 (ref.counters('sgemm_tiled', 1024, tile=16, pad=0)) says "

@@ -149,7 +149,7 @@ def transpose_with(declaration: str, n: int = 64):
 
 
 def _per_request(report) -> float:
-    return report.shared_load_wavefronts / report.shared_load_requests
+    return report.shared_load_wavefronts / report.shared_load_instructions
 
 
 @exercise("05.3", "Pad the transpose's tile")
@@ -161,15 +161,15 @@ def _transpose_pad(answer):
     ways = _per_request(report)
     if ways > 1:
         raise Wrong(f"T[threadIdx.x][threadIdx.y] still takes {ways:g} wavefronts per request "
-                    f"({report.shared_load_wavefronts:,} for {report.shared_load_requests:,} "
+                    f"({report.shared_load_wavefronts:,} for {report.shared_load_instructions:,} "
                     f"warp loads): {_busiest(load.words)}. Lane i reads word "
                     f"(row length) x i + threadIdx.y: choose the row length, the last dimension, "
                     f"so that those words fall in 32 different banks.")
-    extra = (f" ({report.shared_store_wavefronts - report.shared_store_requests:,} store "
-             f"conflicts remain)" if report.shared_store_wavefronts > report.shared_store_requests
+    extra = (f" ({report.shared_store_wavefronts - report.shared_store_instructions:,} store "
+             f"conflicts remain)" if report.shared_store_wavefronts > report.shared_store_instructions
              else "")
     return (f"1 wavefront per column read ({report.shared_load_wavefronts:,} for "
-            f"{report.shared_load_requests:,} loads){extra}: rows of 33 words put lane i in "
+            f"{report.shared_load_instructions:,} loads){extra}: rows of 33 words put lane i in "
             f"bank (i + threadIdx.y) % 32.")
 
 
@@ -222,8 +222,8 @@ def _pad16(answer):
     if not 0 <= got <= 64:
         raise Wrong(f"pad should be a whole number of floats from 0 to 64, not {answer!r}.")
     report, error = count_tiled(64, 16, pad=int(got), hazards="ignore")
-    loads = report.shared_load_wavefronts / report.shared_load_requests
-    stores = report.shared_store_wavefronts / report.shared_store_requests
+    loads = report.shared_load_wavefronts / report.shared_load_instructions
+    stores = report.shared_store_wavefronts / report.shared_store_instructions
     if loads > 1 or stores > 1:
         row = 16 + int(got)
         raise Wrong(f"with PAD = {int(got)} (rows of {row} words) the emulator counts {stores:g} "
@@ -270,7 +270,7 @@ def _swizzle(answer):
                     f"is {out[tuple(bad)]:g}, not {a.T[tuple(bad)]:g}. The thread that stored "
                     f"row r, column c of the tile wrote it at column (c + r) % 32 of row r; a "
                     f"reader of row threadIdx.x, column threadIdx.y must look there.")
-    ways = r.shared_load_wavefronts / r.shared_load_requests
+    ways = r.shared_load_wavefronts / r.shared_load_instructions
     if ways > 1:
         raise Wrong(f"it transposes, but the read takes {ways:g} wavefronts per request: lanes "
                     f"differ in threadIdx.x, so the column must differ too.")

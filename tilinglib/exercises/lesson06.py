@@ -33,7 +33,7 @@ def _saxpy_counts(n: int = 1024):
     f = SourceModule(kernels.load("saxpy")).get_function("saxpy")
     f(np.int32(n), np.float32(2), In(x), InOut(y), block=(256, 1, 1), grid=(n // 256, 1))
     r = f.last_report
-    return r.flops, r.global_load_bytes, r.global_store_bytes
+    return r.flops, r.global_load_bytes_requested, r.global_store_bytes
 
 
 def _pair(answer, names):
@@ -269,7 +269,7 @@ def _phases(answer):
     got_bytes, got_fmas, got_s = _pair(answer, ("bytes_per_step", "fmas_per_step", "load_seconds"))
     report, _ = count_tiled(64, 32, hazards="ignore")
     steps = (64 // 32) ** 2 * (64 // 32)                  # blocks x steps
-    want_bytes = report.global_load_bytes // steps
+    want_bytes = report.global_load_bytes_requested // steps
     if got_bytes != want_bytes:
         hint = (" That is one tile; a step loads a tile of A and a tile of B."
                 if got_bytes == want_bytes / 2 else

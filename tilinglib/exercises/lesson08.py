@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..toolchain.measure import metrics as ncu_names
 from . import Wrong, blanks, exercise
 from .common import as_tuple, close, first_wrong, one_line, require_number, require_whole, \
     run_step, substitute
@@ -147,8 +148,7 @@ def _ncu_bank_bytes(name: str) -> float | None:
 
     try:
         m = reference.load("h200").step_counters(name, 1024, ladder.get(name).resolve()).metrics
-        return (m["smsp__sass_data_bytes_mem_shared_op_ld.sum"]
-                / m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])
+        return m[ncu_names.SASS_SHARED_LOAD_BYTES] / m[ncu_names.FFMA_THREAD_INSTRUCTIONS]
     except (KeyError, ZeroDivisionError):
         return None
 

@@ -37,6 +37,7 @@ from typing import Callable, Mapping
 
 from .coarse import check_coarsened
 from .sgemm import Check, GradeReport, check_sgemm
+from ..gpu import MAX_THREADS_PER_BLOCK, ceil_div
 
 __all__ = ["Answer", "Part", "Assignment", "ASSIGNMENTS", "grade", "grade_part",
            "literal_answers", "A2_BUGGY_KERNEL", "A3_TILES"]
@@ -308,7 +309,7 @@ def barrier_fix_verdict(after: int) -> str | None:
                 A, B = random_inputs(M, N, K, [M, N, K])
                 C = np.full((M, N), np.nan, dtype=np.float32)
                 f(np.int32(M), np.int32(N), np.int32(K), In(A), In(B), InOut(C),
-                  block=(16, 16, 1), grid=(-(-N // 16), -(-M // 16)), hazards="raise")
+                  block=(16, 16, 1), grid=(ceil_div(N, 16), ceil_div(M, 16)), hazards="raise")
                 if not np.allclose(C, reference_product(A, B), rtol=1e-4, atol=1e-4):
                     return f"M={M}, N={N}, K={K}: C is wrong"
     except TilingLibError as exc:
@@ -441,7 +442,7 @@ def _intensity_hint(t, value) -> str:
         return "missing"
     if isinstance(value, (int, float)) and abs(value - 0.25) < 1e-3:
         return "that is the naive kernel's 0.25 FLOP/B: each tile element is reused TILE times"
-    return "report.flops / report.global_load_bytes of count(TILE)"
+    return "report.flops / report.global_load_bytes_requested of count(TILE)"
 
 
 def _a3_shared(answers) -> list:
@@ -474,7 +475,7 @@ def _a3_choice(answers) -> list:
     if chosen in gflops:
         why = (f"on the H200 TILE={chosen} runs at {gflops[chosen]:,.0f} GFLOP/s and "
                f"TILE={best} at {gflops[best]:,.0f}")
-    elif chosen * chosen > 1024:
+    elif chosen * chosen > MAX_THREADS_PER_BLOCK:
         why = (f"TILE={chosen} needs {chosen * chosen:,} threads per block, over the limit "
                f"of 1,024: it cannot launch")
     else:

@@ -38,9 +38,10 @@ import warnings
 from typing import Sequence
 
 from ..errors import CompileError, KernelRuntimeError
+from ..gpu import ceil_div
 from .evidence import staging_shortfall
 from .secret import Draw, active_draw, record_shapes
-from .sgemm import (_SYNC, SGEMM_SIGNATURE, Check, GradeReport, _accumulator, _ceil_div,
+from .sgemm import (_SYNC, SGEMM_SIGNATURE, Check, GradeReport, _accumulator,
                     _contained, _correctness, _default_grid, _index_width, _macro_or_none,
                     _probe_tile, _Runner, _synchronisation, _weigh, graded_cases, sgemm_cases)
 from .templates import Instance, instantiate, macro_clash_hint
@@ -112,14 +113,14 @@ def _whole_tiles(shape, coarse: int) -> dict:
     (TILE·(1 + COARSE) 4-byte loads per thread per step)."""
     M, N, K = shape
     t = COARSE_TILE
-    steps = _ceil_div(M, t) * _ceil_div(N, t) * _ceil_div(K, t)
+    steps = ceil_div(M, t) * ceil_div(N, t) * ceil_div(K, t)
     threads = t * t // coarse
     return {"global": 8 * t * t * steps, "shared": 4 * t * (1 + coarse) * threads * steps}
 
 
 def _global_loads(report) -> int:
     # An atomic returns the old value, so it is a read: count a warp's atomic as 128 bytes.
-    return report.global_load_bytes + 128 * report.global_atomic_requests
+    return report.global_load_bytes_requested + 128 * report.global_atomic_requests
 
 
 def _traffic(runner: _Runner, coarse: int, measured, measured_ok: bool):
@@ -158,12 +159,12 @@ def _traffic(runner: _Runner, coarse: int, measured, measured_ok: bool):
                   f"{COARSE_TILE ** 3:,} FMAs; a naive kernel needs 8). Stage the tiles in "
                   f"__shared__ arrays, each thread loading COARSE elements of each, and "
                   f"compute only from them.")
-    elif report.shared_store_requests == 0 or report.shared_load_requests == 0:
-        g_fail = (f"{where}: the kernel stores {report.shared_store_requests} and loads "
-                  f"{report.shared_load_requests} warp-requests of shared memory: it does not "
+    elif report.shared_store_instructions == 0 or report.shared_load_instructions == 0:
+        g_fail = (f"{where}: the kernel stores {report.shared_store_instructions} and loads "
+                  f"{report.shared_load_instructions} warp-requests of shared memory: it does not "
                   f"stage tiles there.")
     # 2. The shared target, with the work spread over the warps' lanes.
-    per_request = s_bytes / counters.shared_load_requests if s_bytes else 0.0
+    per_request = s_bytes / counters.shared_load_instructions if s_bytes else 0.0
     if s_bytes == 0:
         s_fail = (f"{where}: the kernel loads nothing from shared memory: there is no reuse "
                   f"to count.")

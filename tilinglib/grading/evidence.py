@@ -26,7 +26,7 @@ kernel of the assignments meets on every shape (padding only adds work):
 
 from __future__ import annotations
 
-import math
+from ..gpu import ceil_div
 
 __all__ = ["fma_shortfall", "staging_shortfall"]
 
@@ -54,7 +54,7 @@ def staging_shortfall(shape, report, counters, tile: int) -> str | None:
     bytes rules); `tile`: the TILE of the launch (each block computes TILE x TILE of C)."""
     M, N, K = (int(x) for x in shape)
     inputs = 4 * (M * K + K * N)
-    loads = report.global_load_bytes + 128 * report.global_atomic_requests
+    loads = report.global_load_bytes_requested + 128 * report.global_atomic_requests
     where = f"M={M}, N={N}, K={K}"
     if loads < inputs:
         return (f"{where}: the kernel loads {loads:,} bytes from global memory, fewer than A "
@@ -68,7 +68,7 @@ def staging_shortfall(shape, report, counters, tile: int) -> str | None:
                 f"of A and B there. Store each TILE x TILE tile of A and of B in __shared__ "
                 f"arrays once per step along K and compute from them.")
     t = max(1, int(tile))
-    need = math.ceil(8 * M * N * K / t)
+    need = ceil_div(8 * M * N * K, t)
     have = counters.shared_load_bytes + loads
     if have < need:
         return (f"{where}: the kernel loads {counters.shared_load_bytes:,} bytes from shared "

@@ -180,10 +180,6 @@ def _draw(secret: Secret, assignment: str, notebook_sha256: str) -> Draw:
     return Draw(int.from_bytes(digest[:8], "big") >> 1)
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def drawn_shapes(seed: int, tile: int, threads_per_block: int | None = None) -> dict:
     """The extra shapes of a draw for a kernel of tile `tile` launched with
     `threads_per_block` threads per block (default TILE²) and grid (ceil(N/TILE),

@@ -47,12 +47,12 @@ from ..errors import (BarrierError, CompileError, KernelArgumentError, KernelRun
 from .evidence import fma_shortfall, staging_shortfall
 from .secret import Draw, active_draw, active_time_limit, record_shapes
 from .templates import Instance, instantiate, macro_clash_hint
+from ..gpu import MAX_THREADS_PER_BLOCK, WARP_SIZE, ceil_div
 
 __all__ = ["Check", "GradeReport", "check_sgemm", "declared_tile", "sgemm_cases",
            "SGEMM_SIGNATURE"]
 
 SGEMM_SIGNATURE = "(int M, int N, int K, const float* A, const float* B, float* C)"
-MAX_THREADS_PER_BLOCK = 1024
 PROBE = "tilinglib_tile_probe"
 
 
@@ -185,12 +185,8 @@ def graded_cases(tile: int, draw: Draw | None = None,
 
 
 # --------------------------------------------------------------------------- helpers
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _default_grid(M: int, N: int, K: int, tile: int) -> tuple:
-    return (_ceil_div(N, tile), _ceil_div(M, tile), 1)
+    return (ceil_div(N, tile), ceil_div(M, tile), 1)
 
 
 def _inputs(M: int, N: int, K: int, seed: int):
@@ -203,8 +199,8 @@ def _inputs(M: int, N: int, K: int, seed: int):
 def _step_budget(M, N, K, tile, threads) -> int:
     """Loop iterations (summed over the emulator's batches of blocks) a launch may take:
     generous for any sensible kernel, small enough that a runaway loop stops in seconds."""
-    batches = _ceil_div(threads, 1 << 16)
-    tiles = _ceil_div(K, tile)
+    batches = ceil_div(threads, 1 << 16)
+    tiles = ceil_div(K, tile)
     return batches * (8 * (K + tiles * (tile + 4)) + 2000)
 
 
@@ -368,7 +364,7 @@ class _Runner:
         C = np.full((M, N), np.nan, dtype=np.float32)
         grid = tuple(int(g) for g in self.grid(M, N, K, self.tile))
         threads = math.prod(self.block) * math.prod(grid)
-        needed = math.prod(self.block) * _ceil_div(M, self.tile) * _ceil_div(N, self.tile)
+        needed = math.prod(self.block) * ceil_div(M, self.tile) * ceil_div(N, self.tile)
         if threads > 4 * needed + (1 << 16):
             raise LaunchError(f"grid {grid} launches {threads:,} threads for a {M} x {N} result "
                               f"(one {self.tile} x {self.tile} tile per block needs "
@@ -854,7 +850,7 @@ def _counted_shape(runner: _Runner, preferred):
     K; None if no run completed."""
     if preferred in runner.reports:
         return preferred
-    done = sorted(runner.reports, key=lambda s: (_ceil_div(s[2], runner.tile), s[2]))
+    done = sorted(runner.reports, key=lambda s: (ceil_div(s[2], runner.tile), s[2]))
     return done[-1] if done else None
 
 
@@ -907,7 +903,7 @@ def _shared_used(runner: _Runner, preferred) -> Check:
     def no_staging(shape, report):
         M, N, K = shape
         return Check(name, 0, pts, False, f"M={M}, N={N}, K={K}: the kernel stores "
-                     f"{report.shared_store_requests} and loads {report.shared_load_requests} "
+                     f"{report.shared_store_instructions} and loads {report.shared_load_instructions} "
                      f"warp-requests of shared memory: it does not stage tiles there (every "
                      f"correctness shape is checked). Load each TILE x TILE tile of A and B "
                      f"into __shared__ arrays once, then compute from them. {cap}")
@@ -915,11 +911,11 @@ def _shared_used(runner: _Runner, preferred) -> Check:
     for shape, report in runner.reports.items():
         M, N, K = shape
         blocks = math.prod(report.grid)
-        tiles = _ceil_div(K, t)
-        tiled = blocks * tiles * 2 * _ceil_div(t * t, 32)
+        tiles = ceil_div(K, t)
+        tiled = blocks * tiles * 2 * ceil_div(t * t, WARP_SIZE)
         naive = report.warps * 2 * K
         reads = report.global_load_requests + report.global_atomic_requests
-        if reads and (report.shared_load_requests == 0 or report.shared_store_requests == 0):
+        if reads and (report.shared_load_instructions == 0 or report.shared_store_instructions == 0):
             return no_staging(shape, report)
         if reads > 2 * tiled:
             atomics = (f" ({report.global_load_requests:,} loads and "
@@ -948,7 +944,7 @@ def _staging(runner: _Runner, shape, report, t: int, blocks: int, tiles: int) ->
     multiply-adds); None when the run meets them."""
     M, N, K = shape
     whole = 8 * t * t * blocks * tiles
-    loads = report.global_load_bytes + 128 * report.global_atomic_requests
+    loads = report.global_load_bytes_requested + 128 * report.global_atomic_requests
     if loads > 2 * whole:
         return (f"M={M}, N={N}, K={K}: {loads:,} bytes of global loads, over twice the "
                 f"{whole:,} that staging each TILE x TILE tile of A and of B once per block "

@@ -1,6 +1,7 @@
 """CUDA C++ on the CPU, in pipeline order; the student's library (one folder up) never needs
-to open it, and nothing here imports the library above except `tilinglib.errors` and
-`tilinglib.launch` (the launch checks both backends share).
+to open it, and nothing here imports the library above except `tilinglib.errors`,
+`tilinglib.gpu` (the hardware's numbers) and `tilinglib.launch` (the launch checks both
+backends share).
 
     frontend/   source -> pycparser c_ast: preprocess -> clang -> lower; program.py the entry
     model/      what a value is: C types (c_types), lane values (values), memory and its counters

@@ -40,6 +40,7 @@ from ...errors import BarrierError, KernelRuntimeError
 from ..model import c_types as ct
 from ..model import memory as M
 from .closures import X, _line
+from ...gpu import ceil_div
 
 BLOCK_SCOPE = 2                       # cuda::thread_scope_block (libcu++: __ATOMIC_BLOCK)
 _SCOPES = {0: "thread_scope_system", 1: "thread_scope_device", 2: "thread_scope_block",
@@ -605,7 +606,7 @@ def _copy_collective(ctx, dst, src, size, chunk, line, what, kind, key):
     nchunks = n // chunk
     tpb = np.int64(ctx.tpb)
     rank = w.tib.astype(np.int64)
-    rounds = -(-(top // chunk) // int(tpb))
+    rounds = ceil_div(top // chunk, int(tpb))
     if rounds > MAX_CHUNKS:
         _raise(ctx, line, f"{what} at kernel.cu:{line} copies {top:,} bytes, over the "
                           f"emulator's {MAX_CHUNKS * chunk * ctx.tpb:,} per block")
@@ -716,7 +717,7 @@ def _none_returned(ctx, line, what) -> None:
 
 def _shared_accesses(ctx) -> int:
     c = ctx.counters
-    return c.shared_load_requests + c.shared_store_requests + c.shared_atomic_requests
+    return c.shared_load_instructions + c.shared_store_instructions + c.shared_atomic_instructions
 
 
 def _no_pending_arrival(ctx, words, line, what):

@@ -21,6 +21,7 @@ from ..model import c_types as ct
 from ..model import values as _values
 from .closures import LiteralError, X, _line, string_bytes
 from ..model.memory import PRINTF_BUFFER_BYTES
+from ...gpu import MAX_THREADS_PER_BLOCK, WARP_SIZE
 
 ct_float_to_int = _values.float_to_int
 F, D, I, U = ct.FLOAT, ct.DOUBLE, ct.INT, ct.UINT
@@ -686,7 +687,7 @@ def _shuffle(comp, node, name, args):
     fw = comp.convert(comp.rvalue(comp.expr(args[3])), ct.INT, node) if len(args) == 4 else None
     kind = name[len("__shfl"):-len("_sync")].strip("_") or "idx"
     line = _line(node)
-    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else 32, t,
+    return X(lambda ctx: ctx.shuffle(kind, fv(ctx), fl(ctx), fw(ctx) if fw else WARP_SIZE, t,
                                      line or _call_line(ctx)), t)
 
 
@@ -707,7 +708,7 @@ def _activemask(comp, node, name, args):
 def _tile_threads(comp, node, arg, name):
     """The constant tile size of a multi-warp cooperative-groups built-in."""
     x = comp.rvalue(comp.expr(arg))
-    if x.const is None or int(x.const) < 1 or int(x.const) > 1024 or \
+    if x.const is None or int(x.const) < 1 or int(x.const) > MAX_THREADS_PER_BLOCK or \
             int(x.const) & (int(x.const) - 1):
         raise comp.error(node, f"{name}: the tile size must be a constant power of two from "
                                f"1 to 1024")

@@ -51,10 +51,6 @@ class X:
         # base + index * unit bytes; lets loads take Context.load_fast (no address array).
         self.parts = parts
 
-    @property
-    def is_lvalue(self) -> bool:
-        return self.slot is not None or self.addr is not None
-
 
 def constant(value, t: ct.CType) -> X:
     v = t.dtype.type(value)

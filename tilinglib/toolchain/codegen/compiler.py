@@ -29,9 +29,11 @@ from ..model import c_types as ct
 from ..model import values as V
 from ..frontend.program import Param, is_kernel, parse, source_line
 from ..frontend.preprocess import SOURCE_NAME, Preprocessed, preprocess
+from ..frontend.lower import CONSTANT_MARK, DEVICE_MARK, SHARED_MARK
 from .closures import X, _col, _line, _Scope, constant, parse_int
 from .expressions import ExpressionsMixin
 from .statements import StatementsMixin, barrier_functions, exit_ifs
+from ...gpu import round_up
 
 
 def _first_call(node):
@@ -175,11 +177,11 @@ class TypeResolver:
         for d in node.decls:
             t = self.resolve(d.type)
             a = max(t.align, self.alignas(d))
-            offset = -(-offset // a) * a
+            offset = round_up(offset, a)
             fields.append((d.name, t, offset))
             offset += t.size
             align = max(align, a)
-        size = -(-offset // align) * align
+        size = round_up(offset, align)
         st = ct.Struct(name or "<anonymous struct>", tuple(fields), size, align)
         if name:
             self.structs[name] = st
@@ -296,7 +298,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
             return
         storage = node.storage or []
         t = self.resolve(node.type)
-        if "_Thread_local" in storage:
+        if SHARED_MARK in storage:
             # Laid out again in every kernel (compile_kernel): each block has its own copy.
             self.file_shared.append((node, t, "extern" in storage))
             return
@@ -319,7 +321,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
                 raise self.error(node, f"'{node.name}' needs a constant initializer")
             self.globals.names[node.name] = constant(value.const, t)
             return
-        if "register" in storage:
+        if CONSTANT_MARK in storage:
             # __constant__ memory: a read-only global allocation made at launch time.
             init = self.static_initializer(node, t)
             index = len(self.constants)
@@ -471,7 +473,7 @@ class Compiler(ExpressionsMixin, StatementsMixin, TypeResolver):
         if is_kernel(fdef):
             raise self.unsupported(node, f"calling the __global__ function '{name}' from a kernel "
                                          "(dynamic parallelism)")
-        if "inline" not in (fdef.decl.funcspec or []):
+        if DEVICE_MARK not in (fdef.decl.funcspec or []):
             raise self.error(node, f"'{name}' is a host function: a kernel can only call "
                                    f"functions marked __device__ (nvcc: calling a __host__ "
                                    f"function from a __global__ function is not allowed). "

@@ -18,6 +18,7 @@ from ..model import values as V
 from ..frontend.preprocess import FloatMode
 from .closures import (BUILTIN_VECTORS, LiteralError, X, _line, char_constant, constant,
                        parse_int)
+from ...gpu import WARP_SIZE
 
 
 _BUILTIN_ATTRS = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim", "gridDim": "gdim"}
@@ -84,7 +85,7 @@ class ExpressionsMixin:
             attr = _BUILTIN_ATTRS[name]
             return X(lambda ctx, attr=attr: getattr(ctx, attr), ct.UINT3, builtin=name)
         if name == "warpSize":
-            return constant(32, ct.INT)
+            return constant(WARP_SIZE, ct.INT)
         if name in ("true", "false"):
             return constant(name == "true", ct.BOOL)
         if name in ("INFINITY", "HUGE_VALF"):

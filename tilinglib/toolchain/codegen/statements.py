@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 from pycparser import c_ast
 
+from ..frontend.lower import CONSTANT_MARK, SHARED_MARK
 from ..model import c_types as ct
 from ..model import values as V
 from .closures import SharedVar, X, _line, _Scope
 from ..model.memory import LOCAL_REGION, LocalVar, make_address, shared_address
+from ...gpu import ceil_div, round_up
 
 
 class StatementsMixin:
@@ -77,11 +79,11 @@ class StatementsMixin:
         if isinstance(node.type, c_ast.FuncDecl):
             return lambda ctx: None
         t = self.resolve(node.type)
-        if "_Thread_local" in storage:
+        if SHARED_MARK in storage:
             return self.shared_decl(node, t, dynamic="extern" in storage)
         if "static" in storage:
             raise self.unsupported(node, "static local variables")
-        if "register" in storage:
+        if CONSTANT_MARK in storage:
             raise self.unsupported(node, "__constant__ variables inside a function",
                                    "declare them at file scope")
         if t.is_array or (t.is_struct and t.holds_aggregates) or \
@@ -154,7 +156,7 @@ class StatementsMixin:
             var = existing[0]
         else:
             align = max(t.align, 1, self.alignas(node))
-            offset = -(-self.static_shared_size() // align) * align
+            offset = round_up(self.static_shared_size(), align)
             var = SharedVar(node.name, t, offset, False, _line(node))
             self.shared.append(var)
         address = np.int64(shared_address(self.shared.index(var) + 1, var.offset))
@@ -171,7 +173,7 @@ class StatementsMixin:
         16: nvcc keeps such arrays in registers, where `reinterpret_cast<float4*>(&a[4])[0]`
         always works, so the emulator's local memory must not make that access misaligned."""
         align = max(t.align, 4, align, 16 if t.size >= 16 else 1)
-        offset = -(-self.local_bytes // align) * align
+        offset = round_up(self.local_bytes, align)
         self.local_bytes = offset + t.size
         return np.int64(make_address(LOCAL_REGION, offset))
 
@@ -193,7 +195,7 @@ class StatementsMixin:
             # Elements are checked at run time for reads before writes (Context.load);
             # entering the declaration makes them unset again for the active threads.
             self.check_local = True
-            words = (offset // 4, -(-(offset + t.size) // 4))
+            words = (offset // 4, ceil_div(offset + t.size, 4))
 
             def declare_array(ctx, words=words):
                 if ctx.local_set is not None:

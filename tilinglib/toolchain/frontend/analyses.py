@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
+from .lower import SHARED_MARK
+
 __all__ = ["UnsetRead", "line_of", "thread_component", "thread_indexed_stores", "type_names",
            "unset_reads", "walk"]
 
@@ -218,7 +220,7 @@ class _DefiniteAssignment:
         _, pointer, array = type_names(n.type)
         if n.init is not None:
             s = self.expr(n.init, s)
-        if array or "_Thread_local" in storage or "extern" in storage or "static" in storage:
+        if array or SHARED_MARK in storage or "extern" in storage or "static" in storage:
             self.scopes[-1][n.name] = None          # not tracked (and hides an outer name)
             return s
         key = id(n)

@@ -3,8 +3,9 @@
 pycparser's `c_ast` is only the IR that the emulator's compiler (toolchain/codegen/compiler.py and
 co.) and the source checks (grading/source_checks.py) consume; this module writes it the way
 pycparser would have written it for the equivalent C, with the markers the compiler reads
-back: a kernel's function specifier ``_Noreturn``, a ``__device__`` function's ``inline``,
-the storage class ``_Thread_local`` for ``__shared__`` and ``register`` for ``__constant__``.
+back (`KERNEL_MARK`, `DEVICE_MARK`, `SHARED_MARK`, `CONSTANT_MARK`): a kernel's function
+specifier ``_Noreturn``, a ``__device__`` function's ``inline``, the storage class
+``_Thread_local`` for ``__shared__`` and ``register`` for ``__constant__``.
 Every node carries ``Coord("kernel.cu", line, column)``: the student's own line and column.
 
 C++ is lowered here, each construct in one place (the table is in docs/frontend.md):
@@ -39,6 +40,15 @@ from pycparser.c_parser import Coord
 from ...errors import UnsupportedFeatureError
 from .host_prelude import HOST_RECORDS
 from .prelude import CMATH_FLOAT, PRELUDE_TYPEDEFS, VECTOR_NAMES
+
+# The markers this module writes into pycparser's c_ast for CUDA's qualifiers, which C has
+# no words for: C keywords that a lowered kernel never uses otherwise, in the fields where
+# pycparser keeps them (Decl.funcspec, Decl.storage). program.is_kernel, the compiler
+# (toolchain/codegen) and the analyses read them back by these names.
+KERNEL_MARK = "_Noreturn"          # funcspec of a __global__ function (a kernel)
+DEVICE_MARK = "inline"             # funcspec of a __device__ function
+SHARED_MARK = "_Thread_local"      # storage of a __shared__ variable ("extern" too: dynamic)
+CONSTANT_MARK = "register"         # storage of a __constant__ variable
 
 SOURCE_NAME = "kernel.cu"
 
@@ -1151,7 +1161,7 @@ class Translator:
         fid = f["id"]
         name = self.functions[fid]
         attrs = {a.get("kind") for a in f.get("inner", [])}
-        spec = ["_Noreturn"] if "CUDAGlobalAttr" in attrs else ["inline"]
+        spec = [KERNEL_MARK] if "CUDAGlobalAttr" in attrs else [DEVICE_MARK]
         ret, _ = _split_function_type(_resolve_std_aliases(self.type_text(f["type"])))
         ctor = f.get("kind") == "CXXConstructorDecl"
         params = []
@@ -1504,11 +1514,11 @@ class Translator:
         storage = []
         sc = d.get("storageClass")
         if "CUDASharedAttr" in attrs:
-            storage = (["extern"] if sc == "extern" else []) + ["_Thread_local"]
+            storage = (["extern"] if sc == "extern" else []) + [SHARED_MARK]
             if not file_scope:
                 self._shared_vars[d["id"]] = d
         elif "CUDAConstantAttr" in attrs:
-            storage = ["register"]
+            storage = [CONSTANT_MARK]
         elif sc == "static":
             storage = ["static"]
         elif sc == "extern":
@@ -1698,7 +1708,7 @@ class Translator:
             finally:
                 self.ref_vars, self._returns_ref, self._this_ptr = saved
             fdecl = c_ast.FuncDecl(c_ast.ParamList(params) if params else None, rtype)
-            decl = c_ast.Decl(fname, [], [], [], ["inline"], fdecl, None, None, coord=c)
+            decl = c_ast.Decl(fname, [], [], [], [DEVICE_MARK], fdecl, None, None, coord=c)
             self._late.append(c_ast.FuncDef(decl, None, cbody, coord=c))
         return result
 
@@ -1932,7 +1942,7 @@ class Translator:
                 items.append(c_ast.Assignment("=", c_ast.StructRef(c_ast.ID("this"), ".",
                                                                    c_ast.ID(f)), value))
             items.append(c_ast.Return(c_ast.ID("this")))
-            decl = c_ast.Decl(name, [], [], [], ["inline"], c_ast.FuncDecl(None, c_ast.TypeDecl(
+            decl = c_ast.Decl(name, [], [], [], [DEVICE_MARK], c_ast.FuncDecl(None, c_ast.TypeDecl(
                 name, [], None, c_ast.Struct(qual, None))), None, None)
             self._late.append(c_ast.FuncDef(decl, None, c_ast.Compound(items)))
         return c_ast.FuncCall(c_ast.ID(name, self.coord(n)), None, self.coord(n))

@@ -22,7 +22,7 @@ from pycparser import c_ast
 from ...errors import CompileError
 from .clang import compile_error, error_locations, has_errors, run_clang
 from .preprocess import SOURCE_NAME, Preprocessed, preprocess
-from .lower import Translator, normalize_kernel_name
+from .lower import KERNEL_MARK, Translator, normalize_kernel_name
 
 
 @dataclass(frozen=True)
@@ -294,8 +294,8 @@ def check_nesting(pre: Preprocessed, ast, limit: int = MAX_NESTING) -> None:
 
 
 def is_kernel(node: c_ast.FuncDef) -> bool:
-    """A `__global__` function (the translator marks it with the `_Noreturn` specifier)."""
-    return "_Noreturn" in (node.decl.funcspec or [])
+    """A `__global__` function (the translator marks it with the specifier `KERNEL_MARK`)."""
+    return KERNEL_MARK in (node.decl.funcspec or [])
 
 
 def find_kernel(source: str, options, name: str) -> tuple[str, str] | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from ...gpu import WARP_SIZE
 
 NONE = -1
 MANY = -2          # read by several threads of different warps
@@ -30,7 +31,7 @@ MANY = -2          # read by several threads of different warps
 
 def _warp_of(state: np.ndarray) -> np.ndarray:
     """Warp of a reader/writer state: tid // 32, w for "several threads of warp w", else -1."""
-    return np.where(state >= 0, state // 32, np.where(state <= -3, -(state + 3), -1))
+    return np.where(state >= 0, state // WARP_SIZE, np.where(state <= -3, -(state + 3), -1))
 
 
 # The hazards of a __syncthreads() in conditional code that a GPU completes (barriers.py):
@@ -184,7 +185,7 @@ class RaceTracker:
         starts = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])
         u = si[starts]
         tmin, tmax = np.minimum.reduceat(st, starts), np.maximum.reduceat(st, starts)
-        wmin, wmax = tmin // 32, tmax // 32
+        wmin, wmax = tmin // WARP_SIZE, tmax // WARP_SIZE
         one_warp = wmin == wmax
         g = np.where(tmin == tmax, tmin, np.where(one_warp, -(3 + wmin), MANY))
         r, rs = self.reader[u], self.reader_sync[u]
@@ -201,7 +202,7 @@ class RaceTracker:
         """Lanes whose access conflicts with `state` (writer or reader of their location)."""
         other = (state < NONE) | ((state >= 0) & (state != t))
         if self.warp_mode:
-            other &= sync[idx] != t // 32
+            other &= sync[idx] != t // WARP_SIZE
         return other
 
     def warp_barrier(self, keys: np.ndarray, warps_per_block: int) -> None:

@@ -1,29 +1,17 @@
 """`LaunchReport`: what one emulated launch did, counted the way Nsight Compute counts it.
 
 Counts are per warp (32 consecutive linear thread ids of a block) and per executed access,
-at the level of the CUDA C source. Each field mirrors an Nsight Compute metric:
+at the level of the CUDA C source. Each counter mirrors an Nsight Compute metric, named once
+in `metrics.REPORT_METRICS` (field -> metric); besides those, `shared_bank_conflicts` is the
+load and store conflicts added, `global_atomic_requests` is `metrics.GLOBAL_ATOMIC_METRICS`
+added (ATOM and RED), and `flops` is 2 x `metrics.FFMA_THREAD_INSTRUCTIONS` for an FMA-only
+kernel. The `shared_*_instructions` count warp-level instructions (a request each, in
+ncu's words for global memory).
 
-| field | Nsight Compute metric |
-|---|---|
-| global_load_requests | l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum |
-| global_load_sectors | l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum |
-| global_store_requests | l1tex__t_requests_pipe_lsu_mem_global_op_st.sum |
-| global_store_sectors | l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum |
-| shared_load_requests | smsp__inst_executed_op_shared_ld.sum |
-| shared_load_wavefronts | l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum |
-| shared_store_requests | smsp__inst_executed_op_shared_st.sum |
-| shared_store_wavefronts | l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum |
-| shared_load_bank_conflicts | l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum |
-| shared_store_bank_conflicts | l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum |
-| shared_bank_conflicts | the two above added |
-| global_atomic_requests | l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum + ..._op_red.sum |
-| shared_atomic_requests | smsp__inst_executed_op_shared_atom.sum |
-| flops | 2 x smsp__sass_thread_inst_executed_op_ffma_pred_on.sum for an FMA-only kernel |
-
-`global_load_bytes` is the bytes the threads asked for (lanes x access size), not bytes
-moved from DRAM: caches sit in between, and the emulator has none. nvcc may merge
+`global_load_bytes_requested` is the bytes the threads asked for (lanes x access size), not
+bytes moved from DRAM: caches sit in between, and the emulator has none. nvcc may merge
 neighbouring shared loads into one wide load (LDS.128) or keep a value in a register; the
-emulator counts what the source says, so its shared-load requests can exceed ncu's; it may
+emulator counts what the source says, so its shared-load instructions can exceed ncu's; it may
 also split a float4 load of which only some components are used (LDS.32/LDS.64 pieces).
 Bank conflicts are wavefronts beyond the ideal for the access's width, as ncu counts them:
 one wavefront per phase of the warp that has an active lane (a 4-byte access is one phase;
@@ -49,26 +37,26 @@ class LaunchReport:
     flops: int
     global_load_requests: int
     global_load_sectors: int
-    global_load_bytes: int
+    global_load_bytes_requested: int
     global_store_requests: int
     global_store_sectors: int
     global_store_bytes: int
-    shared_load_requests: int
+    shared_load_instructions: int
     shared_load_wavefronts: int
-    shared_store_requests: int
+    shared_store_instructions: int
     shared_store_wavefronts: int
     shared_bank_conflicts: int
     shared_load_bank_conflicts: int
     shared_store_bank_conflicts: int
     barriers: int
     global_atomic_requests: int = 0
-    shared_atomic_requests: int = 0
+    shared_atomic_instructions: int = 0
     hazards: tuple = ()
 
     @property
     def global_bytes_requested(self) -> int:
         """Bytes of global memory the threads asked for, loads plus stores."""
-        return self.global_load_bytes + self.global_store_bytes
+        return self.global_load_bytes_requested + self.global_store_bytes
 
     @property
     def arithmetic_intensity(self) -> float:

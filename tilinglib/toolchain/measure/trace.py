@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import memory as M
+from ...gpu import BANKS, SECTOR_SHIFT, WARP_SIZE
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,6 @@ class WarpAccess:
         """Wavefronts beyond the ideal (ncu's l1tex__data_bank_conflicts_...), shared only."""
         return self.wavefronts - self.ideal_wavefronts if self.space == "shared" else 0
 
-    @property
-    def conflict_ways(self) -> int:
-        """Wavefronts per ideal wavefront, rounded up: n for an n-way bank conflict, 1 for a
-        conflict-free access (shared only)."""
-        return -(-self.wavefronts // max(1, self.ideal_wavefronts))
-
 
 class Tracer:
     """Collects `WarpAccess` records during one launch."""
@@ -72,7 +67,7 @@ class Tracer:
         all), `a` their addresses, `off` their byte offsets in the space, `size` bytes."""
         if int(mem.warps.block_ids[0]) != 0:
             return
-        width = min(M.WARP, mem.warps.tpb)
+        width = min(WARP_SIZE, mem.warps.tpb)
         if lanes is None:
             sel = np.arange(min(width, a.shape[0]))
             lane_ids = sel
@@ -89,7 +84,7 @@ class Tracer:
                      else (var.offset if var is not None else 0))
             rel = off_w - start
             words = off_w >> 2
-            banks = words % M.BANKS
+            banks = words % BANKS
             wavefronts, ideal = M.shared_wavefronts(
                 np.zeros(words.shape[0], dtype=np.int64), lane_ids.astype(np.int64),
                 off_w.astype(np.int64), size, is_store, False)
@@ -101,7 +96,7 @@ class Tracer:
             words = off_w >> 2
             banks = np.zeros(0, dtype=np.int64)
             wavefronts = ideal = 0
-            sectors = int(np.unique(a_w >> 5).shape[0])
+            sectors = int(np.unique(a_w >> SECTOR_SHIFT).shape[0])
         kind = "store" if is_store else "load"
         key = (line, kind, name)
         if key in self._seen:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import MemoryAccessError
+from ...gpu import BANK_BYTES, BANKS, SECTOR_SHIFT, WARP_SIZE, ceil_div, round_up
 
 REGION_SHIFT = 40
 BIAS = 1 << 39
@@ -29,9 +30,6 @@ LOCAL_REGION = 2
 FIRST_GLOBAL_REGION = 3
 
 PRINTF_BUFFER_BYTES = 1 << 20       # a GPU's printf buffer (cudaLimitPrintfFifoSize) default
-SECTOR_BYTES = 32       # L1/L2 sector size on every NVIDIA GPU since Maxwell
-BANKS = 32              # shared-memory banks, 4 bytes wide
-WARP = 32
 
 
 def make_address(region: int, offset: int = 0) -> int:
@@ -85,7 +83,7 @@ class Allocation:
         """Record a store of `size` bytes at byte offsets `off` (access.MemoryAccess.store)."""
         e = off // self.elem_size
         self.written[e] = True
-        for k in range(1, -(-size // self.elem_size)):
+        for k in range(1, ceil_div(size, self.elem_size)):
             self.written[e + k] = True
 
     def view(self, dtype: np.dtype) -> np.ndarray:
@@ -109,7 +107,7 @@ class GlobalMemory:
         `copied_back=False` marks an In(...) argument, whose stores are lost;
         `track_writes=True` (an Out(...) argument) records which elements stores write."""
         region = FIRST_GLOBAL_REGION + len(self.allocations)
-        padded = max(16, -(-nbytes // 16) * 16)
+        padded = max(16, round_up(nbytes, 16))
         buf = np.full(padded, 0xFF, dtype=np.uint8)
         if init is not None:
             buf[:len(init)] = np.frombuffer(init, dtype=np.uint8)
@@ -133,21 +131,21 @@ class Counters:
     flops: int = 0
     global_load_requests: int = 0
     global_load_sectors: int = 0
-    global_load_bytes: int = 0
+    global_load_bytes_requested: int = 0
     global_store_requests: int = 0
     global_store_sectors: int = 0
     global_store_bytes: int = 0
-    shared_load_requests: int = 0
+    shared_load_instructions: int = 0
     shared_load_wavefronts: int = 0
     shared_load_bytes: int = 0
-    shared_store_requests: int = 0
+    shared_store_instructions: int = 0
     shared_store_wavefronts: int = 0
     shared_store_bytes: int = 0
     shared_load_bank_conflicts: int = 0
     shared_store_bank_conflicts: int = 0
     barriers: int = 0
     global_atomic_requests: int = 0
-    shared_atomic_requests: int = 0
+    shared_atomic_instructions: int = 0
 
 
 # ----------------------------------------------------------------------------- counting
@@ -162,7 +160,7 @@ def _distinct_per_warp(warp: np.ndarray, key: np.ndarray, full_warps: bool) -> t
     if n == 0:
         return 0, 0
     if full_warps:
-        return distinct_per_row(key.reshape(-1, WARP))
+        return distinct_per_row(key.reshape(-1, WARP_SIZE))
     order = np.lexsort((key, warp))
     w, k = warp[order], key[order]
     new_warp = w[1:] != w[:-1]
@@ -228,11 +226,11 @@ def count_global(counters: Counters, is_store: bool, warp: np.ndarray, addr: np.
     """
     if split is not None:
         requests = sectors = 0
-        for rows in split(addr >> 5):
+        for rows in split(addr >> SECTOR_SHIFT):
             r, s = distinct_per_row(rows)
             requests, sectors = requests + r, sectors + s
     else:
-        requests, sectors = _distinct_per_warp(warp, addr >> 5, full_warps)
+        requests, sectors = _distinct_per_warp(warp, addr >> SECTOR_SHIFT, full_warps)
     nbytes = addr.shape[0] * size
     if is_store:
         counters.global_store_requests += requests
@@ -241,7 +239,7 @@ def count_global(counters: Counters, is_store: bool, warp: np.ndarray, addr: np.
     else:
         counters.global_load_requests += requests
         counters.global_load_sectors += sectors
-        counters.global_load_bytes += nbytes
+        counters.global_load_bytes_requested += nbytes
 
 
 def count_shared_words(counters: Counters, is_store: bool, words: np.ndarray, warp: np.ndarray,
@@ -249,7 +247,7 @@ def count_shared_words(counters: Counters, is_store: bool, words: np.ndarray, wa
     """`count_shared` for a 4-byte access given as word indices, every lane of the batch
     active (the fast load path)."""
     n = words.shape[0]
-    requests = n // WARP if full_warps else int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
+    requests = n // WARP_SIZE if full_warps else int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
     wavefronts, ideal = shared_wavefronts(warp, None, words << 2, 4, is_store, full_warps)
     _add_shared(counters, is_store, requests, wavefronts, wavefronts - ideal, n * 4)
 
@@ -257,12 +255,12 @@ def count_shared_words(counters: Counters, is_store: bool, words: np.ndarray, wa
 def _add_shared(counters: Counters, is_store: bool, requests: int, wavefronts: int,
                 conflicts: int, nbytes: int) -> None:
     if is_store:
-        counters.shared_store_requests += requests
+        counters.shared_store_instructions += requests
         counters.shared_store_wavefronts += wavefronts
         counters.shared_store_bank_conflicts += conflicts
         counters.shared_store_bytes += nbytes
     else:
-        counters.shared_load_requests += requests
+        counters.shared_load_instructions += requests
         counters.shared_load_wavefronts += wavefronts
         counters.shared_load_bank_conflicts += conflicts
         counters.shared_load_bytes += nbytes
@@ -301,7 +299,7 @@ def shared_wavefronts(warp: np.ndarray, lane: np.ndarray | None, offset: np.ndar
     if n == 0:
         return 0, 0
     phase, lanes_per_row = shared_phases(warp, lane, offset, size, is_store, full_warps)
-    per_lane = -(-size // 4) if size > 4 else 1
+    per_lane = ceil_div(size, BANK_BYTES) if size > BANK_BYTES else 1
     rows = n // lanes_per_row if lanes_per_row else 0
     words = offset >> 2
     if per_lane > 1:
@@ -319,35 +317,26 @@ def shared_phases(warp: np.ndarray, lane: np.ndarray | None, offset: np.ndarray,
     phase when every phase has the same number of lanes and `full_warps` (else 0)."""
     n = offset.shape[0]
     if size <= 4:
-        return warp, (WARP if full_warps else 0)
+        return warp, (WARP_SIZE if full_warps else 0)
     if size in (8, 16) and not is_store:
-        span = WARP if size == 8 else WARP // 2       # lanes one phase may serve
+        span = WARP_SIZE if size == 8 else WARP_SIZE // 2       # lanes one phase may serve
         if full_warps:
             pairs = offset.reshape(-1, span // 2, 2)
             split = np.repeat((pairs[:, :, 0] != pairs[:, :, 1]).any(axis=1), span)
         else:
-            key = warp * WARP + lane
+            key = warp * WARP_SIZE + lane
             both = (key[1:] >> 1) == (key[:-1] >> 1)
             differ = both & (offset[1:] != offset[:-1])
             unit = key // span
             split = np.isin(unit, unit[1:][differ])
         # A (warp, span) unit is one phase, or its two halves when split.
-        phase = (warp * WARP + lane) // span * 2 + (split & ((lane // (span // 2)) % 2 == 1))
+        phase = (warp * WARP_SIZE + lane) // span * 2 + (split & ((lane // (span // 2)) % 2 == 1))
         if full_warps and (split.all() or not split.any()):
             return phase, (span // 2 if split[0] else span)
         return phase, 0
-    per = max(1, WARP // -(-size // 4))
-    phase = warp * (-(-WARP // per)) + lane // per
-    return phase, (per if full_warps and WARP % per == 0 and n % per == 0 else 0)
-
-
-def count_global_keys(counters: Counters, sectors_key: np.ndarray, warp: np.ndarray,
-                      size: int, full_warps: bool) -> None:
-    """`count_global` for a load given as 32-byte sector numbers, every lane active."""
-    requests, sectors = _distinct_per_warp(warp, sectors_key, full_warps)
-    counters.global_load_requests += requests
-    counters.global_load_sectors += sectors
-    counters.global_load_bytes += sectors_key.shape[0] * size
+    per = max(1, WARP_SIZE // ceil_div(size, BANK_BYTES))
+    phase = warp * ceil_div(WARP_SIZE, per) + lane // per
+    return phase, (per if full_warps and WARP_SIZE % per == 0 and n % per == 0 else 0)
 
 
 def count_shared(counters: Counters, is_store: bool, warp: np.ndarray, lane: np.ndarray,
@@ -359,7 +348,7 @@ def count_shared(counters: Counters, is_store: bool, warp: np.ndarray, lane: np.
     if n == 0:
         return
     if full_warps:
-        requests = n // WARP
+        requests = n // WARP_SIZE
     else:
         requests = int(np.count_nonzero(warp[1:] != warp[:-1])) + 1
     wavefronts, ideal = shared_wavefronts(warp, lane, offset, size, is_store, full_warps)

@@ -15,10 +15,6 @@ import numpy as np
 from . import c_types as ct
 
 
-def is_vector(v) -> bool:
-    return isinstance(v, np.ndarray)
-
-
 def converter(frm: ct.CType, to: ct.CType):
     """A function converting a value of C type `frm` to C type `to` as the GPU does, or None
     when nothing needs doing. Integer to integer wraps (C's rule for unsigned targets, and

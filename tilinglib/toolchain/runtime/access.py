@@ -28,6 +28,7 @@ from ..model import values as V
 from ..model import memory as M
 from ..codegen.closures import SharedVar
 from ..measure.races import Hazard, RaceTracker
+from ...gpu import SECTOR_BYTES, WARP_SIZE, ceil_div
 
 _SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
 _BARRIER_WORD = ct.ULLONG            # a cuda::barrier: one 8-byte word (async_copy.py)
@@ -338,12 +339,12 @@ class MemoryAccess:
             d = int(off[0]) - int(prev[0][0])
             if d % 4 == 0 and not np.count_nonzero(off - prev[0] != d):
                 wavefronts, ideal = prev[1], prev[2]
-                M._add_shared(self.counters, is_store, off.shape[0] // M.WARP, wavefronts,
+                M._add_shared(self.counters, is_store, off.shape[0] // WARP_SIZE, wavefronts,
                               wavefronts - ideal, off.shape[0] * size)
                 self.shared_counts[key] = (off, wavefronts, ideal)
                 return
         wavefronts, ideal = M.shared_wavefronts(warp, self.lane, off, size, is_store, True)
-        M._add_shared(self.counters, is_store, off.shape[0] // M.WARP, wavefronts,
+        M._add_shared(self.counters, is_store, off.shape[0] // WARP_SIZE, wavefronts,
                       wavefronts - ideal, off.shape[0] * size)
         self.shared_counts[key] = (off, wavefronts, ideal)
 
@@ -355,7 +356,7 @@ class MemoryAccess:
         if space == "global":
             self.counters.global_atomic_requests += requests
         elif space == "shared":
-            self.counters.shared_atomic_requests += requests
+            self.counters.shared_atomic_instructions += requests
             if self.races is not None:
                 self.races.on_atomic(key, size)
 
@@ -469,7 +470,7 @@ class MemoryAccess:
             alloc = None
         else:
             alloc = self.gmem.lookup(region) if region >= M.FIRST_GLOBAL_REGION else None
-            if alloc is None or alloc.readonly or size > M.SECTOR_BYTES:
+            if alloc is None or alloc.readonly or size > SECTOR_BYTES:
                 return None
             limit = alloc.size
         if index.dtype.kind == "b":         # NumPy would read a bool index as a mask
@@ -525,7 +526,7 @@ class MemoryAccess:
         (or each warp read a single address) the per-warp sector counts are the same as
         then and are reused; otherwise they are counted afresh."""
         c = self.counters
-        if prev is not None and (prev[2] or (d * size) % M.SECTOR_BYTES == 0):
+        if prev is not None and (prev[2] or (d * size) % SECTOR_BYTES == 0):
             requests, sectors, one = prev
         else:
             requests, sectors = self.distinct_per_warp(e >> (5 - shift))
@@ -533,7 +534,7 @@ class MemoryAccess:
                 all(bool((k == k[:, :1]).all()) for k in self.split_warps(e))
         c.global_load_requests += requests
         c.global_load_sectors += sectors
-        c.global_load_bytes += e.shape[0] * size
+        c.global_load_bytes_requested += e.shape[0] * size
         return requests, sectors, one
 
     def store(self, addr, t, value, line, mask=None):
@@ -699,7 +700,7 @@ class MemoryAccess:
         if self.async_pending is None:
             # per byte, how many copies are to write it; per 4-byte word, the line of one
             self.async_pending = np.zeros(self.shared.shape[0], dtype=np.int32)
-            self.async_line = np.zeros((self.shared.shape[0] + 3) // 4, dtype=np.int32)
+            self.async_line = np.zeros(ceil_div(self.shared.shape[0], 4), dtype=np.int32)
         f = flat[flat >= 0]
         idx = (f[:, None] + np.arange(size, dtype=np.int64)).reshape(-1) if size > 1 else f
         if idx.shape[0] > 1 and np.any(idx[1:] <= idx[:-1]):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import BarrierError
-from ..model.memory import WARP
+from ...gpu import WARP_SIZE
 from ..measure.races import Hazard
 
 
@@ -125,5 +125,5 @@ class Barriers:
             return
         w = self.warps
         wpb = w.warps_per_block
-        keys = np.unique(w.blk[mask] * wpb + w.tib[mask] // WARP)
+        keys = np.unique(w.blk[mask] * wpb + w.tib[mask] // WARP_SIZE)
         self.races.warp_barrier(keys, wpb)

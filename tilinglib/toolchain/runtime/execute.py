@@ -34,6 +34,7 @@ from ..frontend.program import recursion_room
 from ..measure.report import LaunchReport
 from ..measure.trace import Tracer
 from .warps import Warps
+from ...gpu import WARP_SIZE, ceil_div, round_up
 
 BATCH_THREADS = 1 << 16
 BATCH_BYTES = 256 << 20             # shared + local memory of one batch (see blocks_per_batch)
@@ -277,10 +278,10 @@ class Launch:
         self.hazards = self.diagnostics.hazards
         self.tracer = Tracer() if options.trace else None
         static = kernel.static_shared_bytes
-        self.dynamic_offset = -(-static // 16) * 16 if dynamic_bytes else static
+        self.dynamic_offset = round_up(static, 16) if dynamic_bytes else static
         self.shared_total = self.dynamic_offset + dynamic_bytes
-        self.shared_stride = max(16, -(-self.shared_total // 16) * 16)
-        self.local_stride = -(-kernel.local_bytes // 16) * 16
+        self.shared_stride = max(16, round_up(self.shared_total, 16))
+        self.local_stride = round_up(kernel.local_bytes, 16)
 
     @property
     def block_hint(self) -> str | None:
@@ -362,22 +363,22 @@ class Launch:
         return LaunchReport(
             kernel=self.kernel.name, grid=self.grid, block=self.block,
             shared_bytes=self.shared_total, threads=tpb * nblocks,
-            warps=-(-tpb // 32) * nblocks, flops=c.flops,
+            warps=ceil_div(tpb, WARP_SIZE) * nblocks, flops=c.flops,
             global_load_requests=c.global_load_requests,
-            global_load_sectors=c.global_load_sectors, global_load_bytes=c.global_load_bytes,
+            global_load_sectors=c.global_load_sectors, global_load_bytes_requested=c.global_load_bytes_requested,
             global_store_requests=c.global_store_requests,
             global_store_sectors=c.global_store_sectors,
             global_store_bytes=c.global_store_bytes,
-            shared_load_requests=c.shared_load_requests,
+            shared_load_instructions=c.shared_load_instructions,
             shared_load_wavefronts=c.shared_load_wavefronts,
-            shared_store_requests=c.shared_store_requests,
+            shared_store_instructions=c.shared_store_instructions,
             shared_store_wavefronts=c.shared_store_wavefronts,
             shared_bank_conflicts=c.shared_load_bank_conflicts + c.shared_store_bank_conflicts,
             shared_load_bank_conflicts=c.shared_load_bank_conflicts,
             shared_store_bank_conflicts=c.shared_store_bank_conflicts,
             barriers=c.barriers,
             global_atomic_requests=c.global_atomic_requests,
-            shared_atomic_requests=c.shared_atomic_requests,
+            shared_atomic_instructions=c.shared_atomic_instructions,
             hazards=tuple(self.hazards.values()))
 
 

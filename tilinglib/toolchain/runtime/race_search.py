@@ -26,6 +26,7 @@ import numpy as np
 
 from ...errors import LaunchError, StepBudgetExceeded
 from .schedule import _ORDER, Flip, Plan, Restriction
+from ...gpu import WARP_SIZE, ceil_div
 
 MAX_INTERVALS = 6      # barrier intervals tried when shrinking
 MAX_PAIRS = 8          # warp pairs tried when shrinking
@@ -371,7 +372,7 @@ def _evidence(runner, flips, restriction, bad, writers):
         grid = tuple(int(g) for g in runner.grid) + (1, 1)
         gx, gy = grid[0], grid[1]
         block = tuple(int(b) for b in runner.block) + (1, 1)
-        nwarps = -(-(block[0] * block[1] * block[2]) // 32)
+        nwarps = ceil_div(block[0] * block[1] * block[2], WARP_SIZE)
         who = writers[bad]
         for x in chosen:
             victim = x.first_warp if x.first_kind == "R" else x.second_warp

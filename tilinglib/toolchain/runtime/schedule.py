@@ -65,6 +65,7 @@ from .barriers import Barriers
 from .execute import Context
 from ..measure.races import RaceTracker
 from .warps import Warps
+from ...gpu import WARP_SIZE, ceil_div
 
 SCHEDULES = ("lockstep", "adversarial")
 MAX_SEED = 2 ** 32 - 1
@@ -447,7 +448,7 @@ class _Tracker(RaceTracker):
         run = self.run
         if not run.pairs or tid.shape[0] == 0:
             return
-        warp = int(tid[0]) // M.WARP
+        warp = int(tid[0]) // WARP_SIZE
         words = np.unique(self._words(np.asarray(flat, dtype=np.int64), size))
         found = []
         prev_w = self.w_warp[words]
@@ -504,12 +505,12 @@ class _GroupWarps(Warps):
             f"supported; run this kernel with the default schedule")
 
     def tile_missing(self, threads, mask):
-        if threads > M.WARP:
+        if threads > WARP_SIZE:
             self._refuse(threads)
         return super().tile_missing(threads, mask)
 
     def tile_shuffle_xor(self, value, lane_mask, threads, mask=None, line=None):
-        if threads > M.WARP:
+        if threads > WARP_SIZE:
             self._refuse(threads)
         return super().tile_shuffle_xor(value, lane_mask, threads, mask, line)
 
@@ -567,7 +568,7 @@ class WarpContext(Context):
         a = addr[lanes] if isinstance(addr, np.ndarray) else np.full(lanes.shape[0], addr,
                                                                    dtype=np.int64)
         region = a >> M.REGION_SHIFT
-        ids = w.block_ids[w.blk[lanes]] * w.warps_per_block + w.tib[lanes] // M.WARP
+        ids = w.block_ids[w.blk[lanes]] * w.warps_per_block + w.tib[lanes] // WARP_SIZE
         for r in np.unique(region[region >= M.FIRST_GLOBAL_REGION]).tolist():
             alloc = self.gmem.lookup(int(r))
             if alloc is None or alloc.readonly:
@@ -621,7 +622,7 @@ class _Worker:
         for name in ("check_write", "barrier_state", "async_mark"):
             setattr(mem, name, _refuse_async(launch.kernel.name))
         ctx.barriers = _WarpBarriers(run, self)
-        self.lanes = ctx.warps.tib // M.WARP == index
+        self.lanes = ctx.warps.tib // WARP_SIZE == index
         ctx.set_mask(self.lanes)
         ctx.point = self.point
         ctx.writers = run.adversary.writers
@@ -689,7 +690,7 @@ class _BatchRun:
         self.block_ids = block_ids
         self.env_values = env_values
         tpb = launch.block[0] * launch.block[1] * launch.block[2]
-        self.nwarps = -(-tpb // M.WARP)
+        self.nwarps = ceil_div(tpb, WARP_SIZE)
         self.pairs = adversary.pairs
         nb = len(block_ids)
         self.shared = np.zeros(nb * launch.shared_stride, dtype=np.uint8)
@@ -862,7 +863,7 @@ class Adversary:
         where the per-warp record of shared-word accesses would pass `TRACK_ENTRIES`."""
         launch = self.launch
         tpb = launch.block[0] * launch.block[1] * launch.block[2]
-        per_block = max(1, launch.shared_stride // 4) * -(-tpb // M.WARP)
+        per_block = max(1, launch.shared_stride // 4) * ceil_div(tpb, WARP_SIZE)
         return max(1, min(launch.blocks_per_batch(), TRACK_ENTRIES // per_block))
 
     def report(self) -> ScheduleReport:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.memory import WARP, distinct_per_row
+from ..model.memory import distinct_per_row
+from ...gpu import WARP_SIZE, ceil_div
 
 
 class Warps:
@@ -50,11 +51,11 @@ class Warps:
                     (b // (gx * gy)).astype(np.uint32))
         self.bdim = tuple(np.uint32(d) for d in block)
         self.gdim = tuple(np.uint32(d) for d in grid)
-        self.warps_per_block = warps_per_block = -(-tpb // WARP)
-        self.warp = blk * warps_per_block + tib // WARP
-        self.lane = tib % WARP
-        self.full_warps = tpb % WARP == 0
-        self.whole = tpb - tpb % WARP                 # lanes of a block in full warps
+        self.warps_per_block = warps_per_block = ceil_div(tpb, WARP_SIZE)
+        self.warp = blk * warps_per_block + tib // WARP_SIZE
+        self.lane = tib % WARP_SIZE
+        self.full_warps = tpb % WARP_SIZE == 0
+        self.whole = tpb - tpb % WARP_SIZE                 # lanes of a block in full warps
         self.warp_rows = self.split_warps(self.warp)
 
     def split_warps(self, v: np.ndarray) -> tuple:
@@ -62,11 +63,11 @@ class Warps:
         full warps of every block, then (when the block is not a whole number of warps) the
         last, partial, warp of every block. Counts summed over warps need no other order."""
         if self.full_warps:
-            return (v.reshape(-1, WARP),)
+            return (v.reshape(-1, WARP_SIZE),)
         m = v.reshape(self.nblocks, self.tpb)
         if not self.whole:
             return (m,)
-        return (m[:, :self.whole].reshape(-1, WARP), m[:, self.whole:])
+        return (m[:, :self.whole].reshape(-1, WARP_SIZE), m[:, self.whole:])
 
     def distinct_per_warp(self, key: np.ndarray) -> tuple[int, int]:
         """(warps, distinct (warp, key) pairs) of an access of every lane of the batch;
@@ -123,7 +124,7 @@ class Warps:
         """Raise KernelRuntimeError if an active lane (`mask`, None: all) shuffles from a
         lane `src` past the end of its block's partial last warp."""
         from ...errors import KernelRuntimeError
-        lanes_here = np.minimum(WARP, self.tpb - (self.tib - self.lane))
+        lanes_here = np.minimum(WARP_SIZE, self.tpb - (self.tib - self.lane))
         bad = np.broadcast_to(src, (self.T,)) >= lanes_here
         if mask is not None:
             bad = bad & mask
@@ -165,7 +166,7 @@ class Warps:
         32) must be active as a whole at a collective: None when every tile with an active
         thread is whole in `mask`, else (lane of a missing thread, lane of a present one,
         active count, tile size) for the first tile that is not."""
-        tile = self.blk * (-(-self.tpb // threads)) + self.tib // threads
+        tile = self.blk * ceil_div(self.tpb, threads) + self.tib // threads
         active = np.bincount(tile[mask], minlength=int(tile[-1]) + 1)
         size = np.bincount(tile, minlength=int(tile[-1]) + 1)
         partial = (active > 0) & (active < size)
