@@ -306,6 +306,22 @@ def _shape_text(p: dict) -> str:
 
 
 
+def _block_tile_grid(M: int, N: int, K: int, p: dict) -> tuple[int, int]:
+    """One block per BM x BN tile of C: (ceil(N / BN), ceil(M / BM))."""
+    return ceil_div(N, p["BN"]), ceil_div(M, p["BM"])
+
+
+#: What the 2-D register-blocked kernels (regtile2d, vec4) share: one thread per TM x TN
+#: piece of the BM x BN tile, both tiles of BK staged once per step.
+_REGISTER_BLOCKED = dict(
+    _block=lambda p: ((p["BM"] // p["TM"]) * (p["BN"] // p["TN"]), 1, 1),
+    _grid=_block_tile_grid,
+    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
+    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
+    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
+    _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS)
+
+
 def _tile_rules(p: dict) -> str | None:
     if p["TILE"] > 32:
         return (f"TILE={p['TILE']}: the tiled kernel runs one thread per output of the tile, "
@@ -348,7 +364,7 @@ COARSE = Recipe(
     name="coarse", title="thread coarsening: 1-D register blocking", kernel="sgemm_coarse",
     function="sgemmCoarse", defaults={"BM": 64, "BN": 64, "BK": 8, "TM": 8}, lesson=7,
     _block=lambda p: (p["BN"] * (p["BM"] // p["TM"]), 1, 1),
-    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
+    _grid=_block_tile_grid,
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + 1) / p["TM"],
     _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
@@ -359,12 +375,7 @@ REGTILE2D = Recipe(
     name="regtile2d", title="2-D register blocking", kernel="sgemm_regtile2d",
     function="sgemmRegtile2d", defaults={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
     lesson=7,
-    _block=lambda p: ((p["BM"] // p["TM"]) * (p["BN"] // p["TN"]), 1, 1),
-    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
-    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
-    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
-    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
-    _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
+    **_REGISTER_BLOCKED,
     _rules=_regtile2d_rules,
     also_measured=({"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4},
                    {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 4},
@@ -434,12 +445,7 @@ VEC4 = Recipe(
     name="vec4", title="float4 loads and a transposed A tile", kernel="sgemm_vec4",
     function="sgemmVec4", defaults={"BM": 64, "BN": 128, "BK": 16, "TM": 8, "TN": 4},
     lesson=8,
-    _block=lambda p: ((p["BM"] // p["TM"]) * (p["BN"] // p["TN"]), 1, 1),
-    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
-    _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
-    _shared_bytes_per_fma=lambda p: FLOAT * (p["TM"] + p["TN"]) / (p["TM"] * p["TN"]),
-    _shared_bytes=lambda p: (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT,
-    _registers_estimate=lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + _OVERHEAD_REGISTERS,
+    **_REGISTER_BLOCKED,
     _rules=_vec4_rules,
     shared_load_width=16,
     notes="2-D register blocking; global loads and shared reads as float4 (LDS.128); "
@@ -449,7 +455,7 @@ WARPTILE = Recipe(
     name="warptile", title="warp tiling", kernel="sgemm_warptile", function="sgemmWarptile",
     defaults=_WARPTILE_DEFAULTS, lesson=8,
     _block=lambda p: (_warptile_threads(p), 1, 1),
-    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
+    _grid=_block_tile_grid,
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
@@ -464,7 +470,7 @@ WARPTILE_DB = Recipe(
     name="warptile_db", title="warp tiling with double buffering", kernel="sgemm_warptile_db",
     function="sgemmWarptileDB", defaults=_WARPTILE_DB_DEFAULTS, lesson=8,
     _block=lambda p: (_warptile_threads(p), 1, 1),
-    _grid=lambda M, N, K, p: (ceil_div(N, p["BN"]), ceil_div(M, p["BM"])),
+    _grid=_block_tile_grid,
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: 2 * p["BK"] * (p["BM"] + p["APAD"] + p["BN"]) * FLOAT,
