@@ -63,7 +63,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tilinglib import bench, kernels, ladder, tile_choice  # noqa: E402
+from tilinglib import kernels, ladder, tile_choice  # noqa: E402
+from tilinglib.devtools import bench  # noqa: E402
 
 ODD = (1000, 1003, 999)
 CUBLAS_EVERY = 20
