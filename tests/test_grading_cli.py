@@ -331,6 +331,7 @@ def test_the_grading_process_sees_nothing_of_the_instructor(tmp_path, fake, monk
     info = json.loads(r.outcome.checks[0]["message"])
     assert info["env"] == sorted(["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "PYTHONPATH",
                                   "PYTHONHASHSEED", "PYTHONNOUSERSITE", "TILINGLIB_BACKEND",
+                                  "TILINGLIB_CACHE_DIR",
                                   "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                                   "MPLBACKEND", "MPLCONFIGDIR"])
     assert info["home"] == info["cwd"] != os.environ.get("HOME")

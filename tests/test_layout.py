@@ -359,13 +359,16 @@ def test_the_rule_reader_on_a_small_case():
 def test_the_front_end_imports_nothing_above_it():
     # tilinglib/toolchain/frontend/ is the bottom layer the emulator, the PyCUDA backend and the grader
     # use: it may import only itself, tilinglib.errors, tilinglib.gpu (the hardware's numbers) and
-    # tilinglib.toolchain.platform_support (what is asked of the OS, such as prlimit for clang);
-    # the last two import no tilinglib module themselves
+    # tilinglib.toolchain.platform_support (what is asked of the OS, such as prlimit for clang)
+    # and tilinglib.toolchain.disk_cache (the cache of its results across processes);
+    # the last three import no tilinglib module themselves
     graph = import_graph(PACKAGE)
     front = {m for m in graph if m.startswith("tilinglib.toolchain.frontend")}
     assert front, "no tilinglib.toolchain.frontend modules found"
-    leaves = {"tilinglib.errors", "tilinglib.gpu", "tilinglib.toolchain.platform_support"}
+    leaves = {"tilinglib.errors", "tilinglib.gpu", "tilinglib.toolchain.platform_support",
+              "tilinglib.toolchain.disk_cache"}
     assert not graph["tilinglib.toolchain.platform_support"], graph["tilinglib.toolchain.platform_support"]
+    assert not graph["tilinglib.toolchain.disk_cache"], graph["tilinglib.toolchain.disk_cache"]
     assert not graph["tilinglib.gpu"], graph["tilinglib.gpu"]
     for m in front:
         above = {t for t in graph[m] if t not in front and t not in leaves}

@@ -8,7 +8,8 @@ The grading process is started with `subprocess.Popen` (never a fork of anything
 touched): ``python -s -B -m tilinglib.grading._worker``, in a new session (its own process
 group), with the current directory a fresh empty temporary folder that is also its HOME, and an
 environment of a few fixed variables only (PATH, PYTHONPATH to this tilinglib,
-TILINGLIB_BACKEND=emulator, one BLAS thread, C.UTF-8): nothing of the instructor's environment
+TILINGLIB_BACKEND=emulator, TILINGLIB_CACHE_DIR=off (no disk cache), one BLAS
+thread, C.UTF-8): nothing of the instructor's environment
 (tokens, HOME, proxies) is passed on. It is given a single JSON request on stdin, after which
 stdin is closed, and writes a single JSON reply on stdout.
 
@@ -142,6 +143,8 @@ def _environment(home: str) -> dict:
         "PYTHONHASHSEED": "0",
         "PYTHONNOUSERSITE": "1",
         "TILINGLIB_BACKEND": "emulator",
+        # the disk cache off: the grading process reads no pickle it did not make itself
+        "TILINGLIB_CACHE_DIR": "off",
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",

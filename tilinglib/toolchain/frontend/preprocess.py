@@ -40,6 +40,7 @@ import pcpp
 import pcpp.parser
 
 from ...errors import CompileError, UnsupportedFeatureError
+from .. import disk_cache
 from .headers import COOPERATIVE_GROUPS_HEADERS, HEADERS, NVCC_REFUSED
 
 SOURCE_NAME = "kernel.cu"
@@ -519,6 +520,10 @@ def _check_text(source: str, source_lines) -> None:
 def preprocess(source: str, options=None, extern_c: bool = False) -> Preprocessed:
     """Run stage 1 on `source` (a str of CUDA C) with nvcc-style `options`.
 
+    It reads no file and nothing of the environment, so a success is kept in the disk
+    cache (toolchain/disk_cache.py) by source, options and `extern_c`, and found there by a
+    later process running the same tilinglib.
+
     `extern_c`: the source is compiled inside PyCUDA's default ``extern "C" { }`` wrapping
     (``SourceModule(..., no_extern_c=False)``), where an ``#include`` of a C++ header is
     refused as nvcc refuses it (`extern_c_message`).
@@ -528,6 +533,18 @@ def preprocess(source: str, options=None, extern_c: bool = False) -> Preprocesse
     `UnsupportedFeatureError` for C++ the emulator cannot run, both citing the student's
     line.
     """
+    if isinstance(source, str) and all(isinstance(o, str) for o in options or ()):
+        key = disk_cache.key_of(source, tuple(options or ()), bool(extern_c))
+        pre = disk_cache.get("preprocessed", key)
+        if isinstance(pre, Preprocessed):
+            return pre
+        pre = _run_preprocessor(source, options, extern_c)
+        disk_cache.put("preprocessed", key, pre)
+        return pre
+    return _run_preprocessor(source, options, extern_c)
+
+
+def _run_preprocessor(source, options, extern_c: bool) -> Preprocessed:
     if not isinstance(source, str):
         raise CompileError(f"the kernel source must be a str, got {type(source).__name__}")
     defines, undefines = parse_options(options)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from ...errors import CompileError
-from .clang import compile_error, error_locations, has_errors, run_clang
+from .. import disk_cache
+from .clang import clang_command, compile_error, error_locations, has_errors, run_clang
 from .preprocess import SOURCE_NAME, Preprocessed, preprocess
 from .lower import KERNEL_MARK, Translator, normalize_kernel_name
 
@@ -243,6 +244,21 @@ def _function_at(names: dict, line: int) -> str | None:
 @functools.lru_cache(maxsize=64)
 def _translate(text: str, cooperative_groups: bool, source_lines: tuple,
                included: tuple = ()) -> TranslationUnit:
+    """The unit of `text`, from the disk cache (toolchain/disk_cache.py) when this tilinglib
+    translated the same text with the same clang before; else `_run_translation`'s, stored
+    there (only a success is stored: errors are found again)."""
+    key = disk_cache.key_of(text, cooperative_groups, source_lines, included,
+                            tuple(clang_command()))
+    unit = disk_cache.get("translation", key)
+    if isinstance(unit, TranslationUnit):
+        return unit
+    unit = _run_translation(text, cooperative_groups, source_lines, included)
+    disk_cache.put("translation", key, unit)
+    return unit
+
+
+def _run_translation(text: str, cooperative_groups: bool, source_lines: tuple,
+                     included: tuple) -> TranslationUnit:
     root, diagnostics, offset = run_clang(text, cooperative_groups, included)
     if root is None or has_errors(diagnostics):
         spans, names = host_code(root, offset) if root is not None else ([], {})
