@@ -213,8 +213,12 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
             acc[i][j] = 0.0f;
     float a[1 + FRAGDB][RM];   // the fragments of step k (and, with FRAGDB, of step k + 1)
     float b[1 + FRAGDB][RN];
+#if ASYNC < 2
     float4 ra[A_LOADS];        // the next tile, on its way from global memory to shared memory
+#endif
+#if ASYNC == 0
     float4 rb[B_LOADS];
+#endif
 
     // Fetch the tile that starts at column k0 of A and row k0 of B into ra, rb (0 past the
     // edges; a chunk ends on a tile boundary or at K, so K is the only edge).
