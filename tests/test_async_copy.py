@@ -643,3 +643,29 @@ __global__ void k(const float *in, float4 *out) {
           block=(32, 1, 1), grid=(1, 1))
     (h,) = [h for h in f.last_report.hazards if h.kind == "async-copy-pending"]
     assert (h.line, h.other_line, h.count) == (7, 5, 32)
+
+
+def test_a_cxx_header_inside_extern_cxx_is_accepted_in_pycuda_s_default_mode():
+    # nvcc accepts <cuda_pipeline.h> inside PyCUDA's extern "C" { } when the source wraps
+    # it in extern "C++" { } (as sgemm_tuned.cu's ASYNC switch does); bare, it refuses it
+    body = """
+__global__ void k(const float *in, float *out) {
+  __shared__ float s[64];
+  __pipeline_memcpy_async(&s[threadIdx.x], &in[threadIdx.x], 4);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  out[threadIdx.x] = s[63 - threadIdx.x];
+}
+"""
+    wrapped = 'extern "C++" {   /* { in a comment */\n#include <cuda_pipeline.h>\n}\n' + body
+    f = emulator.SourceModule(wrapped).get_function("k")
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    f(emulator.In(x), emulator.Out(out), block=(64, 1, 1), grid=(1, 1), hazards="raise")
+    np.testing.assert_array_equal(out, x[::-1])
+    with pytest.raises(CompileError, match="extern"):
+        emulator.SourceModule("#include <cuda_pipeline.h>\n" + body)
+    after = 'extern "C++" {\n}\n#include <cuda_pipeline.h>\n' + body    # after the block
+    with pytest.raises(CompileError, match="extern"):
+        emulator.SourceModule(after)

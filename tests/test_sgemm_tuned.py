@@ -2,7 +2,7 @@
 
 Integer-valued inputs (small integers, whose products and sums float32 holds exactly in any
 order) make the product exact, whatever order split-K's atomicAdd applies the partial sums in:
-every switch (FRAGDB, SWIZZLE, SPLITK, GSWZ, MINB) must give A @ B to the last bit at shapes
+every switch (FRAGDB, SWIZZLE, SPLITK, GSWZ, MINB, ASYNC with STAGES) must give A @ B to the last bit at shapes
 that take every edge path. With random inputs and SPLITK = 1 the arithmetic is warptile_db's,
 FMA for FMA in the same order, so the results are equal bit for bit. The swizzle's claim (no
 bank conflicts in the transposed stores without padding, none in the float4 reads) is
@@ -71,7 +71,7 @@ def test_split_k_one_is_warptile_db_bit_for_bit():
     B = rng.standard_normal((37, 45), dtype=np.float32)
     db = ladder.run("warptile_db", A, B, SMALL)
     for switches in ({"FRAGDB": 0}, {"FRAGDB": 1}, {"SWIZZLE": 1, "APAD": 0}, {"GSWZ": 2},
-                     {"MINB": 2}):
+                     {"MINB": 2}, {"ASYNC": 1}, {"ASYNC": 2, "STAGES": 3}):
         np.testing.assert_array_equal(ladder.run("tuned", A, B, {**SMALL, **switches}), db)
 
 
@@ -153,12 +153,51 @@ def test_formulas_by_hand():
     ({"FRAGDB": 2}, "0 (off) or 1 (on)"),
     ({"MINB": 2}, "would spill"),
     ({"SPLITK": 0}, "at least 1"),
+    ({"ASYNC": 3}, "ASYNC is 0, 1"),
+    ({"ASYNC": 1, "STAGES": 3}, "STAGES is 2 unless ASYNC=2"),
+    ({"ASYNC": 2, "STAGES": 3}, "48 KiB"),        # 3 x 12 x (132 + 256) floats: 55,872 B
 ])
 def test_valid_refuses_with_reason(params, phrase):
     why = ladder.get("tuned").valid(params)
     assert why is not None and phrase in why, why
     with pytest.raises(ArgumentError, match="cannot launch"):
         ladder.launch("tuned", 64, 64, 64, params)
+
+
+# cp.async (ASYNC=1: B; ASYNC=2: A and B, in STAGES buffers), with the swizzle and split-K
+ASYNC_SWITCHES = [{"ASYNC": 1}, {"ASYNC": 2, "STAGES": 2}, {"ASYNC": 2, "STAGES": 3},
+                  {"ASYNC": 2, "STAGES": 3, "SWIZZLE": 1, "SPLITK": 3},
+                  {"ASYNC": 1, "SWIZZLE": 1, "SPLITK": 3, "GSWZ": 2, "FRAGDB": 0}]
+
+
+@pytest.mark.parametrize("switches", ASYNC_SWITCHES,
+                         ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("M,N,K", ODD_SHAPES)
+def test_async_copies_are_exact_and_race_free_on_odd_shapes(switches, M, N, K):
+    from tilinglib import kernels
+    from tilinglib.emulator import In, InOut, Out, SourceModule
+
+    p = _params({"SWIZZLE": 0, "FRAGDB": 1, "SPLITK": 1, "GSWZ": 1, **switches})
+    step = ladder.get("tuned")
+    assert step.valid(p) is None
+    A, B = _integers(M, N, K)
+    C = np.zeros((M, N), np.float32)
+    f = SourceModule(kernels.load("sgemm_tuned"), options=step.defines(p)).get_function(
+        "sgemmTuned")
+    f(np.int32(M), np.int32(N), np.int32(K), In(A), In(B),
+      (InOut if step.adds_into_c(p) else Out)(C), block=step.block(p),
+      grid=step.grid(M, N, p), hazards="raise")
+    np.testing.assert_array_equal(C, A @ B)
+
+
+def test_async_default_shape_is_exact_at_an_odd_size():
+    # the measured shape (two K tiles and a cut one, every edge of a 128 x 256 block)
+    A, B = _integers(131, 259, 29)
+    for switches in ({"ASYNC": 1, "GSWZ": 4}, {"ASYNC": 2, "STAGES": 3, "BK": 8}):
+        assert ladder.get("tuned").valid(switches) is None
+        np.testing.assert_array_equal(ladder.run("tuned", A, B, switches), A @ B)
+    assert ladder.get("tuned").shared_bytes({"ASYNC": 2, "STAGES": 3, "BK": 8}) == \
+        3 * 8 * (128 + 4 + 256) * 4
 
 
 def test_minb_two_fits_a_smaller_lane_tile():

@@ -556,7 +556,10 @@ def _ptxas_table() -> dict:
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
     return {"nvcc": data.get("nvcc", ""), "arch": data.get("arch", ""),
-            "rows": {(r["step"], tuple(sorted(r["params"].items()))): r for r in data["shapes"]}}
+            # keyed by the resolved params: a switch added since the table was made is
+            # at its default (which keeps the code the table compiled)
+            "rows": {(r["step"], tuple(sorted(get(r["step"]).resolve(r["params"]).items()))): r
+                     for r in data["shapes"]}}
 
 
 def ptxas_registers(step: Step | str, params: Params | None = None) -> dict | None:

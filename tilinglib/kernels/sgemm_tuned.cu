@@ -25,6 +25,16 @@
 //           of B in the L2 cache. GSWZ=1 is the plain row-major order.
 // MINB=b    __launch_bounds__(threads, b): ptxas keeps registers per thread within
 //           65,536 / (b x threads), so that b blocks fit on an SM (it spills if it must).
+// ASYNC=1   the B tile copied global -> shared by cp.async (__pipeline_memcpy_async, 16 bytes
+//           a copy), without passing through registers; A as above (through registers, to
+//           be transposed).
+// ASYNC=2   both tiles by cp.async, A transposed by 4-byte copies (one float each), in
+//           STAGES shared buffers: STAGES - 1 tiles in flight while the FMAs run on one
+//           (STAGES=3 fits the 48 KB of static shared memory at BK = 8).
+//           On the H200 at N = 4096 both are slower than ASYNC=0 at the default shape
+//           (ASYNC=1 about 3 %, ASYNC=2 about 11 %): the loads were already hidden behind the
+//           FMAs, and the edge tests and 4-byte copies cost more issue slots than the
+//           registers they free.
 #ifndef BM
 #define BM 128
 #endif
@@ -70,6 +80,12 @@
 #ifndef MINB
 #define MINB 1
 #endif
+#ifndef ASYNC
+#define ASYNC 0
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
 #define NTHREADS ((BM / WM) * (BN / WN) * 32)
 #define WSUBM (WM / WMITER)
 #define WSUBN (WN / WNITER)
@@ -92,6 +108,14 @@
 #endif
 #if SPLITK < 1 || GSWZ < 1 || MINB < 1
 #error "sgemm_tuned: SPLITK, GSWZ and MINB must be at least 1"
+#endif
+#if ASYNC < 0 || ASYNC > 2 || STAGES < 2 || (ASYNC < 2 && STAGES != 2)
+#error "sgemm_tuned: ASYNC is 0, 1 or 2; STAGES is 2 unless ASYNC=2 (then 2 or more)"
+#endif
+#if ASYNC
+extern "C++" {                 // C++ declarations, inside PyCUDA's extern "C" { }
+#include <cuda_pipeline.h>
+}
 #endif
 
 #if SWIZZLE
@@ -142,8 +166,13 @@ __global__ void __launch_bounds__(NTHREADS, MINB)
 sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
            float* __restrict__ C)
 {
+#if ASYNC
+    __shared__ __align__(16) float As[STAGES][BK][AROW];   // cp.async's 16-byte destinations
+    __shared__ __align__(16) float Bs[STAGES][BK][BN];
+#else
     __shared__ float As[2][BK][AROW];        // As[buf][k][ACOL(k, m)] = A[rowBase + m][k0 + k]
     __shared__ float Bs[2][BK][BN];          // Bs[buf][k][n] = B[k0 + k][colBase + n]
+#endif
 
     // Which tile of C: grouped order (GSWZ block rows at a time), then this block's K chunk.
 #if GSWZ > 1
@@ -184,19 +213,25 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
             acc[i][j] = 0.0f;
     float a[1 + FRAGDB][RM];   // the fragments of step k (and, with FRAGDB, of step k + 1)
     float b[1 + FRAGDB][RN];
+#if ASYNC < 2
     float4 ra[A_LOADS];        // the next tile, on its way from global memory to shared memory
+#endif
+#if ASYNC == 0
     float4 rb[B_LOADS];
+#endif
 
     // Fetch the tile that starts at column k0 of A and row k0 of B into ra, rb (0 past the
     // edges; a chunk ends on a tile boundary or at K, so K is the only edge).
-#define FETCH(k0)                                                                 \
+#define FETCH(k0) FETCH_A(k0) FETCH_B(k0)
+#define FETCH_A(k0)                                                               \
     _Pragma("unroll")                                                             \
     for (int r = 0; r < A_LOADS; ++r) {                                           \
         int i = tid + r * NTHREADS;                                               \
         ra[r] = zero;                                                             \
         if (i < BM * BK / 4 && rowBase + i / (BK / 4) < M)                        \
             ra[r] = load4(A + (rowBase + i / (BK / 4)) * K, (k0) + (i % (BK / 4)) * 4, K, vecA); \
-    }                                                                             \
+    }
+#define FETCH_B(k0)                                                               \
     _Pragma("unroll")                                                             \
     for (int r = 0; r < B_LOADS; ++r) {                                           \
         int i = tid + r * NTHREADS;                                               \
@@ -205,7 +240,8 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
             rb[r] = load4(B + ((k0) + i / (BN / 4)) * N, colBase + (i % (BN / 4)) * 4, N, vecB); \
     }
     // Store ra, rb into shared buffer `buf`, the A tile transposed (and swizzled).
-#define STASH(buf)                                                                \
+#define STASH(buf) STASH_A(buf) STASH_B(buf)
+#define STASH_A(buf)                                                              \
     _Pragma("unroll")                                                             \
     for (int r = 0; r < A_LOADS; ++r) {                                           \
         int i = tid + r * NTHREADS;                                               \
@@ -217,13 +253,50 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
             As[buf][kq + 2][ACOL(kq + 2, m)] = ra[r].z;                           \
             As[buf][kq + 3][ACOL(kq + 3, m)] = ra[r].w;                           \
         }                                                                         \
-    }                                                                             \
+    }
+#define STASH_B(buf)                                                              \
     _Pragma("unroll")                                                             \
     for (int r = 0; r < B_LOADS; ++r) {                                           \
         int i = tid + r * NTHREADS;                                               \
         if (i < BK * BN / 4)                                                      \
             *(float4*)&Bs[buf][i / (BN / 4)][(i % (BN / 4)) * 4] = rb[r];         \
     }
+#if ASYNC
+    // Copy the B tile that starts at row k0 into shared buffer `buf` by cp.async, 16 bytes
+    // a copy; a float4 that a row's end or K cuts (or any, when N % 4 != 0) is loaded and
+    // stored by the thread itself (0 past the edges), which is complete at the barrier.
+#define COPY_B(buf, k0)                                                           \
+    _Pragma("unroll")                                                             \
+    for (int r = 0; r < B_LOADS; ++r) {                                           \
+        int i = tid + r * NTHREADS;                                               \
+        if (i < BK * BN / 4) {                                                    \
+            int kr = i / (BN / 4), n = (i % (BN / 4)) * 4;                        \
+            float* dst = &Bs[buf][kr][n];                                         \
+            if (vecB && (k0) + kr < K && colBase + n + 3 < N)                     \
+                __pipeline_memcpy_async(dst, B + ((k0) + kr) * N + colBase + n, 16); \
+            else                                                                  \
+                *(float4*)dst = (k0) + kr < K ? load4(B + ((k0) + kr) * N, colBase + n, N, vecB) \
+                                              : zero;                             \
+        }                                                                         \
+    }
+    // Copy the A tile that starts at column k0 into shared buffer `buf`, transposed, by
+    // cp.async of 4 bytes (one float each: the transpose needs no registers); consecutive
+    // threads take consecutive k of a row of A. 0 past the edges, stored by the thread.
+#define A_COPIES ((BM * BK + NTHREADS - 1) / NTHREADS)
+#define COPY_A(buf, k0)                                                           \
+    _Pragma("unroll")                                                             \
+    for (int r = 0; r < A_COPIES; ++r) {                                          \
+        int i = tid + r * NTHREADS;                                               \
+        if (i < BM * BK) {                                                        \
+            int m = i / BK, kk = i % BK;                                          \
+            float* dst = &As[buf][kk][ACOL(kk, m)];                               \
+            if (rowBase + m < M && (k0) + kk < K)                                 \
+                __pipeline_memcpy_async(dst, A + (rowBase + m) * K + (k0) + kk, 4); \
+            else                                                                  \
+                *dst = 0.0f;                                                      \
+        }                                                                         \
+    }
+#endif
     // Load the fragments of step k of shared buffer `buf` into a[s], b[s].
 #define FRAGMENTS(s, buf, k)                                                      \
     _Pragma("unroll")                                                             \
@@ -243,6 +316,35 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
             b[s][wn * TN + j + 2] = v.z; b[s][wn * TN + j + 3] = v.w;             \
         }
 
+    // The BK steps of the FMAs on shared buffer `buf`, each an outer product of a[s], b[s].
+#if FRAGDB
+#define TILE_FMAS(buf)                                                            \
+    FRAGMENTS(0, buf, 0)                                                          \
+    _Pragma("unroll")                                                             \
+    for (int k = 0; k < BK; ++k) {                                                \
+        const int s = k % 2;                                                      \
+        if (k + 1 < BK) {                                                         \
+            FRAGMENTS((k + 1) % 2, buf, k + 1)   /* step k + 1's loads, in flight now */ \
+        }                                                                         \
+        OUTER_PRODUCT(s)                                                          \
+    }
+#else
+#define TILE_FMAS(buf)                                                            \
+    _Pragma("unroll")                                                             \
+    for (int k = 0; k < BK; ++k) {                                                \
+        const int s = 0;                                                          \
+        FRAGMENTS(0, buf, k)                                                      \
+        OUTER_PRODUCT(s)                                                          \
+    }
+#endif
+#define OUTER_PRODUCT(s)                                                          \
+    _Pragma("unroll")                                                             \
+    for (int i = 0; i < RM; ++i)                                                  \
+        _Pragma("unroll")                                                         \
+        for (int j = 0; j < RN; ++j)                                              \
+            acc[i][j] += a[s][i] * b[s][j];
+
+#if ASYNC == 0
     FETCH(kBegin)
     STASH(0)
     __syncthreads();
@@ -253,32 +355,63 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
         if (more) {
             FETCH(k0 + BK)      // issued now, used after the FMAs below
         }
-#if FRAGDB
-        FRAGMENTS(0, buf, 0)
-#endif
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-#if FRAGDB
-            const int s = k % 2;
-            if (k + 1 < BK) {
-                FRAGMENTS((k + 1) % 2, buf, k + 1)   // step k + 1's loads, in flight now
-            }
-#else
-            const int s = 0;
-            FRAGMENTS(0, buf, k)
-#endif
-#pragma unroll
-            for (int i = 0; i < RM; ++i)
-#pragma unroll
-                for (int j = 0; j < RN; ++j)
-                    acc[i][j] += a[s][i] * b[s][j];
-        }
+        TILE_FMAS(buf)
         if (more) {
             STASH(buf ^ 1)
         }
         __syncthreads();
         buf ^= 1;
     }
+#elif ASYNC == 1
+    // A through registers as above; B copied by cp.async straight into the other buffer.
+    FETCH_A(kBegin)
+    COPY_B(0, kBegin)
+    __pipeline_commit();
+    STASH_A(0)
+    __pipeline_wait_prior(0);
+    __syncthreads();
+
+    int buf = 0;
+    for (int k0 = kBegin; k0 < kEnd; k0 += BK) {
+        const bool more = k0 + BK < kEnd;
+        if (more) {
+            FETCH_A(k0 + BK)
+            COPY_B(buf ^ 1, k0 + BK)
+            __pipeline_commit();
+        }
+        TILE_FMAS(buf)
+        if (more) {
+            STASH_A(buf ^ 1)
+            __pipeline_wait_prior(0);
+        }
+        __syncthreads();
+        buf ^= 1;
+    }
+#else
+    // Both tiles by cp.async, STAGES buffers: tiles t + 1 ... t + STAGES - 1 in flight while
+    // the FMAs run on tile t. One batch (commit) per tile, empty past the last one, so that
+    // waiting for all but the STAGES - 2 newest batches always means tile t has landed.
+    const int tiles = (kEnd - kBegin + BK - 1) / BK;
+#pragma unroll
+    for (int t = 0; t < STAGES - 1; ++t) {
+        if (t < tiles) {
+            COPY_A(t, kBegin + t * BK)
+            COPY_B(t, kBegin + t * BK)
+        }
+        __pipeline_commit();
+    }
+    for (int t = 0; t < tiles; ++t) {
+        __pipeline_wait_prior(STAGES - 2);
+        __syncthreads();      // tile t visible to all; buffer (t - 1) % STAGES read by all
+        const int next = t + STAGES - 1;
+        if (next < tiles) {
+            COPY_A(next % STAGES, kBegin + next * BK)
+            COPY_B(next % STAGES, kBegin + next * BK)
+        }
+        __pipeline_commit();
+        TILE_FMAS(t % STAGES)
+    }
+#endif
 
 #pragma unroll
     for (int wm = 0; wm < WMITER; ++wm)

@@ -330,13 +330,14 @@ def _base_lexer():
 
 
 class _Preprocessor(pcpp.Preprocessor):
-    def __init__(self, extern_c: bool = False):
+    def __init__(self, extern_c: bool = False, cxx_lines=frozenset()):
         super().__init__(lexer=_base_lexer().clone())
         self.line_directive = "#line"
         self.errors: list[tuple[int | None, str]] = []
         self._depth = 0
         self.cooperative_groups = False
         self.extern_c = extern_c          # the source goes inside PyCUDA's extern "C" { }
+        self.cxx_lines = cxx_lines        # lines inside an extern "C++" { } of the source
         self.included: list = []          # the header names included, in order
         self._made = 0
         self._deadline = time.monotonic() + MAX_PREPROCESS_SECONDS
@@ -361,7 +362,7 @@ class _Preprocessor(pcpp.Preprocessor):
             raise _Stop(line, f"#include <{name}>: nvcc refuses this header: {NVCC_REFUSED[name]}")
         known = HEADERS.get(name)
         if known is not None:
-            if known.cxx and self.extern_c:
+            if known.cxx and self.extern_c and line not in self.cxx_lines:
                 raise _Stop(line, extern_c_message(name))
             if name in COOPERATIVE_GROUPS_HEADERS:        # each includes the first
                 self.cooperative_groups = True
@@ -517,6 +518,28 @@ def _check_text(source: str, source_lines) -> None:
                            .decode("utf-8")) from None
 
 
+_EXTERN_CXX = re.compile(r'extern\s*"C\+\+"\s*\{')
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def _extern_cxx_lines(source: str) -> frozenset:
+    """The line numbers (from 1) inside the ``extern "C++" { ... }`` blocks of `source`,
+    where nvcc accepts a C++ header even inside PyCUDA's ``extern "C" { }``: from the
+    opening brace's line to the matching closing brace's (comments skipped)."""
+    if "C++" not in source:
+        return frozenset()
+    text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
+    lines = set()
+    for m in _EXTERN_CXX.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        first = text.count("\n", 0, m.start()) + 1
+        lines.update(range(first, text.count("\n", 0, i) + 2))
+    return frozenset(lines)
+
+
 def preprocess(source: str, options=None, extern_c: bool = False) -> Preprocessed:
     """Run stage 1 on `source` (a str of CUDA C) with nvcc-style `options`.
 
@@ -526,7 +549,8 @@ def preprocess(source: str, options=None, extern_c: bool = False) -> Preprocesse
 
     `extern_c`: the source is compiled inside PyCUDA's default ``extern "C" { }`` wrapping
     (``SourceModule(..., no_extern_c=False)``), where an ``#include`` of a C++ header is
-    refused as nvcc refuses it (`extern_c_message`).
+    refused as nvcc refuses it (`extern_c_message`), unless it stands inside an
+    ``extern "C++" { }`` block (`_extern_cxx_lines`), as nvcc accepts it.
 
     Returns a `Preprocessed`. Raises `CompileError` for preprocessor errors (``#error``,
     an unterminated ``#if``, an ``#include`` of a name that is no C, C++ or CUDA header) and
@@ -559,7 +583,7 @@ def _run_preprocessor(source, options, extern_c: bool) -> Preprocessed:
     source = source.removeprefix("\ufeff")
     source_lines = tuple(source.split("\n"))
     _check_text(source, source_lines)
-    pp = _Preprocessor(extern_c)
+    pp = _Preprocessor(extern_c, _extern_cxx_lines(source) if extern_c else frozenset())
     out = io.StringIO()
     try:
         for name, value in {**PREDEFINED_MACROS, **HEADER_MACROS}.items():
