@@ -2,7 +2,7 @@
 
 Integer-valued inputs (small integers, whose products and sums float32 holds exactly in any
 order) make the product exact, whatever order split-K's atomicAdd applies the partial sums in:
-every switch (FRAGDB, SWIZZLE, SPLITK, GSWZ, MINB, ASYNC with STAGES) must give A @ B to the last bit at shapes
+every switch (FRAGDB, SWIZZLE, SPLITK, GSWZ, MINB, FAST, ASYNC with STAGES) must give A @ B to the last bit at shapes
 that take every edge path. With random inputs and SPLITK = 1 the arithmetic is warptile_db's,
 FMA for FMA in the same order, so the results are equal bit for bit. The swizzle's claim (no
 bank conflicts in the transposed stores without padding, none in the float4 reads) is
@@ -41,7 +41,7 @@ def _integers(M, N, K, seed=3):
 
 def _params(switches):
     p = {**SMALL, **switches}
-    if p["SWIZZLE"]:
+    if p.get("SWIZZLE"):
         p["APAD"] = 0
     return p
 
@@ -73,6 +73,38 @@ def test_split_k_one_is_warptile_db_bit_for_bit():
     for switches in ({"FRAGDB": 0}, {"FRAGDB": 1}, {"SWIZZLE": 1, "APAD": 0}, {"GSWZ": 2},
                      {"MINB": 2}, {"ASYNC": 1}, {"ASYNC": 2, "STAGES": 3}):
         np.testing.assert_array_equal(ladder.run("tuned", A, B, {**SMALL, **switches}), db)
+
+
+# FAST=1: blocks inside A, B and C skip the edge tests on every full K tile. (130, 70, 37) with
+# SMALL's 64 x 32 tiles has inside blocks, blocks cut at the bottom, at the right and both,
+# and K = 4 full tiles of 8 and a partial one; (128, 64, 32) is inside everywhere.
+FAST_SWITCHES = [{"FAST": 1}, {"FAST": 1, "FRAGDB": 0}, {"FAST": 1, "SWIZZLE": 1},
+                 {"FAST": 1, "SPLITK": 3, "GSWZ": 2}, {"PINGPONG": 1},
+                 {"FAST": 1, "PINGPONG": 1, "SWIZZLE": 1}, {"PINGPONG": 1, "SPLITK": 3}]
+
+
+@pytest.mark.parametrize("switches", FAST_SWITCHES,
+                         ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("M,N,K", [(130, 70, 37), (128, 64, 32), (130, 70, 36)])
+def test_fast_path_is_exact_and_bit_for_bit(switches, M, N, K):
+    A, B = _integers(M, N, K)
+    np.testing.assert_array_equal(ladder.run("tuned", A, B, _params(switches)), A @ B)
+    if switches.get("SPLITK", 1) == 1:          # same FMAs in the same order as FAST=0
+        rng = np.random.default_rng(M + N + K)
+        A = rng.standard_normal((M, K), dtype=np.float32)
+        B = rng.standard_normal((K, N), dtype=np.float32)
+        slow = {**switches, "FAST": 0, "PINGPONG": 0}
+        np.testing.assert_array_equal(ladder.run("tuned", A, B, _params(switches)),
+                                      ladder.run("tuned", A, B, _params(slow)))
+
+
+def test_fast_path_loads_the_same_bytes():
+    # the skipped tests change no access: the same requests, sectors and bytes
+    fast = ladder.count("tuned", 128, 64, 32, {**SMALL, "FAST": 1})
+    slow = ladder.count("tuned", 128, 64, 32, {**SMALL, "FAST": 0})
+    for name in ("global_load_requests", "global_load_sectors", "global_load_bytes_requested",
+                 "shared_load_instructions", "shared_store_instructions"):
+        assert getattr(fast, name) == getattr(slow, name) > 0, name
 
 
 def test_split_k_grid_and_chunks():
@@ -154,6 +186,8 @@ def test_formulas_by_hand():
     ({"MINB": 2}, "would spill"),
     ({"SPLITK": 0}, "at least 1"),
     ({"ASYNC": 3}, "ASYNC is 0, 1"),
+    ({"FAST": 2}, "FAST=2: a switch"),
+    ({"PINGPONG": 1, "ASYNC": 1}, "set ASYNC=0"),
     ({"ASYNC": 1, "STAGES": 3}, "STAGES is 2 unless ASYNC=2"),
     ({"ASYNC": 2, "STAGES": 3}, "48 KiB"),        # 3 x 12 x (132 + 256) floats: 55,872 B
 ])

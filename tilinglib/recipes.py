@@ -482,7 +482,7 @@ WARPTILE_DB = Recipe(
           "stored into a second shared buffer (lesson 06's pipelining); the ladder's best")
 
 _TUNED_DEFAULTS = {**_WARPTILE_DB_DEFAULTS, "SWIZZLE": 0, "FRAGDB": 1, "SPLITK": 1, "GSWZ": 1,
-                   "MINB": 1, "ASYNC": 0, "STAGES": 2}
+                   "MINB": 1, "FAST": 0, "PINGPONG": 0, "ASYNC": 0, "STAGES": 2}
 _SWIZZLE_BK = (4, 8, 16, 32)
 
 
@@ -496,12 +496,15 @@ def _tuned_rules(p: dict) -> str | None:
     why = _warptile_rules(p)
     if why:
         return why
-    for k in ("SWIZZLE", "FRAGDB"):
+    for k in ("SWIZZLE", "FRAGDB", "FAST", "PINGPONG"):
         if p[k] not in (0, 1):
             return f"{k}={p[k]}: a switch, 0 (off) or 1 (on)"
     if p["ASYNC"] not in (0, 1, 2) or p["STAGES"] < 2 or (p["ASYNC"] < 2 and p["STAGES"] != 2):
         return (f"ASYNC={p['ASYNC']}, STAGES={p['STAGES']}: ASYNC is 0, 1 (B by cp.async) or 2 "
                 f"(A and B), and STAGES is 2 unless ASYNC=2 (then 2 or more)")
+    if p["PINGPONG"] and p["ASYNC"]:
+        return (f"PINGPONG=1 with ASYNC={p['ASYNC']}: the two-tile loop is the register-staged "
+                f"one's; set ASYNC=0")
     if p["SWIZZLE"]:
         if p["APAD"]:
             return (f"APAD={p['APAD']} with SWIZZLE=1: the swizzled A tile has no padding "
@@ -532,12 +535,14 @@ TUNED = Recipe(
     _shared_bytes=lambda p: p["STAGES"] * p["BK"] * ((p["BM"] if p["SWIZZLE"] else
                                                        p["BM"] + p["APAD"]) + p["BN"]) * FLOAT,
     _registers_estimate=_tuned_registers,
-    _rules=_tuned_rules, may_be_zero=("APAD", "SWIZZLE", "FRAGDB", "ASYNC"), joint=(WARP_LAYOUT,),
+    _rules=_tuned_rules, may_be_zero=("APAD", "SWIZZLE", "FRAGDB", "FAST", "PINGPONG", "ASYNC"), joint=(WARP_LAYOUT,),
     shared_load_width=16,
     _adds_into_c=lambda p: p["SPLITK"] > 1,
     notes="sgemm_warptile_db plus register double buffering of the fragments (FRAGDB), an "
           "XOR-swizzled unpadded A tile (SWIZZLE), split-K over blockIdx.z with atomicAdd "
-          "(SPLITK), grouped block order (GSWZ) and __launch_bounds__(threads, MINB)")
+          "(SPLITK), grouped block order (GSWZ), __launch_bounds__(threads, MINB) and "
+          "edge tests skipped by blocks inside the matrices (FAST), the tile loop unrolled by two "
+          "on constant buffers (PINGPONG)")
 
 
 

@@ -25,6 +25,13 @@
 //           of B in the L2 cache. GSWZ=1 is the plain row-major order.
 // MINB=b    __launch_bounds__(threads, b): ptxas keeps registers per thread within
 //           65,536 / (b x threads), so that b blocks fit on an SM (it spills if it must).
+// FAST=1    blocks whose tile lies inside A, B and C (and row lengths multiples of 4) fetch
+//           every full K tile without the edge tests: one 16-byte load per float4, no
+//           compare, branch or zero fill (a block-uniform test per tile picks the path; the
+//           edge blocks and a chunk's last, partial tile take the tested path above).
+// PINGPONG=1 the tile loop unrolled by two, one tile on each shared buffer: the buffer of
+//           each half is a constant, and so are the shared addresses of its loads and
+//           stores (no per-tile address arithmetic); twice the loop's code.
 // ASYNC=1   the B tile copied global -> shared by cp.async (__pipeline_memcpy_async, 16 bytes
 //           a copy), without passing through registers; A as above (through registers, to
 //           be transposed).
@@ -80,6 +87,12 @@
 #ifndef MINB
 #define MINB 1
 #endif
+#ifndef FAST
+#define FAST 0
+#endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
 #ifndef ASYNC
 #define ASYNC 0
 #endif
@@ -108,6 +121,12 @@
 #endif
 #if SPLITK < 1 || GSWZ < 1 || MINB < 1
 #error "sgemm_tuned: SPLITK, GSWZ and MINB must be at least 1"
+#endif
+#if (FAST != 0 && FAST != 1) || (PINGPONG != 0 && PINGPONG != 1)
+#error "sgemm_tuned: FAST and PINGPONG are switches, 0 or 1"
+#endif
+#if PINGPONG && ASYNC
+#error "sgemm_tuned: PINGPONG=1 is for ASYNC=0 (the register-staged tiles)"
 #endif
 #if ASYNC < 0 || ASYNC > 2 || STAGES < 2 || (ASYNC < 2 && STAGES != 2)
 #error "sgemm_tuned: ASYNC is 0, 1 or 2; STAGES is 2 unless ASYNC=2 (then 2 or more)"
@@ -203,6 +222,8 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
     const int laneCol = (lane % (WSUBN / TN)) * TN;
     const bool vecA = K % 4 == 0;
     const bool vecB = N % 4 == 0;
+    // The whole tile inside A, B and C, rows of whole float4s: FETCH may skip the edge tests.
+    const bool inside = FAST && vecA && vecB && rowBase + BM <= M && colBase + BN <= N;
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
     float acc[RM][RN];
@@ -221,8 +242,28 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
 #endif
 
     // Fetch the tile that starts at column k0 of A and row k0 of B into ra, rb (0 past the
-    // edges; a chunk ends on a tile boundary or at K, so K is the only edge).
-#define FETCH(k0) FETCH_A(k0) FETCH_B(k0)
+    // edges; a chunk ends on a tile boundary or at K, so K is the only edge). With FAST, a
+    // tile of an inside block that ends before kEnd is fetched without the tests.
+#define FETCH(k0)                                                                 \
+    if (inside && (k0) + BK <= kEnd) {                                            \
+        FETCH_A_INSIDE(k0) FETCH_B_INSIDE(k0)                                     \
+    } else {                                                                      \
+        FETCH_A(k0) FETCH_B(k0)                                                   \
+    }
+#define FETCH_A_INSIDE(k0)                                                        \
+    _Pragma("unroll")                                                             \
+    for (int r = 0; r < A_LOADS; ++r) {                                           \
+        int i = tid + r * NTHREADS;                                               \
+        if (i < BM * BK / 4)                                                      \
+            ra[r] = *(const float4*)&A[(rowBase + i / (BK / 4)) * K + (k0) + (i % (BK / 4)) * 4]; \
+    }
+#define FETCH_B_INSIDE(k0)                                                        \
+    _Pragma("unroll")                                                             \
+    for (int r = 0; r < B_LOADS; ++r) {                                           \
+        int i = tid + r * NTHREADS;                                               \
+        if (i < BK * BN / 4)                                                      \
+            rb[r] = *(const float4*)&B[((k0) + i / (BN / 4)) * N + colBase + (i % (BN / 4)) * 4]; \
+    }
 #define FETCH_A(k0)                                                               \
     _Pragma("unroll")                                                             \
     for (int r = 0; r < A_LOADS; ++r) {                                           \
@@ -349,19 +390,35 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
     STASH(0)
     __syncthreads();
 
+    // One tile: fetch the next into registers, the FMAs on buffer `cur`, then the fetched
+    // tile into buffer `nxt` for the next step.
+#define TILE_STEP(k0, cur, nxt)                                                   \
+    {                                                                             \
+        const bool more = (k0) + BK < kEnd;                                       \
+        if (more) {                                                               \
+            FETCH((k0) + BK)      /* issued now, used after the FMAs below */     \
+        }                                                                         \
+        TILE_FMAS(cur)                                                            \
+        if (more) {                                                               \
+            STASH(nxt)                                                            \
+        }                                                                         \
+        __syncthreads();                                                          \
+    }
+#if PINGPONG
+    // Two tiles an iteration: buffers 0 and 1 are constants, so are their shared addresses.
+    for (int k0 = kBegin; k0 < kEnd; k0 += 2 * BK) {
+        TILE_STEP(k0, 0, 1)
+        if (k0 + BK >= kEnd)
+            break;
+        TILE_STEP(k0 + BK, 1, 0)
+    }
+#else
     int buf = 0;
     for (int k0 = kBegin; k0 < kEnd; k0 += BK) {
-        const bool more = k0 + BK < kEnd;
-        if (more) {
-            FETCH(k0 + BK)      // issued now, used after the FMAs below
-        }
-        TILE_FMAS(buf)
-        if (more) {
-            STASH(buf ^ 1)
-        }
-        __syncthreads();
+        TILE_STEP(k0, buf, buf ^ 1)
         buf ^= 1;
     }
+#endif
 #elif ASYNC == 1
     // A through registers as above; B copied by cp.async straight into the other buffer.
     FETCH_A(kBegin)

@@ -1,0 +1,211 @@
+"""Variants of the tuned kernel (tilinglib/kernels/sgemm_tuned.cu) beside cuBLAS, on one GPU.
+
+    python3 bench/tuned_variants.py                       # every variant of VARIANTS, timed
+    python3 bench/tuned_variants.py --only base,fast      # some of them
+    python3 bench/tuned_variants.py --sass                # + SASS opcode counts of each
+    python3 bench/tuned_variants.py --list                # no GPU: the variants and -D options
+    ncu --clock-control none -k regex:"sgemm|gemm" --section ... \\
+        python3 bench/tuned_variants.py --profile --only base --sizes 4096   # one launch each
+
+Each variant is the kernel's default shape (`tilinglib.ladder.TUNED`'s defaults) with some
+switches changed; ``base`` is the course's choice at N = 4096. For each: nvcc for the GPU's architecture as
+PyCUDA's SourceModule compiles it (ptxas's registers and spills kept); C checked against a
+float64 product (CuPy) at 1000 x 1003 x 999 and at every size; then, per size, `--rounds`
+rounds, each timing cuBLAS (CuPy's ``A @ B``) and then every variant (the median of
+`--repeat` batches of back-to-back launches, as bench/ladder_sizes.py times), so that each
+variant is compared with cuBLAS timed minutes, not hours, apart. Printed per variant: the
+median over the rounds in GFLOP/s, % of the median cuBLAS, registers, spills, static shared
+bytes, the two errors and each round's figure. ``--sass`` adds, per variant, the count of
+each SASS opcode class in the kernel (cuobjdump), the static instruction mix; ``--json``
+writes everything.
+
+Needs on the GPU: PyCUDA, CuPy, nvcc (and cuobjdump for --sass), and this repository on
+PYTHONPATH (``.gpu/setup.sh``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from tilinglib import kernels, ladder, tile_choice  # noqa: E402
+from tilinglib.devtools import bench  # noqa: E402
+
+ODD = (1000, 1003, 999)
+
+#: name -> the switches changed from the tuned kernel's defaults (`ladder.TUNED.resolve`).
+VARIANTS: dict[str, dict] = {
+    "base": {"GSWZ": 4},                     # the course's choice at N = 4096 (run 1 of the data)
+    "gswz1": {},
+    "bk16_swizzle": {"BK": 16, "APAD": 0, "SWIZZLE": 1, "GSWZ": 4},
+    "bk8": {"BK": 8, "GSWZ": 4},
+    "fast": {"GSWZ": 4, "FAST": 1},
+    "fast_gswz8": {"GSWZ": 8, "FAST": 1},
+    "fast_bk16_swizzle": {"BK": 16, "APAD": 0, "SWIZZLE": 1, "GSWZ": 4, "FAST": 1},
+    "fast_bk8": {"BK": 8, "GSWZ": 4, "FAST": 1},
+    "fast_bk8_swizzle": {"BK": 8, "APAD": 0, "SWIZZLE": 1, "GSWZ": 4, "FAST": 1},
+    "pingpong": {"GSWZ": 4, "PINGPONG": 1},
+    "fast_pingpong": {"GSWZ": 4, "FAST": 1, "PINGPONG": 1},
+    "fast_pingpong_bk16_swizzle": {"BK": 16, "APAD": 0, "SWIZZLE": 1, "GSWZ": 4, "FAST": 1,
+                                   "PINGPONG": 1},
+}
+
+
+def resolved(name: str) -> dict:
+    """The variant's full parameters; raises KeyError for an unknown name, ArgumentError for a
+    parameter the tuned recipe lacks."""
+    return ladder.TUNED.resolve(VARIANTS[name])
+
+
+def sass_mix(cubin: bytes) -> dict[str, int]:
+    """{opcode without modifiers: count} of the SASS in `cubin` (cuobjdump -sass); empty
+    when cuobjdump is missing."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "k.cubin")
+        Path(path).write_bytes(cubin)
+        try:
+            text = subprocess.run(["cuobjdump", "-sass", path], capture_output=True,
+                                  text=True, timeout=120).stdout
+        except OSError:
+            return {}
+    ops = collections.Counter()
+    for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[\w.]+)?",
+                         text):
+        op, mods = m.group(1), m.group(2) or ""
+        width = re.search(r"\.(64|128)\b", mods)
+        ops[op + (f".{width.group(1)}" if width and op in ("LDS", "LDG", "STS", "STG")
+                  else "")] += 1
+    return dict(ops.most_common())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default="", help="comma-separated variant names (default: all)")
+    ap.add_argument("--sizes", default="4096", help="comma-separated square sizes N")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--sass", action="store_true", help="count each variant's SASS opcodes")
+    ap.add_argument("--profile", action="store_true",
+                    help="launch each variant and cuBLAS once per size, untimed (run under ncu)")
+    ap.add_argument("--list", action="store_true", help="list the variants (no GPU)")
+    ap.add_argument("--json", default=None, help="write the results to this file")
+    args = ap.parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or list(VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    params = {n: resolved(n) for n in names}
+    for n in names:
+        why = ladder.TUNED.valid(params[n])
+        if why:
+            ap.error(f"variant {n}: {why}")
+    if args.list:
+        for n in names:
+            print(f"{n:<16} {' '.join(ladder.TUNED.defines(params[n]))}")
+        return 0
+
+    from ladder_sizes import _Gpu, _launcher  # noqa: E402  (the GPU run's helpers)
+
+    gpu = _Gpu()
+    cp = gpu.cp
+    t0 = time.time()
+    source = kernels.load(ladder.TUNED.kernel)
+    out: dict = {"device": gpu.dev.name(), "arch": gpu.arch, "variants": {}, "sizes": {}}
+    functions = {}
+    for n in names:
+        cubin, report = bench.compile_cubin(source, ladder.TUNED.defines(params[n]), gpu.arch)
+        if cubin is None:
+            print(f"!! {n}: compile error {report.get('error', '')[-600:]}")
+            return 1
+        f = gpu.drv.module_from_buffer(cubin).get_function(ladder.TUNED.function)
+        f.prepare("iiiPPP")
+        functions[n] = f
+        out["variants"][n] = {"changed": VARIANTS[n], "params": params[n],
+                              "registers": int(f.num_regs), "spill": [report["spill_stores"],
+                                                                      report["spill_loads"]],
+                              "static_shared_bytes": int(f.shared_size_bytes)}
+        if args.sass:
+            out["variants"][n]["sass"] = sass_mix(cubin)
+    print(f"{gpu.dev.name()} {gpu.arch}: compiled {len(names)} in {time.time() - t0:.0f} s")
+
+    Ao, Bo, refo, scaleo = gpu.inputs(*ODD, seed=7)
+    for n in names if not args.profile else ():
+        C = cp.zeros(ODD[:2], dtype=cp.float32)
+        _launcher(gpu, functions[n], ladder.TUNED, params[n], *ODD, Ao, Bo, C)()
+        out["variants"][n]["odd_error"] = gpu.error(C, refo, scaleo)
+    del Ao, Bo, refo
+
+    for N in sizes:
+        A, B, ref, scale = gpu.inputs(N, N, N, seed=3 * N)
+        C = cp.zeros((N, N), dtype=cp.float32)
+        cout = cp.empty((N, N), dtype=cp.float32)
+        go = {n: _launcher(gpu, functions[n], ladder.TUNED, params[n], N, N, N, A, B, C)
+              for n in names}
+        if args.profile:
+            cp.matmul(A, B, out=cout)
+            for n in names:
+                go[n]()
+            cp.cuda.Device().synchronize()
+            continue
+        errors = {}
+        for n in names:
+            C.fill(cp.nan)
+            go[n]()
+            cp.cuda.Device().synchronize()
+            errors[n] = gpu.error(C, ref, scale)
+        flops = 2.0 * N ** 3
+        rounds = {n: [] for n in ["cuBLAS"] + names}
+        for _ in range(args.rounds):
+            ms = np.median(gpu.time_batches(lambda: cp.matmul(A, B, out=cout), args.warmup,
+                                            args.repeat))
+            rounds["cuBLAS"].append(flops / ms / 1e6)
+            for n in names:
+                ms = np.median(gpu.time_batches(go[n], args.warmup, args.repeat))
+                rounds[n].append(flops / ms / 1e6)
+        cub = float(np.median(rounds["cuBLAS"]))
+        print(f"\nN={N}: cuBLAS {cub:,.0f} GFLOP/s (rounds {[round(x) for x in rounds['cuBLAS']]})")
+        print(f"  {'variant':<16} {'GFLOP/s':>8} {'%cuBLAS':>8} {'regs':>5} {'spill':>7} "
+              f"{'smem':>6}  err(odd, N)")
+        out["sizes"][N] = {"cublas_gflops": cub, "rounds": rounds, "errors": errors}
+        for n in names:
+            v = out["variants"][n]
+            g = float(np.median(rounds[n]))
+            ok = max(v["odd_error"], errors[n]) < tile_choice.MAX_RELATIVE_ERROR
+            print(f"  {n:<16} {g:>8,.0f} {100 * g / cub:>7.1f}% {v['registers']:>5} "
+                  f"{v['spill'][0]:>3}/{v['spill'][1]:<3} {v['static_shared_bytes']:>6}  "
+                  f"{v['odd_error']:.1e} {errors[n]:.1e} {'ok' if ok else 'WRONG'}  "
+                  f"{[round(x) for x in rounds[n]]}")
+        del A, B, ref, C, cout
+        cp.get_default_memory_pool().free_all_blocks()
+    if args.sass:
+        print("\nSASS opcodes (static counts):")
+        for n in names:
+            mix = out["variants"][n]["sass"]
+            print(f"  {n:<16} total {sum(mix.values()):>6}  " +
+                  " ".join(f"{k}={v}" for k, v in list(mix.items())[:16]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str) + "\n",
+                                   encoding="utf-8")
+    print(f"\ntotal {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
