@@ -4,8 +4,8 @@
     python3 bench/tuned_variants.py --only base,fast      # some of them
     python3 bench/tuned_variants.py --sass                # + SASS opcode counts of each
     python3 bench/tuned_variants.py --list                # no GPU: the variants and -D options
-    ncu --clock-control none -k regex:"sgemm|gemm" --section ... \\
-        python3 bench/tuned_variants.py --profile --only base --sizes 4096   # one launch each
+    python3 bench/tuned_variants.py --ncu FILE --only base,fast   # Nsight Compute's issue and
+                                                  # stall figures of each and of cuBLAS
 
 Each variant is the kernel's default shape (`tilinglib.ladder.TUNED`'s defaults) with some
 switches changed; ``base`` is the course's choice at N = 4096. For each: nvcc for the GPU's architecture as
@@ -18,6 +18,12 @@ median over the rounds in GFLOP/s, % of the median cuBLAS, registers, spills, st
 bytes, the two errors and each round's figure. ``--sass`` adds, per variant, the count of
 each SASS opcode class in the kernel (cuobjdump), the static instruction mix; ``--json``
 writes everything.
+
+``--ncu FILE`` instead runs this script under ``ncu --clock-control none`` (``--profile``: one
+launch of each variant and of cuBLAS per size, untimed) with the WarpStateStats,
+SchedulerStats, InstructionStats and LaunchStats sections and a few raw metrics (`NCU_METRICS`),
+and writes, per kernel, every metric Nsight Compute printed (display name -> value, unit) to
+FILE as JSON: what the course's data keep of where the issue slots go.
 
 Needs on the GPU: PyCUDA, CuPy, nvcc (and cuobjdump for --sass), and this repository on
 PYTHONPATH (``.gpu/setup.sh``).
@@ -71,6 +77,77 @@ def resolved(name: str) -> dict:
     return ladder.TUNED.resolve(VARIANTS[name])
 
 
+#: Raw Nsight Compute metrics read with the sections (names as ncu spells them).
+NCU_METRICS = ("sm__cycles_elapsed.avg.per_second", "smsp__inst_executed.sum",
+               "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+               "smsp__issue_active.avg.pct_of_peak_sustained_active",
+               "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+               "gpu__time_duration.sum")
+NCU_SECTIONS = ("WarpStateStats", "SchedulerStats", "InstructionStats", "LaunchStats")
+
+
+def parse_ncu_details(text: str) -> dict[str, dict]:
+    """{kernel name: {metric name: [value, unit]}} from ``ncu --csv --page details`` output
+    (values as floats where they read as numbers, commas removed); a kernel launched more
+    than once keeps its last launch."""
+    import csv
+    import io
+
+    start = text.find('"ID"')
+    out: dict[str, dict] = {}
+    last_id: dict[str, str] = {}
+    if start < 0:
+        return out
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        name, metric = row.get("Kernel Name"), row.get("Metric Name")
+        if not name or not metric:
+            continue
+        value = row.get("Metric Value") or ""
+        try:
+            value = float(value.replace(",", ""))
+        except ValueError:
+            pass
+        if last_id.get(name) != row.get("ID"):           # a later launch: start again
+            last_id[name] = row.get("ID")
+            out[name] = {}
+        out[name][metric] = [value, row.get("Metric Unit") or ""]
+    return out
+
+
+def run_ncu(path: str, names: list[str], sizes: list[int]) -> int:
+    """Profile `names` and cuBLAS under ncu (module docstring) and write `path`."""
+    import shutil
+
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        print("!! ncu is not on PATH")
+        return 1
+    cmd = [ncu, "--clock-control", "none", "-k", "regex:sgemmTuned|sm80_xmma_gemm_f32",
+           "--csv", "--page", "details", "--print-details", "all",
+           "--metrics", ",".join(NCU_METRICS)]
+    for s in NCU_SECTIONS:
+        cmd += ["--section", s]
+    out = {}
+    for n in names:           # one variant a run: each kernel's figures under its own name
+        done = subprocess.run(cmd + [sys.executable, __file__, "--profile", "--only", n,
+                                     "--sizes", ",".join(map(str, sizes))],
+                              capture_output=True, text=True, timeout=600)
+        kernels_seen = parse_ncu_details(done.stdout)
+        if not kernels_seen:
+            print(f"!! ncu gave nothing for {n}: {(done.stdout + done.stderr)[-800:]}")
+            return 1
+        for k, metrics in kernels_seen.items():
+            out["sgemmTuned " + n if k == "sgemmTuned" else k] = metrics
+    doc = {"format": "tilinglib-ncu-kernels", "format_version": 1,
+           "command": "python3 bench/tuned_variants.py --ncu FILE --only " + ",".join(names) +
+                      " --sizes " + ",".join(map(str, sizes)),
+           "ncu": " ".join(cmd[1:]), "variants": {n: VARIANTS[n] for n in names},
+           "kernels": out}
+    Path(path).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {path}: {', '.join(out)}")
+    return 0
+
+
 def sass_mix(cubin: bytes) -> dict[str, int]:
     """{opcode without modifiers: count} of the SASS in `cubin` (cuobjdump -sass); empty
     when cuobjdump is missing."""
@@ -104,6 +181,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true",
                     help="launch each variant and cuBLAS once per size, untimed (run under ncu)")
     ap.add_argument("--list", action="store_true", help="list the variants (no GPU)")
+    ap.add_argument("--ncu", metavar="FILE", default=None,
+                    help="profile the variants and cuBLAS under ncu and write FILE (JSON)")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(VARIANTS)
@@ -120,6 +199,8 @@ def main(argv=None) -> int:
         for n in names:
             print(f"{n:<16} {' '.join(ladder.TUNED.defines(params[n]))}")
         return 0
+    if args.ncu:
+        return run_ncu(args.ncu, names, sizes)
 
     from ladder_sizes import _Gpu, _launcher  # noqa: E402  (the GPU run's helpers)
 
@@ -192,7 +273,7 @@ def main(argv=None) -> int:
                   f"{v['spill'][0]:>3}/{v['spill'][1]:<3} {v['static_shared_bytes']:>6}  "
                   f"{v['odd_error']:.1e} {errors[n]:.1e} {'ok' if ok else 'WRONG'}  "
                   f"{[round(x) for x in rounds[n]]}")
-        del A, B, ref, C, cout
+        A = B = ref = C = cout = None
         cp.get_default_memory_pool().free_all_blocks()
     if args.sass:
         print("\nSASS opcodes (static counts):")
