@@ -33,7 +33,9 @@ with its files written.
 
 ``--configs second`` times `tile_choice.second_sweep_configurations` instead, each at its own
 sizes (chosen from the first sweep's log); ``--configs third`` times
-`tile_choice.third_sweep_configurations` (128 x 128 tiles of 256 threads, run 2 of the data). ``--merge-into FILE`` adds the run to the runs
+`tile_choice.third_sweep_configurations` (128 x 128 tiles of 256 threads, run 2 of the data);
+``--configs fourth`` `tile_choice.fourth_sweep_configurations` (the FAST, PINGPONG and
+TAILWAVE switches at every size, run 3). ``--merge-into FILE`` adds the run to the runs
 already in FILE (`tile_choice.merge_sizes`: its rows and cuBLAS timings marked with a new run
 number, every row compared with cuBLAS of its own run) and writes the whole to `--out`
 (default: FILE itself); the summary and the course's choice are then made on all the runs.
@@ -72,7 +74,7 @@ BATCH_MS = 1.0
 MAX_BATCH = 64
 
 
-CONFIGS = ("full", "quick", "second", "third")
+CONFIGS = ("full", "quick", "second", "third", "fourth")
 
 
 def configurations(which: str = "full"):
@@ -84,6 +86,8 @@ def configurations(which: str = "full"):
         return tile_choice.second_sweep_configurations()
     if which == "third":
         return tile_choice.third_sweep_configurations()
+    if which == "fourth":
+        return tile_choice.fourth_sweep_configurations()
     if which not in CONFIGS:
         raise ValueError(f"configs={which!r}: one of {', '.join(CONFIGS)}")
     return [(n, p, tuple(tile_choice.SIZES))
@@ -413,8 +417,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="the defaults and a few tuned shapes")
     ap.add_argument("--configs", choices=CONFIGS, default=None,
                     help="which configurations: full (the default), quick (= --quick), or "
-                         "second / third (tile_choice.second_sweep_configurations / "
-                         "third_sweep_configurations, each at its sizes)")
+                         "second / third / fourth (tile_choice.second_sweep_configurations / "
+                         "third_ / fourth_sweep_configurations, each at its sizes)")
     ap.add_argument("--merge-into", metavar="FILE", default=None,
                     help="add this run to the runs in FILE (a sizes data file) and write them "
                          "all to --out (default: FILE)")

@@ -65,7 +65,13 @@ VARIANTS: dict[str, dict] = {
     "fast_bk8": {"BK": 8, "GSWZ": 4, "FAST": 1},
     "fast_bk8_swizzle": {"BK": 8, "APAD": 0, "SWIZZLE": 1, "GSWZ": 4, "FAST": 1},
     "pingpong": {"GSWZ": 4, "PINGPONG": 1},
+    "tail9": {"GSWZ": 4, "SPLITK": 9, "TAILWAVE": 132},
+    "fast_tail9": {"GSWZ": 4, "FAST": 1, "SPLITK": 9, "TAILWAVE": 132},
+    "fast_pingpong_tail9": {"GSWZ": 4, "FAST": 1, "PINGPONG": 1, "SPLITK": 9, "TAILWAVE": 132},
+    "fast_pingpong_tail4": {"GSWZ": 4, "FAST": 1, "PINGPONG": 1, "SPLITK": 4, "TAILWAVE": 132},
     "fast_pingpong": {"GSWZ": 4, "FAST": 1, "PINGPONG": 1},
+    # the course's choice at N = 4096 after run 3 of the sizes data
+    "best4096": {"BK": 16, "APAD": 0, "SWIZZLE": 1, "GSWZ": 16, "FAST": 1, "PINGPONG": 1},
     "fast_pingpong_bk16_swizzle": {"BK": 16, "APAD": 0, "SWIZZLE": 1, "GSWZ": 4, "FAST": 1,
                                    "PINGPONG": 1},
 }

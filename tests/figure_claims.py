@@ -351,6 +351,7 @@ EXEMPT = [
     E("08", r"86 tiles of 12|lower the figure by 0.8%", reason="K = 1024 in tiles of 12, derived"),
     E("08", r"from 8 to 4.5 to 1", reason="the formulas' bytes per FMA"),
     E("08", r"100 of the H200's 132 SMs", reason="132 - 32 blocks, derived"),
+    E("08", r"132 on the H200 at one block per SM", reason="the H200's SM count (device data)"),
     E("08", r"Per FMA \(2 FLOPs\)", reason="a definition"),
     E("08", r"1,024² / \(BM·BN\)|\(256 of them", reason="block counts, derived"),
     E("08", r"The 1,024 problem", reason="the size N"),

@@ -80,7 +80,12 @@ def test_split_k_one_is_warptile_db_bit_for_bit():
 # and K = 4 full tiles of 8 and a partial one; (128, 64, 32) is inside everywhere.
 FAST_SWITCHES = [{"FAST": 1}, {"FAST": 1, "FRAGDB": 0}, {"FAST": 1, "SWIZZLE": 1},
                  {"FAST": 1, "SPLITK": 3, "GSWZ": 2}, {"PINGPONG": 1},
-                 {"FAST": 1, "PINGPONG": 1, "SWIZZLE": 1}, {"PINGPONG": 1, "SPLITK": 3}]
+                 {"FAST": 1, "PINGPONG": 1, "SWIZZLE": 1}, {"PINGPONG": 1, "SPLITK": 3},
+                 # split-K past whole waves: 9 tiles of (130, 70) with waves of 4 leave 1 in
+                 # the tail; waves of 16 leave all 9 there (every tile split)
+                 {"SPLITK": 3, "TAILWAVE": 4}, {"FAST": 1, "PINGPONG": 1, "SPLITK": 2,
+                                                "TAILWAVE": 4, "GSWZ": 2},
+                 {"SPLITK": 2, "TAILWAVE": 16}]
 
 
 @pytest.mark.parametrize("switches", FAST_SWITCHES,
@@ -122,6 +127,25 @@ def test_split_k_grid_and_chunks():
     assert three.grid == (2, 1, 3)
     # each chunk loads its own K range: the same global bytes in all
     assert one.global_load_bytes_requested == three.global_load_bytes_requested
+
+
+def test_tail_split_grid_by_hand():
+    step = ladder.get("tuned")
+    # N = 4096, 128 x 256 tiles: 16 x 32 = 512 tiles; waves of 132 hold 396 of them whole,
+    # and the 116 of the tail are split 9 ways: 396 + 1,044 blocks, a 1-D grid
+    p = {"SPLITK": 9, "TAILWAVE": 132}
+    assert step.grid(4096, 4096, p) == (396 + 116 * 9,)
+    assert step.adds_into_c(p)
+    assert not ladder.one_block_represents("tuned", 4096, 4096, 4096, p)
+    # (130, 70) with SMALL's 64 x 32 tiles: 3 x 3 = 9 tiles, waves of 4 keep 8 whole
+    assert step.grid(130, 70, {**SMALL, "SPLITK": 3, "TAILWAVE": 4}) == (8 + 1 * 3,)
+    assert step.grid(130, 70, {**SMALL, "SPLITK": 2, "TAILWAVE": 16}) == (9 * 2,)
+    # the FMAs and global bytes are the unsplit launch's (each chunk loads its own K range);
+    # FMAs counted over whole tiles: 3 x 64 rows, 3 x 32 columns, 5 x 8 k (zeros past edges)
+    whole = ladder.count("tuned", 130, 70, 37, {**SMALL})
+    tail = ladder.count("tuned", 130, 70, 37, {**SMALL, "SPLITK": 3, "TAILWAVE": 4})
+    assert tail.flops == whole.flops == 2 * (3 * 64) * (3 * 32) * (5 * 8)
+    assert tail.global_load_bytes_requested == whole.global_load_bytes_requested
 
 
 def test_one_block_represents_the_unsplit_launch():
@@ -188,6 +212,8 @@ def test_formulas_by_hand():
     ({"ASYNC": 3}, "ASYNC is 0, 1"),
     ({"FAST": 2}, "FAST=2: a switch"),
     ({"PINGPONG": 1, "ASYNC": 1}, "set ASYNC=0"),
+    ({"TAILWAVE": 132}, "set SPLITK to 2 or more"),
+    ({"TAILWAVE": -1, "SPLITK": 2}, "TAILWAVE, ASYNC: at least 0"),
     ({"ASYNC": 1, "STAGES": 3}, "STAGES is 2 unless ASYNC=2"),
     ({"ASYNC": 2, "STAGES": 3}, "48 KiB"),        # 3 x 12 x (132 + 256) floats: 55,872 B
 ])

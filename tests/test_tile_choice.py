@@ -308,6 +308,20 @@ def test_a_merged_run_is_compared_with_its_own_cublas(tmp_path):
         tc.merge_sizes({"format": "tilinglib-reference"}, second)
 
 
+def test_run_3_of_the_h200_data_is_the_fourth_sweep():
+    # run 3 is `bench/ladder_sizes.py --configs fourth`: exactly the (configuration, size)
+    # pairs of fourth_sweep_configurations, each timed once and correct
+    data = tc.load_sizes()
+    run3 = [r for r in data.rows if tc.run_of(r) == 3]
+    pairs = sorted((json.dumps(ladder.TUNED.resolve(r["params"]), sort_keys=True), (r["M"], r["N"], r["K"]))
+                   for r in run3)
+    wanted = sorted((json.dumps(p, sort_keys=True), s) for _, p, sizes in
+                    tc.fourth_sweep_configurations() for s in sizes)
+    assert pairs == wanted
+    assert [r["command"] for r in data.runs if r["run"] == 3] == ["python3 bench/ladder_sizes.py --configs fourth"]
+    assert all(r["correct"] for r in run3)
+
+
 def test_run_2_of_the_h200_data_is_the_third_sweep():
     tile_choice = tc
     # The data's run 2 is `bench/ladder_sizes.py --configs third`: exactly the (configuration,

@@ -191,11 +191,12 @@ def one_block_represents(step: Step | str, M: int, N: int, K: int,
       barriers, FLOPs) is the same per block whatever the addresses.
 
     With one block there is nothing to gain, and False is returned; so it is with split-K
-    (``tuned`` at SPLITK > 1), whose blocks take different K chunks, the last one shorter.
+    (``tuned`` at SPLITK > 1), whose blocks take different K chunks, the last one shorter
+    (with TAILWAVE, a 1-D grid of whole tiles and chunks).
     `tests/test_ladder.py` checks the equality against full runs for every step."""
     s, p = _checked(step, M, N, K, params)
     grid = s.grid(M, N, p)
-    if len(grid) > 2 or grid[0] * grid[1] < 2:
+    if len(grid) != 2 or grid[0] * grid[1] < 2:
         return False
     bm, bn = (p["TILE"], p["TILE"]) if s.square_only else (p["BM"], p["BN"])
     if M % bm or N % bn:

@@ -165,7 +165,8 @@ class Recipe:
              ) -> tuple[int, ...]:
         """The grid for an M x N result: (ceil(N / block tile width), ceil(M / height)), and
         for a recipe that splits K among blocks (``tuned`` with SPLITK > 1) a third entry, the
-        number of K chunks. `K` (default N) matters to no course kernel's grid so far."""
+        number of K chunks; ``tuned`` with TAILWAVE: one entry, the whole tiles and the tail's
+        chunks (sgemm_tuned.cu's launch comment). `K` (default N) matters to no course kernel's grid so far."""
         return tuple(self._grid(int(M), int(N), int(N if K is None else K),
                                 self.resolve(params)))
 
@@ -482,7 +483,8 @@ WARPTILE_DB = Recipe(
           "stored into a second shared buffer (lesson 06's pipelining); the ladder's best")
 
 _TUNED_DEFAULTS = {**_WARPTILE_DB_DEFAULTS, "SWIZZLE": 0, "FRAGDB": 1, "SPLITK": 1, "GSWZ": 1,
-                   "MINB": 1, "FAST": 0, "PINGPONG": 0, "ASYNC": 0, "STAGES": 2}
+                   "MINB": 1, "FAST": 0, "PINGPONG": 0, "TAILWAVE": 0, "ASYNC": 0,
+                   "STAGES": 2}
 _SWIZZLE_BK = (4, 8, 16, 32)
 
 
@@ -502,6 +504,10 @@ def _tuned_rules(p: dict) -> str | None:
     if p["ASYNC"] not in (0, 1, 2) or p["STAGES"] < 2 or (p["ASYNC"] < 2 and p["STAGES"] != 2):
         return (f"ASYNC={p['ASYNC']}, STAGES={p['STAGES']}: ASYNC is 0, 1 (B by cp.async) or 2 "
                 f"(A and B), and STAGES is 2 unless ASYNC=2 (then 2 or more)")
+    if p["TAILWAVE"] and p["SPLITK"] < 2:
+        return (f"TAILWAVE={p['TAILWAVE']} with SPLITK={p['SPLITK']}: TAILWAVE is 0 (off) or "
+                f"the blocks of one wave (SMs x blocks per SM), and it splits the tail's tiles "
+                f"SPLITK ways: set SPLITK to 2 or more")
     if p["PINGPONG"] and p["ASYNC"]:
         return (f"PINGPONG=1 with ASYNC={p['ASYNC']}: the two-tile loop is the register-staged "
                 f"one's; set ASYNC=0")
@@ -524,25 +530,33 @@ def _tuned_rules(p: dict) -> str | None:
     return None
 
 
+def _tuned_grid(M: int, N: int, K: int, p: dict) -> tuple:
+    across, down = ceil_div(N, p["BN"]), ceil_div(M, p["BM"])
+    if p["TAILWAVE"]:
+        tiles = across * down
+        whole = tiles // p["TAILWAVE"] * p["TAILWAVE"]
+        return (whole + (tiles - whole) * p["SPLITK"],)
+    return (across, down) if p["SPLITK"] == 1 else (across, down, p["SPLITK"])
+
+
 TUNED = Recipe(
     name="tuned", title="tuned: fragment double buffering, swizzle, split-K, launch bounds",
     kernel="sgemm_tuned", function="sgemmTuned", defaults=_TUNED_DEFAULTS, lesson=8,
     _block=lambda p: (_warptile_threads(p), 1, 1),
-    _grid=lambda M, N, K, p: ((ceil_div(N, p["BN"]), ceil_div(M, p["BM"])) if p["SPLITK"] == 1 else
-                           (ceil_div(N, p["BN"]), ceil_div(M, p["BM"]), p["SPLITK"])),
+    _grid=_tuned_grid,
     _global_bytes_per_fma=lambda p: FLOAT * (p["BM"] + p["BN"]) / (p["BM"] * p["BN"]),
     _shared_bytes_per_fma=lambda p: FLOAT * sum(_rm_rn(p)) / (_rm_rn(p)[0] * _rm_rn(p)[1]),
     _shared_bytes=lambda p: p["STAGES"] * p["BK"] * ((p["BM"] if p["SWIZZLE"] else
                                                        p["BM"] + p["APAD"]) + p["BN"]) * FLOAT,
     _registers_estimate=_tuned_registers,
-    _rules=_tuned_rules, may_be_zero=("APAD", "SWIZZLE", "FRAGDB", "FAST", "PINGPONG", "ASYNC"), joint=(WARP_LAYOUT,),
+    _rules=_tuned_rules, may_be_zero=("APAD", "SWIZZLE", "FRAGDB", "FAST", "PINGPONG", "TAILWAVE", "ASYNC"), joint=(WARP_LAYOUT,),
     shared_load_width=16,
     _adds_into_c=lambda p: p["SPLITK"] > 1,
     notes="sgemm_warptile_db plus register double buffering of the fragments (FRAGDB), an "
           "XOR-swizzled unpadded A tile (SWIZZLE), split-K over blockIdx.z with atomicAdd "
           "(SPLITK), grouped block order (GSWZ), __launch_bounds__(threads, MINB) and "
           "edge tests skipped by blocks inside the matrices (FAST), the tile loop unrolled by two "
-          "on constant buffers (PINGPONG)")
+          "on constant buffers (PINGPONG), split-K for the last wave's tiles only (TAILWAVE)")
 
 
 

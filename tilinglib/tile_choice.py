@@ -54,6 +54,7 @@ from .gpu import ceil_div
 
 __all__ = ["Waves", "waves", "registers", "blocks_per_sm", "shape_label", "SIZES", "SMS",
            "sweep_configurations", "second_sweep_configurations", "third_sweep_configurations",
+           "fourth_sweep_configurations", "IssueProfile", "load_issue_profiles", "NCU_FILE",
            "SMALL_SIZES",
            "LARGE_SIZES",
            "SizesData", "load_sizes", "merge_sizes", "run_of", "model_gflops", "Choice",
@@ -67,6 +68,7 @@ SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192
          (1500, 2500, 3000))
 DATA_FILE = "ladder_sizes_h200.json"
 MAX_RELATIVE_ERROR = 1e-4      # a row is correct when both its errors are under this
+NCU_FILE = "tuned_ncu_h200.json"   # Nsight Compute's issue figures (bench/tuned_variants.py --ncu)
 
 
 @dataclass(frozen=True)
@@ -94,19 +96,40 @@ class Waves:
                 f"with {self.tail_blocks:,}; {100 * self.efficiency:.0f}% of the slots busy")
 
 
-def waves(M: int, N: int, tile, blocks_per_sm: int, sms: int = SMS, splitk: int = 1) -> Waves:
+def waves(M: int, N: int, tile, blocks_per_sm: int, sms: int = SMS, splitk: int = 1,
+          tailwave: int = 0) -> Waves:
     """The waves of a launch that cuts an M x N result into `tile` = (BM, BN) blocks, times
     `splitk` K chunks, on `sms` SMs each holding `blocks_per_sm` blocks.
 
-    Blocks: ceil(M / BM) x ceil(N / BN) x splitk. Raises ArgumentError for sizes, tiles or
-    counts below 1."""
+    Blocks: ceil(M / BM) x ceil(N / BN) x splitk. With `tailwave` = w (the tuned kernel's
+    TAILWAVE) only the tiles past the last whole multiple W of w are split: W + (T - W) x
+    splitk blocks for T tiles, of unequal work; `waves` counts W / per_wave waves of whole
+    tiles and then the waves of chunks, and `efficiency` is weighted by work: T tiles over
+    per_wave x (W / per_wave + waves of chunks / splitk) tile-times (for a uniform split it is
+    blocks / (waves x per_wave), as without `tailwave`). Raises ArgumentError for sizes,
+    tiles or counts below 1 (`tailwave` below 0)."""
     BM, BN = (int(v) for v in tile)
     for what, v in (("M", M), ("N", N), ("BM", BM), ("BN", BN), ("blocks_per_sm", blocks_per_sm),
-                    ("sms", sms), ("splitk", splitk)):
+                    ("sms", sms), ("splitk", splitk), ("tailwave", tailwave + 1)):
         if isinstance(v, bool) or int(v) != v or v < 1:
-            raise ArgumentError(f"{what}={v!r}: must be a whole number >= 1")
-    blocks = ceil_div(int(M), BM) * ceil_div(int(N), BN) * int(splitk)
+            raise ArgumentError(f"{what}={v!r}: must be a whole number >= 1"
+                                if what != "tailwave" else
+                                f"tailwave={tailwave!r}: must be a whole number >= 0")
+    tiles = ceil_div(int(M), BM) * ceil_div(int(N), BN)
     per_wave = int(sms) * int(blocks_per_sm)
+    if tailwave:
+        whole = tiles // int(tailwave) * int(tailwave)
+        chunks = (tiles - whole) * int(splitk)
+        whole_waves, chunk_waves = ceil_div(whole, per_wave), ceil_div(chunks, per_wave)
+        n = whole_waves + chunk_waves
+        last = chunks if chunks else whole
+        tail = last - (ceil_div(last, per_wave) - 1) * per_wave
+        time = whole_waves + chunk_waves / int(splitk)
+        return Waves(blocks=whole + chunks, blocks_per_sm=int(blocks_per_sm), sms=int(sms),
+                     per_wave=per_wave, waves=n, tail_blocks=tail,
+                     efficiency=tiles / (per_wave * time),
+                     busy_sms_last_wave=min(tail, int(sms)))
+    blocks = tiles * int(splitk)
     n = ceil_div(blocks, per_wave)
     tail = blocks - (n - 1) * per_wave
     return Waves(blocks=blocks, blocks_per_sm=int(blocks_per_sm), sms=int(sms),
@@ -386,6 +409,47 @@ def third_sweep_configurations() -> list[tuple[str, dict, tuple]]:
     return configs
 
 
+def fourth_sweep_configurations() -> list[tuple[str, dict, tuple]]:
+    """[(step name, resolved params, sizes)]: what ``bench/ladder_sizes.py --configs fourth``
+    times (run 3 of the H200's sizes data), each configuration `valid`.
+
+    The question of that run: what do the tuned kernel's FAST (inside blocks fetch without
+    edge tests), PINGPONG (two tiles a loop iteration, constant shared addresses) and
+    TAILWAVE (split-K for the last wave's tiles only) switches buy at each size, alone and
+    together, at the shapes that won runs 0 to 2 and with BK = 16 swizzled (whose extra
+    instructions per tile FAST removes)? At every size of `SIZES`: the 128 x 256 tile
+    (BK 12 padded and BK 16 swizzled) with FAST, PINGPONG, both, GSWZ 1, 4 and 16, and the
+    tail split 3 and 9 ways past waves of 132 (one block per SM on 132 SMs); at N = 1024 also
+    run 2's 128 x 128 winner with the switches and split-K 2 to 4. Each switch alone at the
+    kernel's default shape at N = 4096 (lesson 08's table of what each bought)."""
+    configs: list[tuple[str, dict, tuple]] = []
+
+    def add(extra, sizes):
+        p = ladder.TUNED.resolve(extra)
+        if ladder.TUNED.valid(p) is None and all(p != q for _, q, _ in configs):
+            configs.append(("tuned", dict(p), tuple(sizes)))
+
+    s4096 = (SIZES[2],)
+    swz16 = {"BK": 16, "APAD": 0, "SWIZZLE": 1}
+    for extra in ({}, {"FAST": 1}, {"PINGPONG": 1}, {"FAST": 1, "PINGPONG": 1}):
+        add(extra, s4096)                                # the default shape, one switch at a time
+        add({**extra, **swz16}, s4096)
+    for bk in ({}, swz16):
+        for switches in ({"FAST": 1}, {"FAST": 1, "PINGPONG": 1}):
+            for g in (1, 4, 16):
+                add({**bk, **switches, "GSWZ": g}, SIZES)
+            for split in (3, 9):
+                add({**bk, **switches, "GSWZ": 4, "SPLITK": split, "TAILWAVE": 132}, SIZES)
+    small = {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "WMITER": 1, "WNITER": 2,
+             "TM": 8, "TN": 4, **swz16}
+    for switches in ({}, {"FAST": 1}, {"FAST": 1, "PINGPONG": 1}):
+        for split in (2, 3, 4):
+            add({**small, **switches, "SPLITK": split}, SIZES[:1])
+    for split in (2, 4):
+        add({**swz16, "FAST": 1, "PINGPONG": 1, "SPLITK": split}, SIZES[:1])
+    return configs
+
+
 # -- the measured data --------------------------------------------------------------------
 
 def run_of(entry: Mapping) -> int:
@@ -475,6 +539,67 @@ def _data_path(path) -> Path | None:
 def _check_format(data: Mapping, where) -> None:
     if data.get("format") != "tilinglib-ladder-sizes" or data.get("format_version") != 1:
         raise ValueError(f"{where}: not a tilinglib-ladder-sizes file of format version 1")
+
+
+@dataclass(frozen=True)
+class IssueProfile:
+    """Where one kernel's issue slots went at N = 4096 on the H200, as Nsight Compute read
+    it (``ncu --clock-control none``, one launch; `NCU_FILE`, written by
+    ``bench/tuned_variants.py --ncu``).
+
+    `kernel`: ``cuBLAS`` or the tuned variant's name (its switches in `changed`);
+    `duration_ms`: the launch under the profiler, ms; `issue_busy_pct`: percent of the
+    schedulers' cycles that issued an instruction (smsp__issue_active); `fma_pipe_pct`:
+    percent of cycles the FMA pipe was busy; `instructions`: warp instructions executed;
+    `ffma`: warp FFMA instructions executed (thread FFMAs / 32); `cycles_per_issue`: warp
+    cycles per issued instruction (2 warps per scheduler: 2.0 would issue every cycle);
+    `stalls`: {reason: cycles per issued instruction} of WarpStateStats ("Not Selected",
+    "Wait", "Dispatch Stall", ...); `registers`: per thread."""
+
+    kernel: str
+    changed: Mapping[str, int]
+    duration_ms: float
+    issue_busy_pct: float
+    fma_pipe_pct: float
+    instructions: float
+    ffma: float
+    cycles_per_issue: float
+    stalls: Mapping[str, float]
+    registers: int
+
+    @property
+    def other_per_ffma(self) -> float:
+        """Instructions that are not FFMA, per FFMA."""
+        return (self.instructions - self.ffma) / self.ffma
+
+
+def load_issue_profiles(path=None) -> dict[str, IssueProfile]:
+    """{``cuBLAS`` or a tuned variant's name: its `IssueProfile`} from `NCU_FILE` in
+    ``tilinglib/data`` (or the file at `path`); {} when there is none.
+
+    Raises ValueError for a file of another format."""
+    p = Path(path) if path is not None else Path(__file__).resolve().parent / "data" / NCU_FILE
+    if not p.is_file():
+        return {}
+    doc = json.loads(p.read_text(encoding="utf-8"))
+    if doc.get("format") != "tilinglib-ncu-kernels":
+        raise ValueError(f"{p}: not a tilinglib-ncu-kernels file")
+    out = {}
+    for label, m in doc["kernels"].items():
+        name = label.split(" ", 1)[1] if label.startswith("sgemmTuned ") else "cuBLAS"
+        v = lambda key: m[key][0]                                   # noqa: E731
+        out[name] = IssueProfile(
+            kernel=name, changed=dict(doc["variants"].get(name, {})),
+            duration_ms=v("gpu__time_duration.sum") / 1e6,
+            issue_busy_pct=v("smsp__issue_active.avg.pct_of_peak_sustained_active"),
+            fma_pipe_pct=v("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
+            instructions=v("smsp__inst_executed.sum"),
+            ffma=v("sm__sass_thread_inst_executed_op_ffma_pred_on.sum") / 32,
+            cycles_per_issue=v("Warp Cycles Per Issued Instruction"),
+            stalls={k[len("Stall "):]: val[0] for k, val in m.items()
+                    if k.startswith("Stall ") and isinstance(val[0], float)},
+            registers=int(v("Registers Per Thread")))
+    return out
 
 
 def load_sizes(path=None) -> SizesData | None:
@@ -581,7 +706,7 @@ def model_gflops(step: str, params, M: int, N: int, K: int, *, ref=None, data=No
     rate, _ = _rate_4096(step, p, ref)
     per_sm, _ = blocks_per_sm(s, p, data=data)
     split = p.get("SPLITK", 1)
-    here = waves(M, N, (p["BM"], p["BN"]), per_sm, sms, split)
+    here = waves(M, N, (p["BM"], p["BN"]), per_sm, sms, split, p.get("TAILWAVE", 0))
     at_4096 = waves(4096, 4096, (p["BM"], p["BN"]), per_sm, sms, 1)
     return rate * here.efficiency / at_4096.efficiency, here
 
@@ -613,7 +738,8 @@ def shape_label(step: str, params) -> str:
     """A short label of a configuration: ``tuned 128x256x12, warp 32x128 in 2x2, thread 8x4,
     split-K 2`` (block tile BM x BN x BK; warp tile, its WMITER x WNITER steps; thread tile
     TM x TN), then the tuned kernel's switches where they are not at their defaults
-    (``swizzled``, ``MINB=2``, ``GSWZ=8``, ``FRAGDB=0``). Each configuration swept has its
+    (``swizzled``, ``MINB=2``, ``GSWZ=8``, ``FRAGDB=0``, ``FAST``, ``PINGPONG``; with
+    TAILWAVE the split reads ``split-K 9 past waves of 132``). Each configuration swept has its
     own, of at most 80 characters in `sweep_configurations`, 85 in
     `second_sweep_configurations` (split-K, the swizzle, MINB and FRAGDB at once)."""
     p = ladder.get(step).resolve(params)
@@ -623,11 +749,14 @@ def shape_label(step: str, params) -> str:
         if (p["WMITER"], p["WNITER"]) != (1, 1):
             text += f" in {p['WMITER']}x{p['WNITER']}"
     text += f", thread {p['TM']}x{p['TN']}"
-    extras = [f"split-K {p['SPLITK']}" if p.get("SPLITK", 1) > 1 else "",
+    extras = [(f"split-K {p['SPLITK']}" + (f" past waves of {p['TAILWAVE']}"
+                                           if p.get("TAILWAVE") else ""))
+              if p.get("SPLITK", 1) > 1 else "",
               "swizzled" if p.get("SWIZZLE") else "",
               f"MINB={p['MINB']}" if p.get("MINB", 1) > 1 else "",
               f"GSWZ={p['GSWZ']}" if p.get("GSWZ", 1) > 1 else "",
-              "FRAGDB=0" if p.get("FRAGDB", 1) == 0 else ""]
+              "FRAGDB=0" if p.get("FRAGDB", 1) == 0 else "",
+              "FAST" if p.get("FAST") else "", "PINGPONG" if p.get("PINGPONG") else ""]
     return ", ".join([text] + [e for e in extras if e])
 
 
@@ -658,7 +787,7 @@ def pick_per_size(N: int, M: int | None = None, K: int | None = None, *, data=..
             p = s.resolve(best["params"])
             per_sm, _ = blocks_per_sm(s, p, best.get("registers"), data=data)
             w = waves(M, N, (p["BM"], p["BN"]), per_sm, int(data.device.get("sms", SMS)),
-                      p.get("SPLITK", 1))
+                      p.get("SPLITK", 1), p.get("TAILWAVE", 0))
             cub = data.cublas(M, N, K, run=run_of(best))
             others = {r["step"] for r in data.rows_at(M, N, K)}
             runs = {run_of(r) for r in data.rows_at(M, N, K)}

@@ -1,6 +1,8 @@
 // The tuned kernel: sgemm_warptile_db plus the last steps toward cuBLAS (lesson 08, section 8).
 // C (M x N) = A (M x K) * B (K x N), row-major, any M, N, K >= 1.
-// Launch: block ((BM / WM) * (BN / WN) * 32, 1, 1), grid (ceil(N / BN), ceil(M / BM), SPLITK).
+// Launch: block ((BM / WM) * (BN / WN) * 32, 1, 1), grid (ceil(N / BN), ceil(M / BM), SPLITK);
+// with TAILWAVE=w, a 1-D grid of W + (T - W) * SPLITK blocks, T = ceil(N / BN) * ceil(M / BM)
+// tiles and W = T rounded down to a multiple of w.
 // With SPLITK > 1 the blocks ADD into C (atomicAdd): C must hold zeros before the launch
 // (pass it as InOut of a zeroed array).
 //
@@ -20,6 +22,11 @@
 // SPLITK=s  the K range split into s chunks of whole BK tiles, one per blockIdx.z: s times
 //           the blocks for the same C, each doing 1/s of the FMAs, for sizes whose M x N grid
 //           cannot fill the GPU. The partial sums are added into C with atomicAdd.
+// TAILWAVE=w with SPLITK=s: split-K for the tail only. The tiles that fill whole waves of
+//           w blocks (w = SMs x blocks per SM: 132 on the H200 at one block per SM) run one
+//           block each over all of K and store C as usual; the T - W tiles of the last,
+//           partial wave are split s ways, so that the tail's s (T - W) blocks of 1/s of the
+//           work keep more SMs busy than T - W whole tiles would.
 // GSWZ=g    grouped block order: consecutive blocks (in launch order) walk down g block rows
 //           before moving right, so the blocks resident together share rows of A and columns
 //           of B in the L2 cache. GSWZ=1 is the plain row-major order.
@@ -93,6 +100,9 @@
 #ifndef PINGPONG
 #define PINGPONG 0
 #endif
+#ifndef TAILWAVE
+#define TAILWAVE 0
+#endif
 #ifndef ASYNC
 #define ASYNC 0
 #endif
@@ -121,6 +131,9 @@
 #endif
 #if SPLITK < 1 || GSWZ < 1 || MINB < 1
 #error "sgemm_tuned: SPLITK, GSWZ and MINB must be at least 1"
+#endif
+#if TAILWAVE < 0 || (TAILWAVE && SPLITK < 2)
+#error "sgemm_tuned: TAILWAVE is 0 (off) or the blocks of a wave, with SPLITK >= 2 (the tail's split)"
 #endif
 #if (FAST != 0 && FAST != 1) || (PINGPONG != 0 && PINGPONG != 1)
 #error "sgemm_tuned: FAST and PINGPONG are switches, 0 or 1"
@@ -193,23 +206,39 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
     __shared__ float Bs[2][BK][BN];          // Bs[buf][k][n] = B[k0 + k][colBase + n]
 #endif
 
-    // Which tile of C: grouped order (GSWZ block rows at a time), then this block's K chunk.
-#if GSWZ > 1
+    // Which tile of C (grouped order: GSWZ block rows at a time), and which K chunk of it.
+    // Without TAILWAVE the grid is (tiles across, tiles down, SPLITK): every tile split
+    // SPLITK ways. With TAILWAVE=w the grid is 1-D: the tiles that fill whole waves of w
+    // blocks take one block each (all of K), and only the tail's tiles are split.
+    const int tilesN = (N + BN - 1) / BN;
+    const int tilesM = (M + BM - 1) / BM;
+#if TAILWAVE
+    const int wholeTiles = (tilesM * tilesN / TAILWAVE) * TAILWAVE;
+    const int bid = blockIdx.x;
+    const int pid = bid < wholeTiles ? bid : wholeTiles + (bid - wholeTiles) / SPLITK;
+    const int chunks = bid < wholeTiles ? 1 : SPLITK;
+    const int chunk = bid < wholeTiles ? 0 : (bid - wholeTiles) % SPLITK;
+#else
     const int pid = blockIdx.y * gridDim.x + blockIdx.x;      // the launch order
-    const int perGroup = GSWZ * gridDim.x;
+    const int chunks = SPLITK;
+    const int chunk = blockIdx.z;
+#endif
+#if GSWZ > 1
+    const int perGroup = GSWZ * tilesN;
     const int firstRow = (pid / perGroup) * GSWZ;
-    const int groupRows = min((int)gridDim.y - firstRow, GSWZ);
+    const int groupRows = min(tilesM - firstRow, GSWZ);
     const int tileRow = firstRow + (pid % perGroup) % groupRows;
     const int tileCol = (pid % perGroup) / groupRows;
 #else
-    const int tileRow = blockIdx.y;
-    const int tileCol = blockIdx.x;
+    const int tileRow = pid / tilesN;
+    const int tileCol = pid % tilesN;
 #endif
-    const int tilesPerChunk = ((K + BK - 1) / BK + SPLITK - 1) / SPLITK;
-    const int kBegin = blockIdx.z * tilesPerChunk * BK;
+    const int tilesPerChunk = ((K + BK - 1) / BK + chunks - 1) / chunks;
+    const int kBegin = chunk * tilesPerChunk * BK;
     const int kEnd = min(K, kBegin + tilesPerChunk * BK);
     if (kBegin >= K)
         return;                                // an empty chunk (K too short for SPLITK)
+    const bool add = chunks > 1;               // a chunk's partial sums are added into C
 
     const int tid = threadIdx.x;
     const int rowBase = tileRow * BM;
@@ -482,7 +511,7 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
                     store4(C + row * N, colBase + warpCol + wn * WSUBN + laneCol + j % TN, N,
                            vecB, make_float4(acc[wm * TM + i][j], acc[wm * TM + i][j + 1],
                                              acc[wm * TM + i][j + 2], acc[wm * TM + i][j + 3]),
-                           SPLITK > 1);
+                           add);
                 }
             }
         }
