@@ -335,3 +335,35 @@ def test_run_2_of_the_h200_data_is_the_third_sweep():
     assert pairs == wanted
     assert [r["command"] for r in data.runs if r["run"] == 2] == ["python3 bench/ladder_sizes.py --configs third"]
     assert all(ladder.TUNED.valid(json.loads(p)) is None for p, _ in wanted)
+
+
+def test_waves_of_a_tail_split_by_hand():
+    # N = 4096 in 128 x 256 tiles: 512 tiles; waves of 132 hold 396 whole, and the 116 of the
+    # tail split 9 ways make 1,044 chunks: 3 waves of tiles, then 8 of chunks (the last 120)
+    w = tc.waves(4096, 4096, (128, 256), 1, splitk=9, tailwave=132)
+    assert (w.blocks, w.waves, w.tail_blocks) == (396 + 1044, 3 + 8, 1044 - 7 * 132)
+    # work-weighted: 512 tile-times over 132 SMs x (3 + 8 / 9) tile-times
+    assert w.efficiency == pytest.approx(512 / (132 * (3 + 8 / 9)))
+    plain = tc.waves(4096, 4096, (128, 256), 1)
+    assert plain.efficiency == pytest.approx(512 / (4 * 132))
+    assert plain.efficiency < w.efficiency
+    # a uniform split is the same with or without tailwave when no tile fills a wave
+    assert tc.waves(1024, 1024, (128, 256), 1, splitk=4, tailwave=132).efficiency == \
+        pytest.approx(tc.waves(1024, 1024, (128, 256), 1, splitk=4).efficiency)
+    with pytest.raises(ArgumentError, match="tailwave=-1"):
+        tc.waves(4096, 4096, (128, 256), 1, tailwave=-1)
+
+
+def test_issue_profiles_count_the_fmas_of_the_product():
+    profiles = tc.load_issue_profiles()
+    assert {"cuBLAS", "base", "fast", "best4096"} <= set(profiles)
+    # one FFMA per multiply-add of the tiles the kernel computes: BK = 16 divides 4096, so
+    # exactly 4096^3; BK = 12 pads K to 342 tiles of 12 (zeros past the edge)
+    assert profiles["best4096"].ffma * 32 == 4096 ** 3
+    assert profiles["base"].ffma * 32 == 4096 ** 2 * (-(-4096 // 12) * 12)
+    assert profiles["base"].changed == {"GSWZ": 4}
+    for q in profiles.values():
+        assert 0 < q.issue_busy_pct <= 100 and q.instructions > q.ffma > 0
+        assert q.other_per_ffma == pytest.approx((q.instructions - q.ffma) / q.ffma)
+        assert "Wait" in q.stalls and q.cycles_per_issue >= 2.0    # two warps per scheduler
+    assert tc.load_issue_profiles("/nonexistent/file.json") == {}
