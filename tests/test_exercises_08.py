@@ -44,6 +44,13 @@ def _wave(blocks, per_wave, busy, winner):
 RIGHT_WAVE = ("(N // BM) * (N // BN)", "SMS * blocks_per_sm", "blocks / (waves * per_wave)")
 
 
+def _issue(body):
+    return ("from tilinglib import tile_choice\nprofiles = tile_choice.load_issue_profiles()\n"
+            f"def predicted_ratio(q, ref):\n    return {body}\n"
+            "tl.exercises.check('08.6', {n: predicted_ratio(profiles[n], profiles['cuBLAS']) "
+            "for n in ('base', 'fast', 'best4096')})")
+
+
 # {exercise id: [(cell code, phrase the message must contain), ...]}
 WRONG = {
     "08.1": [
@@ -92,6 +99,16 @@ WRONG = {
         (_wave(*RIGHT_WAVE, "warptile_db"), "the fuller grid does"),
         (_wave(*RIGHT_WAVE, "cublas"), "name one of vec4, warptile, warptile_db"),
     ],
+    "08.6": [
+        (_issue("(ref.instructions / ref.issue_busy_pct) / (q.instructions / q.issue_busy_pct)"),
+         "put the kernel's on top"),
+        (_issue("q.instructions / ref.instructions"), "divide each by its issue busy fraction"),
+        (_issue("ref.issue_busy_pct / q.issue_busy_pct"), "issue rate alone"),
+        (_issue("q.instructions * q.issue_busy_pct / (ref.instructions * ref.issue_busy_pct)"),
+         "multiplies the rate, not the time"),
+        (_issue("q.duration_ms / ref.duration_ms"), "the measured ratio of the durations"),
+        ("tl.exercises.check('08.6', {'base': 1.0})", "one ratio per kernel"),
+    ],
 }
 
 
@@ -102,7 +119,7 @@ def cells():
 
 def test_every_registered_exercise_is_in_the_notebook(cells):
     registered = [i for i in tl.exercises.exercise_ids() if i.startswith("08.")]
-    assert registered == ["08.1", "08.2", "08.3", "08.4", "08.5"]
+    assert registered == ["08.1", "08.2", "08.3", "08.4", "08.5", "08.6"]
     assert sorted(cells) == registered
 
 

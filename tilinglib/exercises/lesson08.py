@@ -291,3 +291,61 @@ def waves_at_1024(answer):
     return (f"{best}: {100 * fill[best]:.0f}% of the slots busy at N = {WAVE_N}, against "
             + ", ".join(f"{100 * fill[n]:.0f}% ({n})" for n in WAVE_STEPS if n != best)
             + f"; {verdict} ({said} GFLOP/s, reference data).")
+
+
+# --- 08.6 ------------------------------------------------------------------------------------
+
+#: The tuned kernels 08.6 predicts, each against cuBLAS (`tile_choice.load_issue_profiles`).
+ISSUE_KERNELS = ("base", "fast", "best4096")
+
+
+def _issue_ratio(q, ref) -> float:
+    """The time of profile `q` over `ref`'s if each scheduler issued `issue_busy_pct` of its
+    cycles at the same clock: instructions / issue rate, over the same for `ref`."""
+    return (q.instructions / q.issue_busy_pct) / (ref.instructions / ref.issue_busy_pct)
+
+
+@exercise("08.6", "time from instructions and issue rate, against cuBLAS")
+def issue_time_ratio(answer):
+    from .. import tile_choice
+
+    profiles = tile_choice.load_issue_profiles()
+    if not profiles:
+        raise Wrong("the course's data has no Nsight Compute profile (tilinglib/data/"
+                    f"{tile_choice.NCU_FILE}); this exercise needs it.")
+    if not isinstance(answer, dict) or set(answer) != set(ISSUE_KERNELS):
+        raise Wrong(f"answer with a dict of one ratio per kernel, {', '.join(ISSUE_KERNELS)}, as "
+                    f"the cell's last line builds it.")
+    ref = profiles["cuBLAS"]
+    for name in ISSUE_KERNELS:
+        q = profiles[name]
+        got = require_number(answer[name], f"the ratio for {name}")
+        want = _issue_ratio(q, ref)
+        if close(got, want, 1e-6):
+            continue
+        if close(got, 1 / want, 1e-6):
+            why = "that is cuBLAS's time over the kernel's: put the kernel's on top."
+        elif close(got, q.instructions / ref.instructions, 1e-6):
+            why = ("instructions alone: a scheduler that issues in fewer of its cycles takes "
+                   "longer for the same instructions; divide each by its issue busy fraction.")
+        elif close(got, ref.issue_busy_pct / q.issue_busy_pct, 1e-6):
+            why = "issue rate alone: each kernel's time also grows with its instruction count."
+        elif close(got, (q.instructions * q.issue_busy_pct) / (ref.instructions * ref.issue_busy_pct), 1e-6):
+            why = ("the issue busy fraction multiplies the rate, not the time: time = "
+                   "instructions / (instructions issued per cycle).")
+        elif close(got, q.duration_ms / ref.duration_ms, 1e-3):
+            why = ("that is the measured ratio of the durations; the exercise predicts it from "
+                   "instructions and issue busy alone, to see how much of it they explain.")
+        else:
+            why = ("time = instructions / (issue busy x the schedulers' cycles per second); the "
+                   "clock and the schedulers are the same for both, so they cancel.")
+        raise Wrong(f"{name}: {got:.4g}, where the instructions and issue rates give "
+                    f"{want:.4g}: {why}")
+    worst = max(abs(_issue_ratio(profiles[n], ref) / (profiles[n].duration_ms / ref.duration_ms) - 1)
+                for n in ISSUE_KERNELS)
+    said = "; ".join(f"{n} {_issue_ratio(profiles[n], ref):.3f} predicted, "
+                     f"{profiles[n].duration_ms / ref.duration_ms:.3f} measured"
+                     for n in ISSUE_KERNELS)
+    return (f"{said} (durations under Nsight Compute). Instructions and issue rate explain the "
+            f"times to within {100 * worst:.1f}%: what is left between these kernels and cuBLAS "
+            f"is how many instructions they issue and how often their schedulers can.")
