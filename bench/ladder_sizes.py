@@ -35,7 +35,9 @@ with its files written.
 sizes (chosen from the first sweep's log); ``--configs third`` times
 `tile_choice.third_sweep_configurations` (128 x 128 tiles of 256 threads, run 2 of the data);
 ``--configs fourth`` `tile_choice.fourth_sweep_configurations` (the FAST, PINGPONG and
-TAILWAVE switches at every size, run 3). ``--merge-into FILE`` adds the run to the runs
+TAILWAVE switches at every size, run 3); ``--configs best`` each step's fastest configuration
+per size in the data (`best_configurations`), timed again in one run: write it with ``--out``
+to a file of its own, not into the course's data. ``--merge-into FILE`` adds the run to the runs
 already in FILE (`tile_choice.merge_sizes`: its rows and cuBLAS timings marked with a new run
 number, every row compared with cuBLAS of its own run) and writes the whole to `--out`
 (default: FILE itself); the summary and the course's choice are then made on all the runs.
@@ -74,7 +76,28 @@ BATCH_MS = 1.0
 MAX_BATCH = 64
 
 
-CONFIGS = ("full", "quick", "second", "third", "fourth")
+CONFIGS = ("full", "quick", "second", "third", "fourth", "best")
+
+
+def best_configurations(data=None):
+    """[(step, params, sizes)]: for every size of `tile_choice.SIZES`, the fastest usable
+    configuration of each of vec4, warptile, warptile_db and tuned in the course's data (any
+    run; `SizesData.best`), a configuration that wins at several sizes listed once with them
+    all: ``--configs best`` times the course's table again in one run (not merged)."""
+    data = tile_choice.load_sizes() if data is None else data
+    configs: list[tuple[str, dict, list]] = []
+    for size in tile_choice.SIZES:
+        for step in ("vec4", "warptile", "warptile_db", "tuned"):
+            r = data.best(*size, step) if data is not None else None
+            if r is None:
+                continue
+            p = ladder.get(step).resolve(r["params"])
+            same = [c for c in configs if c[0] == step and c[1] == p]
+            if same:
+                same[0][2].append(size)
+            else:
+                configs.append((step, p, [size]))
+    return [(n, p, tuple(s)) for n, p, s in configs]
 
 
 def configurations(which: str = "full"):
@@ -88,6 +111,8 @@ def configurations(which: str = "full"):
         return tile_choice.third_sweep_configurations()
     if which == "fourth":
         return tile_choice.fourth_sweep_configurations()
+    if which == "best":
+        return best_configurations()
     if which not in CONFIGS:
         raise ValueError(f"configs={which!r}: one of {', '.join(CONFIGS)}")
     return [(n, p, tuple(tile_choice.SIZES))
@@ -418,7 +443,8 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", choices=CONFIGS, default=None,
                     help="which configurations: full (the default), quick (= --quick), or "
                          "second / third / fourth (tile_choice.second_sweep_configurations / "
-                         "third_ / fourth_sweep_configurations, each at its sizes)")
+                         "third_ / fourth_sweep_configurations, each at its sizes), or best "
+                         "(each step's fastest per size in the data, again in one run)")
     ap.add_argument("--merge-into", metavar="FILE", default=None,
                     help="add this run to the runs in FILE (a sizes data file) and write them "
                          "all to --out (default: FILE)")

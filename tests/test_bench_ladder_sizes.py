@@ -253,3 +253,16 @@ def test_dry_run_of_the_second_sweep(capsys):
     out = capsys.readouterr().out
     assert "2 configurations, 4 (configuration, size) pairs over 2 sizes" in out
     assert "2 of 2 exact on the emulator" in out
+
+
+def test_configs_best_are_each_steps_fastest_per_size_listed_once():
+    mod = _script()
+    data = tile_choice.load_sizes()
+    configs = mod.configurations("best")
+    assert len({(n, json.dumps(p, sort_keys=True)) for n, p, _ in configs}) == len(configs)
+    for size in tile_choice.SIZES:
+        for step in ("vec4", "warptile", "warptile_db", "tuned"):
+            r = data.best(*size, step)
+            p = ladder.get(step).resolve(r["params"])
+            assert [s for n, q, sizes in configs if n == step and q == p for s in sizes
+                    if s == size] == [size], (step, size)
