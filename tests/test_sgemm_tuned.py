@@ -286,3 +286,47 @@ def test_the_reference_bench_measures_the_tuned_kernel_too():
     shapes = bench.ladder_shapes()
     assert [s.name for s, _ in shapes][-1] == "tuned"
     assert shapes[-1][1] == ladder.TUNED.resolve()
+
+
+# -- on the GPU: the course's choice per size, and the switches of lesson 08's last steps ----
+
+def _gpu_shapes(p):
+    # inside blocks, blocks cut at the bottom and the right, and a partial last K tile;
+    # then the odd shape the H200's sweep checks
+    return [(2 * p["BM"] + 3, 2 * p["BN"] + 5, 5 * p["BK"] * p["SPLITK"] + 1), (1000, 1003, 999)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
+                                  (8192, 8192, 8192), (1500, 2500, 3000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_the_courses_choice_is_exact_on_the_gpu(monkeypatch, size):
+    from tilinglib import tile_choice
+
+    monkeypatch.setenv("TILINGLIB_BACKEND", "pycuda")
+    c = tile_choice.pick_per_size(size[1], M=size[0], K=size[2])
+    p = ladder.get(c.step).resolve(c.params)
+    for M, N, K in _gpu_shapes(p):
+        A, B = _integers(M, N, K, seed=M + K)
+        np.testing.assert_array_equal(ladder.run(c.step, A, B, p), A @ B)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("switches", [{"FAST": 1}, {"PINGPONG": 1}, {"FAST": 1, "PINGPONG": 1},
+                                      {"BK": 16, "APAD": 0, "SWIZZLE": 1, "FAST": 1, "PINGPONG": 1},
+                                      {"FAST": 1, "SPLITK": 9, "TAILWAVE": 132},
+                                      {"FAST": 1, "PINGPONG": 1, "SPLITK": 3, "TAILWAVE": 4}],
+                         ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+def test_the_last_steps_switches_are_exact_on_the_gpu(monkeypatch, switches):
+    monkeypatch.setenv("TILINGLIB_BACKEND", "pycuda")
+    p = ladder.TUNED.resolve(switches)
+    for M, N, K in _gpu_shapes(p):
+        A, B = _integers(M, N, K, seed=M + K)
+        np.testing.assert_array_equal(ladder.run("tuned", A, B, p), A @ B)
+    # with the switches off, the same FMAs in the same order (split-K aside): bit for bit
+    if p["SPLITK"] == 1:
+        rng = np.random.default_rng(11)
+        A = rng.standard_normal((1000, 999), dtype=np.float32)
+        B = rng.standard_normal((999, 1003), dtype=np.float32)
+        off = {**p, "FAST": 0, "PINGPONG": 0}
+        np.testing.assert_array_equal(ladder.run("tuned", A, B, p), ladder.run("tuned", A, B, off))
