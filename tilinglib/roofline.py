@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ArgumentError
+from .figure_cache import cached
 
 __all__ = [
     "GpuSpec", "GPUS", "gpu_spec", "find_gpu",
@@ -188,6 +189,7 @@ def _as_points(points):
     return out
 
 
+@cached("ax")
 def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(1 / 64, 256),
                   legend_outside: bool = False):
     """Draw `gpu`'s roofline on log-log axes and mark kernels on it; returns the Axes.

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ArgumentError
+from .figure_cache import cached
 
 __all__ = ["TileStep", "tiles_loaded", "plot_tile_loads", "tile_loop_slider", "Phase",
            "phases", "plot_phases"]
@@ -52,6 +53,7 @@ def tiles_loaded(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0)) -> 
                     tuple((s, bx) for s in range(t)), (by, bx))
 
 
+@cached("axes")
 def plot_tile_loads(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0), axes=None):
     """A, B and C as grids of TILE x TILE tiles; the tiles block `block` loads at step `t`
     are filled, earlier ones hatched, the block's C tile outlined. Returns the three Axes;
@@ -169,6 +171,7 @@ def phases(steps: int = 4, *, double_buffered: bool = False, load: float = 3.0,
     return tuple(out)
 
 
+@cached("ax")
 def plot_phases(steps: int = 4, ax=None, **kwargs):
     """Draw `phases` for the plain and the double-buffered loop, one above the other.
 
