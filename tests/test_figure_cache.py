@@ -15,6 +15,7 @@ CELLS = [
     "import sys\nimport tilinglib as tl",
     "tl.tileloop.plot_phases(4);",
     "tl.tileloop.plot_phases(3);",
+    "tl.tileloop.plot_phases(4)",              # its value shown too (text/plain of the Axes)
     "print('matplotlib' in sys.modules)",
     "ax = tl.tileloop.plot_phases(4)\nax.set_title('changed after the call');",
 ]
@@ -47,13 +48,14 @@ def test_cached_picture_is_a_fresh_draws_keyed_by_arguments(tmp_path):
     fresh = _run("off", tmp_path)
     first = _run(str(cache), tmp_path)          # misses: drawn, sent, stored
     second = _run(str(cache), tmp_path)         # hits: sent from the disk cache
-    for cell in (1, 2, 4):
-        assert len(fresh[cell]) == 1 and "image/png" in fresh[cell][0]
+    for cell in (1, 2, 3, 5):
+        assert "image/png" in fresh[cell][-1]
         assert first[cell] == fresh[cell] and second[cell] == fresh[cell], cell
     assert fresh[1] != fresh[2]                  # other arguments, another picture
-    assert fresh[4] != fresh[1]                  # the caller's change is drawn
-    assert "True" in fresh[3][0] and "True" in first[3][0]
-    assert "False" in second[3][0]               # a hit imports no matplotlib
+    assert len(fresh[3]) == 2 and "<Axes: " in fresh[3][0] and fresh[3][1] == fresh[1][0]
+    assert fresh[5] != fresh[1]                  # the caller's change is drawn
+    assert "True" in fresh[4][0] and "True" in first[4][0]
+    assert "False" in second[4][0]               # a hit imports no matplotlib
     stored = [p for p in cache.rglob("*") if p.is_file() and p.parent.name == "figures"]
     assert len(stored) == 2                      # one per arguments; the changed one not kept
 

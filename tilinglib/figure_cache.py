@@ -10,8 +10,9 @@ with the disk cache on (`tilinglib.toolchain.disk_cache`; off in the grader's sa
   finished one drawn), the display bundle that the inline backend would send (the PNG and its
   text) is made once, sent, and stored, and the figure is closed so that it is not drawn again;
 - a hit returns a stand-in for the Axes and sends the stored bundle when the cell ends. The
-  first use of the stand-in (an attribute, an index, unpacking, its repr) draws the real
-  figure instead, which the inline backend then shows as usual, changes included.
+  stand-in's repr and the text IPython shows for it as a cell's value are the real result's,
+  stored with the picture; its first real use (an attribute, an index, unpacking) draws the
+  real figure instead, which the inline backend then shows as usual, changes included.
 
 The key: the function, its arguments (pickled), the versions of matplotlib,
 matplotlib-inline, IPython and NumPy, the matplotlibrc files matplotlib would read, its
@@ -66,7 +67,7 @@ def cached(owner: str):
             figure = _figure_of(result)
             _note_pristine()
             if figure is not None:
-                _queue(_Miss(key, figure))
+                _queue(_Miss(key, figure, _texts(result)))
             return result
         return wrapper
     return wrap
@@ -186,6 +187,13 @@ def _figure_of(result):
     return getattr(first, "figure", None)
 
 
+def _texts(result) -> tuple:
+    """What the shell shows for `result` as a cell's value (IPython displays it when a
+    cell's last line is the call, without a semicolon, or when history is off, as under
+    nbval), and its repr: the stand-in shows these without drawing."""
+    return _shell().display_formatter.formatters["text/plain"](result), repr(result)
+
+
 def _queue(entry) -> None:
     _pending.append(entry)
     shell = _shell()
@@ -204,7 +212,7 @@ def _flush() -> None:
     for entry in entries:
         if isinstance(entry, _Hit):
             if entry.result is _Hit.UNSET:
-                data, metadata = entry.bundle
+                data, metadata = entry.bundle[:2]
                 display(data, raw=True, metadata=metadata)
             continue
         figure = entry.figure
@@ -221,13 +229,13 @@ def _flush() -> None:
         if extra:
             metadata = {**metadata, **extra}
         display(data, raw=True, metadata=metadata)
-        disk_cache.put(NAMESPACE, entry.key, (data, metadata))
+        disk_cache.put(NAMESPACE, entry.key, (data, metadata) + entry.texts)
         plt.close(figure)
 
 
 class _Miss:
-    def __init__(self, key: str, figure):
-        self.key, self.figure = key, figure
+    def __init__(self, key: str, figure, texts: tuple):
+        self.key, self.figure, self.texts = key, figure, texts
 
 
 class _Hit:
@@ -254,7 +262,17 @@ class _StandIn:
         object.__setattr__(self, "_hit", hit)
 
     def __getattr__(self, name):
+        # IPython's formatters probe for these (none of which an Axes, a tuple or an array
+        # of them has): answered without drawing
+        if name.startswith(("_repr_", "_ipython_")) or name == "_mimebundle_":
+            raise AttributeError(name)
         return getattr(self._hit.real(), name)
+
+    def _repr_pretty_(self, printer, cycle):
+        if self._hit.result is _Hit.UNSET:
+            printer.text(self._hit.bundle[2])
+        else:
+            printer.pretty(self._hit.result)
 
     def __setattr__(self, name, value):
         setattr(self._hit.real(), name, value)
@@ -269,4 +287,6 @@ class _StandIn:
         return len(self._hit.real())
 
     def __repr__(self):
-        return repr(self._hit.real())
+        if self._hit.result is _Hit.UNSET:
+            return self._hit.bundle[3]
+        return repr(self._hit.result)
