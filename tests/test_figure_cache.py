@@ -18,6 +18,10 @@ CELLS = [
     "tl.tileloop.plot_phases(4)",              # its value shown too (text/plain of the Axes)
     "print('matplotlib' in sys.modules)",
     "ax = tl.tileloop.plot_phases(4)\nax.set_title('changed after the call');",
+    # kept only where the picture goes to this cell's output: not inside an Output widget
+    "import ipywidgets\nfrom tilinglib import figure_cache\nout = ipywidgets.Output()\n"
+    "with out:\n    inside = figure_cache.key_for(tl.tileloop.plot_phases, (4,), {})\n"
+    "print(inside is None, figure_cache.key_for(tl.tileloop.plot_phases, (4,), {}) is None)",
 ]
 
 
@@ -56,6 +60,7 @@ def test_cached_picture_is_a_fresh_draws_keyed_by_arguments(tmp_path):
     assert fresh[5] != fresh[1]                  # the caller's change is drawn
     assert "True" in fresh[4][0] and "True" in first[4][0]
     assert "False" in second[4][0]               # a hit imports no matplotlib
+    assert "True False" in first[6][0]
     stored = [p for p in cache.rglob("*") if p.is_file() and p.parent.name == "figures"]
     assert len(stored) == 2                      # one per arguments; the changed one not kept
 
@@ -76,3 +81,46 @@ def test_off_outside_a_kernel_and_where_the_disk_cache_is_off(monkeypatch):
     import matplotlib.pyplot as plt
 
     plt.close(ax.figure)
+
+
+_PNG = r"""
+import os, sys
+from tilinglib import figure_cache
+calls = []
+def render():
+    calls.append(1)
+    import io
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.plot([0, 1], [0, int(sys.argv[1])])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+png = figure_cache.cached_png("test", (int(sys.argv[1]),), render)
+print(len(calls), "matplotlib" in sys.modules, __import__("hashlib").sha256(png).hexdigest())
+"""
+
+
+def _png(tmp_path, cache, value):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TILINGLIB_CACHE_DIR=cache)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + \
+        env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", _PNG, str(value)], env=env, check=True,
+                          capture_output=True, text=True, cwd=tmp_path).stdout.split()
+
+
+def test_cached_png_is_the_rendered_bytes_keyed_by_its_parts(tmp_path):
+    cache = str(tmp_path / "cache")
+    fresh = _png(tmp_path, "off", 1)
+    first, second = _png(tmp_path, cache, 1), _png(tmp_path, cache, 1)
+    other = _png(tmp_path, cache, 2)
+    assert fresh[:2] == ["1", "True"] and first[:2] == ["1", "True"]
+    assert second[:2] == ["0", "False"]          # from the disk cache: nothing drawn
+    assert fresh[2] == first[2] == second[2]
+    assert other[0] == "1" and other[2] != fresh[2]

@@ -144,7 +144,7 @@ def key_for(func, args: tuple, kwargs: dict) -> str | None:
     shell = _shell()
     if shell is None or disk_cache.cache_dir() is None or not _inline():
         return None
-    if "matplotlib" in sys.modules and _state.get("pristine") != _rc_hash():
+    if not _fresh_settings() or not _shown_by_this_cell(shell):
         return None
     try:
         arguments = pickle.dumps((args, sorted(kwargs.items())), protocol=4)
@@ -159,6 +159,46 @@ def key_for(func, args: tuple, kwargs: dict) -> str | None:
         _versions(), tuple(_files()), os.environ.get("MPLBACKEND"),
         tuple(sorted(shell.display_formatter.active_types)),
         repr(shell.config.get("InlineBackend", {})), repr(settings))
+
+
+def _fresh_settings() -> bool:
+    """Whether matplotlib's settings are a fresh process's: not imported yet, or imported
+    by a lesson plot here with rcParams unchanged since."""
+    return "matplotlib" not in sys.modules or _state.get("pristine") == _rc_hash()
+
+
+def _shown_by_this_cell(shell) -> bool:
+    """Whether what is displayed now goes to the running cell's output when the cell ends:
+    False in a widget's callback (no cell runs; the inline backend shows a figure at once
+    there) and inside an ipywidgets Output's `with` block (its capture ends before the cell)."""
+    parent = shell.get_parent() if hasattr(shell, "get_parent") else None
+    if not parent or parent.get("header", {}).get("msg_type") != "execute_request":
+        return False
+    widget = sys.modules.get("ipywidgets.widgets.widget")
+    output = sys.modules.get("ipywidgets.widgets.widget_output")
+    if widget is not None and output is not None:
+        for instance in list(getattr(widget, "_instances", {}).values()):
+            if isinstance(instance, output.Output) and instance.msg_id:
+                return False
+    return True
+
+
+def cached_png(name: str, parts: tuple, render) -> bytes:
+    """PNG bytes that `render()` makes (a figure saved with savefig, e.g. a widget's
+    picture), kept in the disk cache under `name`, `parts` (str, numbers, tuples of them)
+    and the versions, rc files and font list of `key_for`; drawn (and kept) when missing or
+    when matplotlib's settings are not a fresh process's."""
+    key = None
+    if disk_cache.cache_dir() is not None and _fresh_settings():
+        key = disk_cache.key_of("png", name, parts, _versions(), tuple(_files()))
+        png = disk_cache.get(NAMESPACE, key)
+        if isinstance(png, bytes):
+            return png
+    png = render()
+    _note_pristine()
+    if key is not None:
+        disk_cache.put(NAMESPACE, key, png)
+    return png
 
 
 def _inline_settings():
