@@ -22,6 +22,9 @@ CELLS = [
     "import ipywidgets\nfrom tilinglib import figure_cache\nout = ipywidgets.Output()\n"
     "with out:\n    inside = figure_cache.key_for(tl.tileloop.plot_phases, (4,), {})\n"
     "print(inside is None, figure_cache.key_for(tl.tileloop.plot_phases, (4,), {}) is None)",
+    # show_now: for an Output's `with` block, shown at once (and kept)
+    "shown = ipywidgets.Output()\nwith shown:\n    figure_cache.show_now(tl.tileloop.plot_phases, 2)\n"
+    "print('matplotlib' in sys.modules)",
 ]
 
 
@@ -41,9 +44,13 @@ def _run(cache: str, tmp_path: Path) -> list:
         client.start_new_kernel_client()
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
+        client.set_widgets_metadata()
     finally:
         client._cleanup_kernel()
-    return [[json.dumps([o.get("output_type"), o.get("data"), o.get("metadata"), o.get("text")], sort_keys=True)
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    widgets = sorted(json.dumps(v["state"].get("outputs"), sort_keys=True)
+                     for v in state.get("state", {}).values() if v.get("model_name") == "OutputModel")
+    return [widgets] + [[json.dumps([o.get("output_type"), o.get("data"), o.get("metadata"), o.get("text")], sort_keys=True)
              for o in cell.outputs] for cell in nb.cells]
 
 
@@ -52,6 +59,11 @@ def test_cached_picture_is_a_fresh_draws_keyed_by_arguments(tmp_path):
     fresh = _run("off", tmp_path)
     first = _run(str(cache), tmp_path)          # misses: drawn, sent, stored
     second = _run(str(cache), tmp_path)         # hits: sent from the disk cache
+    (fresh_widgets, *fresh), (first_widgets, *first), (second_widgets, *second) = \
+        fresh, first, second
+    # show_now's picture, in the Output widget: the same in the three runs
+    assert len(fresh_widgets) == 2 and "image/png" in fresh_widgets[1] + fresh_widgets[0]
+    assert first_widgets == fresh_widgets and second_widgets == fresh_widgets
     for cell in (1, 2, 3, 5):
         assert "image/png" in fresh[cell][-1]
         assert first[cell] == fresh[cell] and second[cell] == fresh[cell], cell
@@ -62,7 +74,7 @@ def test_cached_picture_is_a_fresh_draws_keyed_by_arguments(tmp_path):
     assert "False" in second[4][0]               # a hit imports no matplotlib
     assert "True False" in first[6][0]
     stored = [p for p in cache.rglob("*") if p.is_file() and p.parent.name == "figures"]
-    assert len(stored) == 2                      # one per arguments; the changed one not kept
+    assert len(stored) == 3                      # one per arguments; the changed one not kept
 
 
 def test_off_outside_a_kernel_and_where_the_disk_cache_is_off(monkeypatch):

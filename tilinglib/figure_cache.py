@@ -146,6 +146,10 @@ def key_for(func, args: tuple, kwargs: dict) -> str | None:
         return None
     if not _fresh_settings() or not _shown_by_this_cell(shell):
         return None
+    return _key(shell, func, args, kwargs)
+
+
+def _key(shell, func, args: tuple, kwargs: dict) -> str | None:
     try:
         arguments = pickle.dumps((args, sorted(kwargs.items())), protocol=4)
     except Exception:
@@ -181,6 +185,50 @@ def _shown_by_this_cell(shell) -> bool:
             if isinstance(instance, output.Output) and instance.msg_id:
                 return False
     return True
+
+
+def show_now(plot, *args, **kwargs) -> None:
+    """Draw `plot(*args, **kwargs)` (a function decorated with `cached`) and show it at once,
+    as ``plot(...); plt.show()`` does under the inline backend: for a widget's callback or
+    an ipywidgets Output's `with` block, where the cell's end is not where the picture
+    goes. The picture comes from the disk cache when it is there (then matplotlib is not
+    imported), and is kept there when drawn."""
+    from IPython.display import display
+
+    func = getattr(plot, "__wrapped__", plot)
+    shell = _shell()
+    key = None
+    if shell is not None and disk_cache.cache_dir() is not None and _inline() \
+            and _fresh_settings():
+        key = _key(shell, func, args, kwargs)
+    bundle = disk_cache.get(NAMESPACE, key) if key is not None else None
+    if bundle is not None:
+        display(bundle[0], raw=True, metadata=bundle[1])
+        return
+    result = func(*args, **kwargs)
+    _note_pristine()
+    import matplotlib.pyplot as plt
+
+    figure = _figure_of(result)
+    if key is None or figure is None or shell is None:
+        plt.show()
+        return
+    data, metadata = _bundle(shell, figure)
+    display(data, raw=True, metadata=metadata)
+    disk_cache.put(NAMESPACE, key, (data, metadata) + _texts(result))
+    plt.close(figure)
+
+
+def _bundle(shell, figure) -> tuple:
+    """What the inline backend sends for `figure`: the display formatter's data and
+    metadata, with its figure metadata (a background for a transparent figure) merged."""
+    from matplotlib_inline.backend_inline import _fetch_figure_metadata
+
+    data, metadata = shell.display_formatter.format(figure)
+    extra = _fetch_figure_metadata(figure)
+    if extra:
+        metadata = {**metadata, **extra}
+    return data, metadata
 
 
 def cached_png(name: str, parts: tuple, render) -> bytes:
@@ -260,14 +308,9 @@ def _flush() -> None:
 
         if figure.stale or not plt.fignum_exists(figure.number):
             continue                    # changed after the function returned: left as it is
-        from matplotlib_inline.backend_inline import _fetch_figure_metadata
-
-        data, metadata = _shell().display_formatter.format(figure)
+        data, metadata = _bundle(_shell(), figure)
         if not data:
             continue
-        extra = _fetch_figure_metadata(figure)
-        if extra:
-            metadata = {**metadata, **extra}
         display(data, raw=True, metadata=metadata)
         disk_cache.put(NAMESPACE, entry.key, (data, metadata) + entry.texts)
         plt.close(figure)

@@ -104,8 +104,9 @@ def plot_tile_loads(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0), 
 def tile_loop_slider(N: int = 128, tile: int = 16, block: tuple[int, int] = (1, 2)):
     """A slider over t that redraws `plot_tile_loads` (returns the ipywidgets box)."""
     import ipywidgets
-    import matplotlib.pyplot as plt
     from IPython.display import display
+
+    from .figure_cache import show_now
 
     steps = N // tile
     slider = ipywidgets.IntSlider(value=0, min=0, max=steps - 1, description="step t",
@@ -115,8 +116,7 @@ def tile_loop_slider(N: int = 128, tile: int = 16, block: tuple[int, int] = (1, 
     def draw(change=None):
         with out:
             out.clear_output(wait=True)
-            plot_tile_loads(N, tile, slider.value, block)
-            plt.show()
+            show_now(plot_tile_loads, N, tile, slider.value, block)
 
     slider.observe(draw, names="value")
     draw()
