@@ -25,6 +25,9 @@ CELLS = [
     # show_now: for an Output's `with` block, shown at once (and kept)
     "shown = ipywidgets.Output()\nwith shown:\n    figure_cache.show_now(tl.tileloop.plot_phases, 2)\n"
     "print('matplotlib' in sys.modules)",
+    # a student's pyplot in the namespace: drawn, so that plt.savefig / plt.gcf() see it
+    "import matplotlib.pyplot as plt\n"
+    "print(figure_cache.key_for(tl.tileloop.plot_phases, (4,), {}) is None)",
 ]
 
 
@@ -73,6 +76,7 @@ def test_cached_picture_is_a_fresh_draws_keyed_by_arguments(tmp_path):
     assert "True" in fresh[4][0] and "True" in first[4][0]
     assert "False" in second[4][0]               # a hit imports no matplotlib
     assert "True False" in first[6][0]
+    assert "True" in first[8][0] and "True" in second[8][0]
     stored = [p for p in cache.rglob("*") if p.is_file() and p.parent.name == "figures"]
     assert len(stored) == 3                      # one per arguments; the changed one not kept
 

@@ -17,9 +17,11 @@ with the disk cache on (`tilinglib.toolchain.disk_cache`; off in the grader's sa
 The key: the function, its arguments (pickled), the versions of matplotlib,
 matplotlib-inline, IPython and NumPy, the matplotlibrc files matplotlib would read, its
 font list, MPLBACKEND, and the shell's display formats and InlineBackend settings. It is used
-only while matplotlib's settings are the ones a fresh kernel has: matplotlib not imported
-yet, or imported by a lesson plot's draw with rcParams unchanged since; anything else (a
-student's own matplotlib, another backend) draws as before and stores nothing.
+only while matplotlib's settings are the ones a fresh kernel has (matplotlib not imported
+yet, or imported by a lesson plot's draw with rcParams unchanged since) and the notebook's
+namespace holds nothing of matplotlib's (a student's ``plt`` may save or show the current
+figure after the call); anything else (a student's own matplotlib, another backend) draws
+as before and stores nothing.
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ def key_for(func, args: tuple, kwargs: dict) -> str | None:
     shell = _shell()
     if shell is None or disk_cache.cache_dir() is None or not _inline():
         return None
-    if not _fresh_settings() or not _shown_by_this_cell(shell):
+    if not _fresh_settings() or not _shown_by_this_cell(shell) or _user_has_matplotlib(shell):
         return None
     return _key(shell, func, args, kwargs)
 
@@ -169,6 +171,24 @@ def _fresh_settings() -> bool:
     """Whether matplotlib's settings are a fresh process's: not imported yet, or imported
     by a lesson plot here with rcParams unchanged since."""
     return "matplotlib" not in sys.modules or _state.get("pristine") == _rc_hash()
+
+
+def _user_has_matplotlib(shell) -> bool:
+    """Whether the notebook's namespace holds matplotlib or pyplot (or a function or class
+    of theirs): then a plot may be followed by plt.savefig, plt.show or plt.gcf(), which a
+    picture from the cache would not serve, so the figure is drawn."""
+    import types
+
+    for value in list(shell.user_ns.values()):
+        if isinstance(value, types.ModuleType):
+            name = value.__name__
+        elif isinstance(value, (types.FunctionType, type)):
+            name = getattr(value, "__module__", None) or ""
+        else:
+            continue
+        if name == "matplotlib" or name.startswith(("matplotlib.", "pylab")):
+            return True
+    return False
 
 
 def _shown_by_this_cell(shell) -> bool:
