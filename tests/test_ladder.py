@@ -369,3 +369,26 @@ def test_whole_periods_of_the_tile_loop_give_the_bytes_per_fma_of_all_of_it(name
     assert short.shared_load_wavefronts * whole.shared_load_instructions == \
         whole.shared_load_wavefronts * short.shared_load_instructions
     assert ladder.tile_loop_k("tiled", 64) == 64
+
+
+def test_run_kept_in_the_disk_cache_by_kernel_shape_and_inputs(tmp_path, monkeypatch):
+    from tilinglib.backend import backend_name
+
+    if backend_name() != "emulator":
+        pytest.skip("the disk cache keeps the emulator's results only")
+    monkeypatch.setenv("TILINGLIB_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(3)
+    A = rng.integers(-4, 5, (40, 24)).astype(np.float32)
+    B = rng.integers(-4, 5, (24, 36)).astype(np.float32)
+    p = {"BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 4}
+    first = ladder.run("regtile2d", A, B, p)
+    kept = lambda: sorted(tmp_path.rglob("ladder_runs/*"))
+    assert len(kept()) == 1 and np.array_equal(first, A @ B)
+    again = ladder.run("regtile2d", A, B, p)
+    assert np.array_equal(again, first) and again.dtype == np.float32
+    ladder.run("regtile2d", A, B + 1, p)                        # other inputs, another entry
+    ladder.run("regtile2d", A, B, {**p, "TM": 8})               # another tile shape
+    assert len(kept()) == 3
+    monkeypatch.setenv("TILINGLIB_CACHE_DIR", "off")
+    assert np.array_equal(ladder.run("regtile2d", A, B, p), first)
+    assert len(kept()) == 3

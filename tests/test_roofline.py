@@ -115,3 +115,17 @@ def test_roofline_legend_has_one_entry_per_kernel_and_no_marker_hides_another():
     measured = [line for line in ax.get_lines() if "measured" in line.get_label()]
     assert len({(m.get_marker(), m.get_color()) for m in measured}) == len(points)
     plt.close("all")
+
+
+def test_plot_roofline_title_and_its_size():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = rl.plot_roofline("H200 SXM", {"naive": 0.25})
+    assert ax.get_title() == "Roofline of the H200 SXM"
+    default_size = ax.title.get_fontsize()
+    ax2 = rl.plot_roofline("H200 SXM", {"naive": 0.25}, title="points of run 2", title_fontsize=8)
+    assert ax2.get_title() == "points of run 2" and ax2.title.get_fontsize() == 8 != default_size
+    plt.close("all")

@@ -70,3 +70,21 @@ def test_a_wrong_helper_argument_is_a_short_tilinglib_error():
     assert isinstance(info.value, ValueError)            # what it was before, still
     lines = info.value.notebook_lines()
     assert len(lines) <= 3 and lines[0].startswith("ArgumentError: which must be")
+
+
+def test_race_failure_kept_in_the_disk_cache_by_its_arguments(tmp_path, monkeypatch):
+    from tilinglib import kernels, sgemm
+    from tilinglib.toolchain import disk_cache
+
+    monkeypatch.setenv("TILINGLIB_CACHE_DIR", str(tmp_path))
+    racy = sgemm.without_barrier(kernels.load("sgemm_tiled"), "first")
+    made = sgemm.race_failure(racy, N=32, tile=16, seeds=2)
+    stored = list(tmp_path.rglob("race_failures/*"))
+    assert made.found and len(stored) == 1
+    again = sgemm.race_failure(racy, N=32, tile=16, seeds=2)         # read back
+    assert str(again) == str(made) and again.seconds == made.seconds
+    assert (again.index, again.statements, again.seed) == (made.index, made.statements, made.seed)
+    sgemm.race_failure(racy, N=32, tile=16, seeds=1)                 # other arguments
+    assert len(list(tmp_path.rglob("race_failures/*"))) == 2
+    monkeypatch.setenv("TILINGLIB_CACHE_DIR", "off")                 # the grader's sandbox
+    assert disk_cache.get("race_failures", stored[0].name) is None

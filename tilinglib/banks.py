@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from .gpu import BANK_BYTES, BANKS, WARP_SIZE, ceil_div
+from .figure_cache import cached
 
 __all__ = ["BANKS", "BANK_BYTES", "bank_of", "wavefronts", "bank_layout", "find", "describe",
            "plot_banks"]
@@ -153,6 +154,7 @@ def _lane_text(lanes: tuple[int, ...]) -> str:
     return f"{len(lanes)} lanes"
 
 
+@cached("ax")
 def plot_banks(access, ax=None, *, title: str | None = None):
     """Draw one warp access: a column per bank, a row per wavefront, lanes in the cells.
 

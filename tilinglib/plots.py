@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .errors import ArgumentError
+from .figure_cache import cached
 
 __all__ = ["plot_requested_bytes", "finished", "plain_log_ticks", "plain_number"]
 
@@ -78,6 +79,7 @@ def finished(fig) -> None:
         fig.stale = False
 
 
+@cached("ax")
 def plot_requested_bytes(N: int, tiles: Sequence[int], counted: Sequence[int], ax=None):
     """Counted global-load bytes of the tiled kernel against TILE, with the 8·N³/TILE curve.
 

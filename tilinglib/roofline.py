@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ArgumentError
+from .figure_cache import cached
 
 __all__ = [
     "GpuSpec", "GPUS", "gpu_spec", "find_gpu",
@@ -188,8 +189,10 @@ def _as_points(points):
     return out
 
 
+@cached("ax")
 def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(1 / 64, 256),
-                  legend_outside: bool = False):
+                  legend_outside: bool = False, title: str | None = None,
+                  title_fontsize: float | None = None):
     """Draw `gpu`'s roofline on log-log axes and mark kernels on it; returns the Axes.
 
     `points`: kernels to mark, as ``{"naive": 0.25, "tiled 32": 8.0}`` (placed on the roof)
@@ -199,7 +202,9 @@ def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(
     that two kernels of the same intensity do not hide each other). `ax`: a matplotlib Axes
     to draw into (a new figure when None). `legend_outside`: put the legend to the right of
     the axes instead of inside. The legend has one entry per kernel (its intensity, roof and
-    measured rate), not one per marker. Axes: x in FLOP/byte, y in TFLOP/s.
+    measured rate), not one per marker. `title` (default "Roofline of the <GPU>") and
+    `title_fontsize` (points; default matplotlib's) set the title, so that a lesson need
+    not change the figure after the call. Axes: x in FLOP/byte, y in TFLOP/s.
     """
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -240,7 +245,8 @@ def plot_roofline(gpu: str | GpuSpec, points=None, ax=None, *, intensity_range=(
                                  label="roof at a measured kernel's intensity"))
     ax.set_xlabel("arithmetic intensity (FLOP per byte requested from global memory)")
     ax.set_ylabel("attainable FP32 rate (TFLOP/s)")
-    ax.set_title(f"Roofline of the {spec.name}")
+    ax.set_title(f"Roofline of the {spec.name}" if title is None else title,
+                 **({} if title_fontsize is None else {"fontsize": title_fontsize}))
     ax.grid(True, which="both", alpha=0.3)
     where = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0)) if legend_outside else \
         dict(loc="lower right")

@@ -146,17 +146,32 @@ def race_failure(source: str, N: int = 32, tile: int = 16, *, kernel: str | None
     Returns the `RaceFailure` (print it for the wrong element, the two lines and the warps;
     `found` is False, with the reason, when there is no race or no seed changes C). Used by
     lessons 03 and 06 and exercise 03.4. `kernel`: the function's name (default: the tiled
-    recipe's, sgemmTiled)."""
+    recipe's, sgemmTiled).
+
+    The search is a pure function of these arguments, so its result is kept in the disk
+    cache (`tilinglib.toolchain.disk_cache`, off in the grader's sandbox) when it finished
+    well inside the search's time budget; a result read from there carries the `seconds` of
+    the search that made it."""
     from . import recipes
+    from .toolchain import disk_cache
     from .toolchain.backends.emulator import In, Out, SourceModule, find_race_failure
+    from .toolchain.runtime.race_search import DEFAULT_SECONDS
 
     _check_tile(N, tile)
     block, grid = tiled_launch(N, tile)
-    A, B = random_matrices(N, seed)
     kernel = recipes.get("tiled").function if kernel is None else kernel
+    key = disk_cache.key_of("race_failure", source, int(N), int(tile), kernel, int(seed),
+                            seeds if isinstance(seeds, int) else tuple(seeds))
+    stored = disk_cache.get("race_failures", key)
+    if stored is not None:
+        return stored
+    A, B = random_matrices(N, seed)
     f = SourceModule(source, options=recipes.options({"TILE": tile})).get_function(kernel)
-    return find_race_failure(f, np.int32(N), In(A), In(B), Out(np.zeros_like(A)),
-                             block=block, grid=grid, seeds=seeds)
+    failure = find_race_failure(f, np.int32(N), In(A), In(B), Out(np.zeros_like(A)),
+                                block=block, grid=grid, seeds=seeds)
+    if failure.seconds < DEFAULT_SECONDS / 4:        # the budget cut nothing short
+        disk_cache.put("race_failures", key, failure)
+    return failure
 
 
 def barrier_before_stores(source: str) -> str:

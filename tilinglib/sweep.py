@@ -25,6 +25,7 @@ import numpy as np
 from .formatting import percent
 from .occupancy import Occupancy, occupancy
 from .recipes import TILED
+from .figure_cache import cached
 
 __all__ = ["SweepPoint", "tile_sweep", "shared_sweep", "table", "plot_tile_sweep",
            "plot_shared_sweep", "Progress"]
@@ -205,6 +206,7 @@ def table(points: Sequence[SweepPoint]) -> str:
     return "\n".join(lines)
 
 
+@cached("axes")
 def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     """Two panels against TILE: GFLOP/s (occupancy written at each point) and global bytes
     requested (log scale, 8·N³/TILE, in GB). Returns the two Axes."""
@@ -248,6 +250,7 @@ def plot_tile_sweep(points: Sequence[SweepPoint], axes=None):
     return left, right
 
 
+@cached("ax")
 def plot_shared_sweep(points: Sequence[SweepPoint], ax=None):
     """Occupancy (and GFLOP/s where measured) against the shared memory a block holds."""
     import matplotlib.pyplot as plt

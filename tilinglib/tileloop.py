@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ArgumentError
+from .figure_cache import cached
 
 __all__ = ["TileStep", "tiles_loaded", "plot_tile_loads", "tile_loop_slider", "Phase",
            "phases", "plot_phases"]
@@ -52,6 +53,7 @@ def tiles_loaded(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0)) -> 
                     tuple((s, bx) for s in range(t)), (by, bx))
 
 
+@cached("axes")
 def plot_tile_loads(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0), axes=None):
     """A, B and C as grids of TILE x TILE tiles; the tiles block `block` loads at step `t`
     are filled, earlier ones hatched, the block's C tile outlined. Returns the three Axes;
@@ -102,8 +104,9 @@ def plot_tile_loads(N: int, tile: int, t: int, block: tuple[int, int] = (0, 0), 
 def tile_loop_slider(N: int = 128, tile: int = 16, block: tuple[int, int] = (1, 2)):
     """A slider over t that redraws `plot_tile_loads` (returns the ipywidgets box)."""
     import ipywidgets
-    import matplotlib.pyplot as plt
     from IPython.display import display
+
+    from .figure_cache import show_now
 
     steps = N // tile
     slider = ipywidgets.IntSlider(value=0, min=0, max=steps - 1, description="step t",
@@ -113,8 +116,7 @@ def tile_loop_slider(N: int = 128, tile: int = 16, block: tuple[int, int] = (1, 
     def draw(change=None):
         with out:
             out.clear_output(wait=True)
-            plot_tile_loads(N, tile, slider.value, block)
-            plt.show()
+            show_now(plot_tile_loads, N, tile, slider.value, block)
 
     slider.observe(draw, names="value")
     draw()
@@ -169,6 +171,7 @@ def phases(steps: int = 4, *, double_buffered: bool = False, load: float = 3.0,
     return tuple(out)
 
 
+@cached("ax")
 def plot_phases(steps: int = 4, ax=None, **kwargs):
     """Draw `phases` for the plain and the double-buffered loop, one above the other.
 

@@ -287,7 +287,10 @@ class RooflineExplorer(_Explorer):
         key = (self.gpu.value, tile)
         png = self._pngs.get(key)
         if png is None:
-            png = self._pngs[key] = self._render(tile)
+            from .figure_cache import cached_png
+
+            png = self._pngs[key] = cached_png("RooflineExplorer", key,
+                                               lambda: self._render(tile))
         with self.plot:
             self.plot.clear_output(wait=True)
             display(Image(data=png, format="png"))
