@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from tilinglib import kernels, ladder, tile_choice  # noqa: E402
 from tilinglib.devtools import bench  # noqa: E402
+from tilinglib.toolchain.measure import metrics  # noqa: E402
 
 ODD = (1000, 1003, 999)
 
@@ -84,11 +85,8 @@ def resolved(name: str) -> dict:
 
 
 #: Raw Nsight Compute metrics read with the sections (names as ncu spells them).
-NCU_METRICS = ("sm__cycles_elapsed.avg.per_second", "smsp__inst_executed.sum",
-               "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
-               "smsp__issue_active.avg.pct_of_peak_sustained_active",
-               "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-               "gpu__time_duration.sum")
+NCU_METRICS = (metrics.SM_CLOCK, metrics.WARP_INSTRUCTIONS, metrics.FFMA_THREAD_INSTRUCTIONS_SM,
+               metrics.ISSUE_ACTIVE_PCT, metrics.FMA_PIPE_ACTIVE_PCT, metrics.DURATION)
 NCU_SECTIONS = ("WarpStateStats", "SchedulerStats", "InstructionStats", "LaunchStats")
 
 

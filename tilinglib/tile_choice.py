@@ -578,6 +578,8 @@ def load_issue_profiles(path=None) -> dict[str, IssueProfile]:
     ``tilinglib/data`` (or the file at `path`); {} when there is none.
 
     Raises ValueError for a file of another format."""
+    from .toolchain.measure import metrics
+
     p = Path(path) if path is not None else Path(__file__).resolve().parent / "data" / NCU_FILE
     if not p.is_file():
         return {}
@@ -590,11 +592,11 @@ def load_issue_profiles(path=None) -> dict[str, IssueProfile]:
         v = lambda key: m[key][0]                                   # noqa: E731
         out[name] = IssueProfile(
             kernel=name, changed=dict(doc["variants"].get(name, {})),
-            duration_ms=v("gpu__time_duration.sum") / 1e6,
-            issue_busy_pct=v("smsp__issue_active.avg.pct_of_peak_sustained_active"),
-            fma_pipe_pct=v("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
-            instructions=v("smsp__inst_executed.sum"),
-            ffma=v("sm__sass_thread_inst_executed_op_ffma_pred_on.sum") / 32,
+            duration_ms=v(metrics.DURATION) / 1e6,
+            issue_busy_pct=v(metrics.ISSUE_ACTIVE_PCT),
+            fma_pipe_pct=v(metrics.FMA_PIPE_ACTIVE_PCT),
+            instructions=v(metrics.WARP_INSTRUCTIONS),
+            ffma=v(metrics.FFMA_THREAD_INSTRUCTIONS_SM) / 32,
             cycles_per_issue=v("Warp Cycles Per Issued Instruction"),
             stalls={k[len("Stall "):]: val[0] for k, val in m.items()
                     if k.startswith("Stall ") and isinstance(val[0], float)},

@@ -21,7 +21,8 @@ __all__ = ["REPORT_METRICS", "GLOBAL_ATOMIC_METRICS", "FFMA_THREAD_INSTRUCTIONS"
            "DRAM_BYTES_WRITE", "REGISTERS_PER_THREAD", "STATIC_SHARED_PER_BLOCK",
            "SHARED_CONFIG_SIZE", "OCCUPANCY_LIMIT_BLOCKS", "OCCUPANCY_LIMIT_REGISTERS",
            "OCCUPANCY_LIMIT_SHARED_MEM", "OCCUPANCY_LIMIT_WARPS", "WARPS_ACTIVE_PCT",
-           "DURATION"]
+           "DURATION", "SM_CLOCK", "WARP_INSTRUCTIONS", "FFMA_THREAD_INSTRUCTIONS_SM",
+           "ISSUE_ACTIVE_PCT", "FMA_PIPE_ACTIVE_PCT"]
 
 #: LaunchReport field -> the ncu metric it counts (one metric per field).
 REPORT_METRICS = {
@@ -70,3 +71,11 @@ OCCUPANCY_LIMIT_SHARED_MEM = "launch__occupancy_limit_shared_mem"
 OCCUPANCY_LIMIT_WARPS = "launch__occupancy_limit_warps"
 WARPS_ACTIVE_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
 DURATION = "gpu__time_duration.sum"
+
+# Where the issue slots go (bench/tuned_variants.py --ncu; tilinglib/data/tuned_ncu_h200.json,
+# read by tile_choice.load_issue_profiles; the stall reasons come from the WarpStateStats section).
+SM_CLOCK = "sm__cycles_elapsed.avg.per_second"                 # the SMs' clock, cycles / s
+WARP_INSTRUCTIONS = "smsp__inst_executed.sum"                  # warp instructions executed
+FFMA_THREAD_INSTRUCTIONS_SM = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"
+ISSUE_ACTIVE_PCT = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+FMA_PIPE_ACTIVE_PCT = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
