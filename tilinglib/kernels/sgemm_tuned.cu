@@ -211,7 +211,9 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
     // SPLITK ways. With TAILWAVE=w the grid is 1-D: the tiles that fill whole waves of w
     // blocks take one block each (all of K), and only the tail's tiles are split.
     const int tilesN = (N + BN - 1) / BN;
+#if TAILWAVE || GSWZ > 1
     const int tilesM = (M + BM - 1) / BM;
+#endif
 #if TAILWAVE
     const int wholeTiles = (tilesM * tilesN / TAILWAVE) * TAILWAVE;
     const int bid = blockIdx.x;
@@ -249,10 +251,14 @@ sgemmTuned(int M, int N, int K, const float* __restrict__ A, const float* __rest
     const int warpCol = (warp % (BN / WN)) * WN;
     const int laneRow = (lane / (WSUBN / TN)) * TM;
     const int laneCol = (lane % (WSUBN / TN)) * TN;
-    const bool vecA = K % 4 == 0;
+#if ASYNC < 2
+    const bool vecA = K % 4 == 0;      // (ASYNC=2 copies A one float at a time)
+#endif
     const bool vecB = N % 4 == 0;
+#if ASYNC == 0
     // The whole tile inside A, B and C, rows of whole float4s: FETCH may skip the edge tests.
     const bool inside = FAST && vecA && vecB && rowBase + BM <= M && colBase + BN <= N;
+#endif
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
     float acc[RM][RN];
