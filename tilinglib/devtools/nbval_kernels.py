@@ -1,0 +1,155 @@
+"""A pytest plugin that starts the next notebook's kernel while nbval runs this one's cells
+(pyproject.toml loads it: ``-p tilinglib.devtools.nbval_kernels`` in addopts).
+
+Why: nbval runs the notebooks one after the other, each in a fresh kernel that it starts
+when the notebook's first cell is set up and waits for: about 0.7 s on a small machine
+(Python, IPython and ipykernel imported in the new process), eight times for the lessons.
+While a lesson's cells run, its kernel keeps one CPU busy and the pytest process waits,
+so the next kernel's start can go on beside them.
+
+What: once a notebook's first cell is set up (its kernel is ready), the process of the
+notebook that pytest runs next is started, with the arguments nbval would give it (the
+kernel's name, the notebook's folder as working directory, stderr to os.devnull).
+nbval's own start of that notebook's kernel (``nbval.kernel.start_new_kernel``) then takes
+this process, connects to it and waits until it is ready, as it does for one it starts
+itself. Each notebook still gets a kernel of its own, never used before, started from the
+same environment (``os.environ`` as it will be at that notebook's first setup, pytest's
+``PYTEST_CURRENT_TEST`` included): the process is used only if the kernel name, the working
+directory and ``os.environ`` are then those it was started with, and only for the notebook
+run right after the current one (no other test between them); otherwise it is shut down
+and nbval starts one as before. A kernel started and never used is shut down at the
+session's end. Nothing is done where nbval is not installed or no notebook is collected.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_state: dict = {"order": [], "pending": None, "original": None}
+
+
+def _kernel_name(collector) -> str | None:
+    """The kernel name nbval's IPyNbFile.setup gives `collector`'s notebook."""
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME
+
+    option = collector.config.option
+    if getattr(option, "nbval_current_env", False):
+        return CURRENT_ENV_KERNEL_NAME
+    if getattr(option, "nbval_kernel_name", None):
+        return option.nbval_kernel_name
+    try:
+        return collector.nb.metadata.get("kernelspec", {}).get("name", "python")
+    except AttributeError:
+        return None
+
+
+class _Pending:
+    """A kernel process started for one notebook and not yet taken."""
+
+    def __init__(self, kernel_name: str, cwd: str, environ: dict):
+        from nbval.kernel import KernelManager, NbvalKernelspecManager
+
+        self.key = (kernel_name, cwd)
+        self.environ = environ
+        self.km = KernelManager(kernel_name=kernel_name,
+                                kernel_spec_manager=NbvalKernelspecManager())
+        self.km.start_kernel(stderr=open(os.devnull, "w"), cwd=cwd, env=dict(environ))
+
+    def matches(self, kernel_name, kwargs) -> bool:
+        return (set(kwargs) <= {"stderr", "cwd"} and self.key == (kernel_name, kwargs.get("cwd"))
+                and self.environ == dict(os.environ))
+
+    def shutdown(self) -> None:
+        try:
+            self.km.shutdown_kernel(now=True)
+        except Exception:                       # already gone: nothing to stop
+            pass
+
+
+def setup_environ(first_item) -> dict:
+    """``os.environ`` as it will be while pytest sets up `first_item` (where nbval starts
+    its notebook's kernel): as now, with pytest's ``PYTEST_CURRENT_TEST`` naming that
+    item's setup, as _pytest.runner writes it."""
+    environ = dict(os.environ)
+    environ["PYTEST_CURRENT_TEST"] = f"{first_item.nodeid} (setup)".replace("\x00", "(null)")
+    return environ
+
+
+def _drop_pending() -> None:
+    pending, _state["pending"] = _state["pending"], None
+    if pending is not None:
+        pending.shutdown()
+
+
+def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):
+    """nbval.kernel.start_new_kernel: (KernelManager, its started client), the kernel
+    started ahead for this notebook when there is one that fits (see the module's
+    docstring), else a new one as nbval starts it."""
+    pending, _state["pending"] = _state["pending"], None
+    if pending is None or not pending.matches(kernel_name, kwargs) or not pending.km.is_alive():
+        if pending is not None:
+            pending.shutdown()
+        return _state["original"](startup_timeout=startup_timeout, kernel_name=kernel_name,
+                                  **kwargs)
+    km = pending.km
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=startup_timeout)
+    except RuntimeError:
+        kc.stop_channels()
+        km.shutdown_kernel()
+        raise
+    return km, kc
+
+
+def pytest_configure(config) -> None:
+    try:
+        import nbval.kernel
+    except ImportError:
+        return
+    if _state["original"] is None:
+        _state["original"] = nbval.kernel.start_new_kernel
+        nbval.kernel.start_new_kernel = start_new_kernel
+
+
+def pytest_collection_finish(session) -> None:
+    """The notebooks' collectors in the order their cells run, each with its first item
+    (None for a run of other tests between them)."""
+    if _state["original"] is None:
+        return
+    from nbval.plugin import IPyNbFile
+
+    order = []
+    for item in session.items:
+        parent = item.parent
+        owner = parent if isinstance(parent, IPyNbFile) else None
+        if not order or order[-1][0] is not owner:
+            order.append((owner, item))
+    _state["order"] = order
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield
+    order = _state["order"]
+    parent = item.parent
+    if _state["pending"] is not None or getattr(parent, "kernel", None) is None:
+        return
+    at = next((i for i, (owner, _) in enumerate(order) if owner is parent), None)
+    if at is None or order[at][1] is not item or at + 1 == len(order):
+        return                           # not a notebook's first cell, or the last notebook
+    following, first = order[at + 1]
+    name = None if following is None else _kernel_name(following)
+    if name is None:
+        return
+    try:
+        _state["pending"] = _Pending(name, str(following.fspath.dirname), setup_environ(first))
+    except Exception:               # nbval will start it itself, and report what fails
+        _state["pending"] = None
+
+
+def pytest_sessionfinish(session) -> None:
+    _drop_pending()
