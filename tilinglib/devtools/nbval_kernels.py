@@ -10,9 +10,9 @@ so the next kernel's start can go on beside them.
 What: once a notebook's first cell is set up (its kernel is ready), the process of the
 notebook that pytest runs next is started, with the arguments nbval would give it (the
 kernel's name, the notebook's folder as working directory, stderr to os.devnull).
-nbval's own start of that notebook's kernel (``nbval.kernel.start_new_kernel``) then takes
-this process, connects to it and waits until it is ready, as it does for one it starts
-itself. Each notebook still gets a kernel of its own, never used before, started from the
+A thread connects a client to it and waits until it is ready, as nbval's own start does
+(``nbval.kernel.start_new_kernel``); that start, for that notebook, then takes the kernel and
+its client (one that did not get ready is shut down, and nbval starts a kernel itself). Each notebook still gets a kernel of its own, never used before, started from the
 same environment (``os.environ`` as it will be at that notebook's first setup, pytest's
 ``PYTEST_CURRENT_TEST`` included): the process is used only if the kernel name, the working
 directory and ``os.environ`` are then those it was started with, and only for the notebook
@@ -24,6 +24,7 @@ session's end. Nothing is done where nbval is not installed or no notebook is co
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -48,7 +49,7 @@ def _kernel_name(collector) -> str | None:
 class _Pending:
     """A kernel process started for one notebook and not yet taken."""
 
-    def __init__(self, kernel_name: str, cwd: str, environ: dict):
+    def __init__(self, kernel_name: str, cwd: str, environ: dict, startup_timeout: float):
         from nbval.kernel import KernelManager, NbvalKernelspecManager
 
         self.key = (kernel_name, cwd)
@@ -56,12 +57,43 @@ class _Pending:
         self.km = KernelManager(kernel_name=kernel_name,
                                 kernel_spec_manager=NbvalKernelspecManager())
         self.km.start_kernel(stderr=open(os.devnull, "w"), cwd=cwd, env=dict(environ))
+        self.kc = None
+        self.failed = False
+        # the client's connection and its wait for the kernel (kernel_info, then 0.2 s of
+        # jupyter_client's IOPub flush), in a thread; the client is handed to the main
+        # thread only after it ends (join)
+        self.thread = threading.Thread(target=self._connect, args=(startup_timeout,),
+                                       name="tilinglib-nbval-kernel", daemon=True)
+        self.thread.start()
+
+    def _connect(self, startup_timeout: float) -> None:
+        try:
+            kc = self.km.client()
+            kc.start_channels()
+            self.kc = kc
+            kc.wait_for_ready(timeout=startup_timeout)
+        except BaseException:
+            self.failed = True
+
+    def client(self):
+        """The connected client of a ready kernel, or None (its channels stopped) if it did
+        not get ready."""
+        self.thread.join()
+        if self.failed or self.kc is None:
+            kc, self.kc = self.kc, None
+            if kc is not None:
+                kc.stop_channels()
+            return None
+        return self.kc
 
     def matches(self, kernel_name, kwargs) -> bool:
         return (set(kwargs) <= {"stderr", "cwd"} and self.key == (kernel_name, kwargs.get("cwd"))
                 and self.environ == dict(os.environ))
 
     def shutdown(self) -> None:
+        kc, self.kc = self.client(), None
+        if kc is not None:
+            kc.stop_channels()
         try:
             self.km.shutdown_kernel(now=True)
         except Exception:                       # already gone: nothing to stop
@@ -93,16 +125,12 @@ def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):
             pending.shutdown()
         return _state["original"](startup_timeout=startup_timeout, kernel_name=kernel_name,
                                   **kwargs)
-    km = pending.km
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=startup_timeout)
-    except RuntimeError:
-        kc.stop_channels()
-        km.shutdown_kernel()
-        raise
-    return km, kc
+    kc = pending.client()
+    if kc is None:                       # not ready: nbval starts one, and reports its errors
+        pending.shutdown()
+        return _state["original"](startup_timeout=startup_timeout, kernel_name=kernel_name,
+                                  **kwargs)
+    return pending.km, kc
 
 
 def pytest_configure(config) -> None:
@@ -146,7 +174,9 @@ def pytest_runtest_setup(item):
     if name is None:
         return
     try:
-        _state["pending"] = _Pending(name, str(following.fspath.dirname), setup_environ(first))
+        timeout = getattr(item.config.option, "nbval_kernel_startup_timeout", 60)
+        _state["pending"] = _Pending(name, str(following.fspath.dirname), setup_environ(first),
+                                     timeout)
     except Exception:               # nbval will start it itself, and report what fails
         _state["pending"] = None
 
