@@ -1,5 +1,6 @@
 """tilinglib.devtools.nbval_kernels: the next notebook's kernel started ahead, in the
-environment nbval would start it in, and used only by that notebook."""
+environment nbval would start it in, and used only by that notebook; every kernel stopped by
+the session's end."""
 
 import importlib.util
 import json
@@ -28,6 +29,17 @@ nbval.kernel.start_new_kernel = counted
 code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "tilinglib.devtools.nbval_kernels",
                     "--nbval-lax", "--nbval-current-env", *sys.argv[1:]])
 print("MADE", len(made), "PENDING", plugin._state["pending"] is not None)
+import os
+children = []
+if os.path.isdir("/proc"):                 # processes this one started that still run
+    for stat in os.listdir("/proc"):
+        try:
+            fields = open(f"/proc/{stat}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            children.append(stat)
+print("LEFT", len(children))
 sys.exit(code)
 """
 
@@ -62,8 +74,9 @@ def test_later_kernels_started_ahead_same_environment(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "3 passed" in proc.stdout
     # nbval made the first kernel; the second and third were started ahead and taken,
-    # none is left over
+    # none is left over, and every kernel has exited by the session's end
     assert "MADE 1 PENDING False" in proc.stdout
+    assert "LEFT 0" in proc.stdout
 
 
 def test_one_notebook_nothing_started_ahead(tmp_path):

@@ -1,5 +1,5 @@
-"""A pytest plugin that starts the next notebook's kernel while nbval runs this one's cells
-(pyproject.toml loads it: ``-p tilinglib.devtools.nbval_kernels`` in addopts).
+"""A pytest plugin that starts the next notebook's kernel while nbval runs this one's cells,
+and lets a finished notebook's kernel exit in the background (pyproject.toml loads it: ``-p tilinglib.devtools.nbval_kernels`` in addopts).
 
 Why: nbval runs the notebooks one after the other, each in a fresh kernel that it starts
 when the notebook's first cell is set up and waits for: about 0.7 s on a small machine
@@ -18,7 +18,9 @@ same environment (``os.environ`` as it will be at that notebook's first setup, p
 directory and ``os.environ`` are then those it was started with, and only for the notebook
 run right after the current one (no other test between them); otherwise it is shut down
 and nbval starts one as before. A kernel started and never used is shut down at the
-session's end. Nothing is done where nbval is not installed or no notebook is collected.
+session's end. A notebook's kernel is stopped as nbval stops it (the client's channels, then
+``shutdown_kernel(now=True)``: killed), the wait for its exit (0.1 s of polling) in a
+thread that the session's end joins. Nothing is done where nbval is not installed or no notebook is collected.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import threading
 
 import pytest
 
-_state: dict = {"order": [], "pending": None, "original": None}
+_state: dict = {"order": [], "pending": None, "original": None, "stopping": []}
 
 
 def _kernel_name(collector) -> str | None:
@@ -133,6 +135,26 @@ def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):
     return pending.km, kc
 
 
+def _shutdown(km) -> None:
+    try:
+        km.shutdown_kernel(now=True)
+    except Exception:                           # already gone: nothing to stop
+        pass
+
+
+def stop(self) -> None:
+    """nbval.kernel.RunningKernel.stop: the client's channels stopped, then the kernel
+    killed and its files removed (``shutdown_kernel(now=True)``, as nbval does) in a thread,
+    which the session's end waits for."""
+    self.kc.stop_channels()
+    km = self.km
+    del self.km
+    thread = threading.Thread(target=_shutdown, args=(km,), name="tilinglib-nbval-stop",
+                              daemon=True)
+    thread.start()
+    _state["stopping"].append(thread)
+
+
 def pytest_configure(config) -> None:
     try:
         import nbval.kernel
@@ -141,6 +163,7 @@ def pytest_configure(config) -> None:
     if _state["original"] is None:
         _state["original"] = nbval.kernel.start_new_kernel
         nbval.kernel.start_new_kernel = start_new_kernel
+        nbval.kernel.RunningKernel.stop = stop
 
 
 def pytest_collection_finish(session) -> None:
@@ -183,3 +206,6 @@ def pytest_runtest_setup(item):
 
 def pytest_sessionfinish(session) -> None:
     _drop_pending()
+    stopping, _state["stopping"] = _state["stopping"], []
+    for thread in stopping:
+        thread.join()
