@@ -1,26 +1,32 @@
 """A pytest plugin that starts the next notebook's kernel while nbval runs this one's cells,
-and lets a finished notebook's kernel exit in the background (pyproject.toml loads it: ``-p tilinglib.devtools.nbval_kernels`` in addopts).
+and lets a finished notebook's kernel exit in the background (pyproject.toml loads it:
+``-p tilinglib.devtools.nbval_kernels`` in addopts).
 
 Why: nbval runs the notebooks one after the other, each in a fresh kernel that it starts
 when the notebook's first cell is set up and waits for: about 0.7 s on a small machine
-(Python, IPython and ipykernel imported in the new process), eight times for the lessons.
-While a lesson's cells run, its kernel keeps one CPU busy and the pytest process waits,
-so the next kernel's start can go on beside them.
+(Python, IPython and ipykernel imported in the new process, then jupyter_client's 0.2 s
+wait for IOPub), eight times for the lessons. While a lesson's cells run, its kernel keeps
+one CPU busy and the pytest process waits, so the next kernel's start can go on beside them.
 
-What: once a notebook's first cell is set up (its kernel is ready), the process of the
-notebook that pytest runs next is started, with the arguments nbval would give it (the
-kernel's name, the notebook's folder as working directory, stderr to os.devnull).
-A thread connects a client to it and waits until it is ready, as nbval's own start does
-(``nbval.kernel.start_new_kernel``); that start, for that notebook, then takes the kernel and
-its client (one that did not get ready is shut down, and nbval starts a kernel itself). Each notebook still gets a kernel of its own, never used before, started from the
-same environment (``os.environ`` as it will be at that notebook's first setup, pytest's
-``PYTEST_CURRENT_TEST`` included): the process is used only if the kernel name, the working
+What: once a notebook's first cell is set up (its kernel is ready), the kernel of the
+notebook that pytest runs next is started with the arguments nbval would give it (the
+kernel's name, the notebook's folder as working directory, stderr to os.devnull), and a
+thread connects a client to it and waits until it is ready, as nbval's own start does
+(``nbval.kernel.start_new_kernel``). That start, for that notebook, then takes the kernel
+and its client; one that did not get ready is shut down and nbval starts a kernel itself.
+
+Each notebook still gets a kernel of its own, never used before, started in the same
+environment: ``os.environ`` as it will be at that notebook's first setup (pytest's
+``PYTEST_CURRENT_TEST`` included). The kernel is used only if the kernel name, the working
 directory and ``os.environ`` are then those it was started with, and only for the notebook
 run right after the current one (no other test between them); otherwise it is shut down
 and nbval starts one as before. A kernel started and never used is shut down at the
-session's end. A notebook's kernel is stopped as nbval stops it (the client's channels, then
-``shutdown_kernel(now=True)``: killed), the wait for its exit (0.1 s of polling) in a
-thread that the session's end joins. Nothing is done where nbval is not installed or no notebook is collected.
+session's end.
+
+A notebook's kernel is stopped as nbval stops it (the client's channels, then
+``shutdown_kernel(now=True)``: killed); only the wait for its exit (0.1 s of polling) is
+left to a thread, which the session's end joins. Nothing is done where nbval is not
+installed or no notebook is collected.
 """
 
 from __future__ import annotations
