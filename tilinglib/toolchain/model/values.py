@@ -122,6 +122,12 @@ def _div(a, b, signed: bool):
 def _mod(a, b, signed: bool):
     """C's `%` on integer lanes as the GPU computes it: a - (a / b) * b, so x % 0 is x and
     INT_MIN % -1 is 0 (read on the H200)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.generic) and b != 0 \
+            and not (signed and b == -1):
+        # the common case (lanes % a uniform divisor such as 32): _div's own common case,
+        # the same values and dtype as the general path below, without its patches
+        q = _div(a, b, signed)
+        return (a - q * b).astype(np.result_type(a, b), copy=False)
     x, y = _lanes(a, b)
     q = np.asarray(_div(x, y, signed))
     zero = y == 0

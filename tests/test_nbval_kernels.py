@@ -1,0 +1,85 @@
+"""tilinglib.devtools.nbval_kernels: the next notebook's kernel started ahead, in the
+environment nbval would start it in, and used only by that notebook; every kernel stopped by
+the session's end."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("nbval") is None,
+                                reason="nbval not installed")
+
+# A driver that runs pytest on the given notebooks with the plugin, and prints how many
+# kernels nbval's own start made (the rest were started ahead and taken).
+_DRIVER = r"""
+import sys
+import nbval.kernel
+import pytest
+import tilinglib.devtools.nbval_kernels as plugin
+
+made = []
+own = nbval.kernel.start_new_kernel
+def counted(*args, **kwargs):
+    made.append(kwargs.get("cwd"))
+    return own(*args, **kwargs)
+nbval.kernel.start_new_kernel = counted
+code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "tilinglib.devtools.nbval_kernels",
+                    "--nbval-lax", "--nbval-current-env", *sys.argv[1:]])
+print("MADE", len(made), "PENDING", plugin._state["pending"] is not None)
+import os
+children = []
+if os.path.isdir("/proc"):                 # processes this one started that still run
+    for stat in os.listdir("/proc"):
+        try:
+            fields = open(f"/proc/{stat}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            children.append(stat)
+print("LEFT", len(children))
+sys.exit(code)
+"""
+
+
+def _notebook(path, name):
+    """A notebook whose checked output is the test its kernel was started for and the
+    kernel's working directory."""
+    code = ("# NBVAL_CHECK_OUTPUT\nimport os\n"
+            "print(os.environ['PYTEST_CURRENT_TEST'].split('::')[0].rsplit('/', 1)[-1])\n"
+            "print(os.path.basename(os.getcwd()))")
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": code,
+            "outputs": [{"name": "stdout", "output_type": "stream",
+                         "text": f"{name}\n{path.parent.name}\n"}]}
+    nb = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3",
+                                                       "display_name": "Python 3"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb))
+    return path
+
+
+def _run(tmp_path, *names, extra=()):
+    paths = [str(_notebook(tmp_path / name, name)) for name in names]
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, *paths, *extra], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300)
+    return proc
+
+
+def test_later_kernels_started_ahead_same_environment(tmp_path):
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    proc = _run(folder, "a.ipynb", "b.ipynb", "c.ipynb")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "3 passed" in proc.stdout
+    # nbval made the first kernel; the second and third were started ahead and taken,
+    # none is left over, and every kernel has exited by the session's end
+    assert "MADE 1 PENDING False" in proc.stdout
+    assert "LEFT 0" in proc.stdout
+
+
+def test_one_notebook_nothing_started_ahead(tmp_path):
+    proc = _run(tmp_path, "only.ipynb")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "MADE 1 PENDING False" in proc.stdout
