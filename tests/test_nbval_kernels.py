@@ -83,3 +83,21 @@ def test_one_notebook_nothing_started_ahead(tmp_path):
     proc = _run(tmp_path, "only.ipynb")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "MADE 1 PENDING False" in proc.stdout
+
+
+def test_an_nbval_without_the_expected_functions_is_left_alone(monkeypatch):
+    # another nbval release may name its kernel start otherwise: then nothing is patched
+    import sys
+    import types
+
+    from tilinglib.devtools import nbval_kernels
+
+    fake_kernel = types.ModuleType("nbval.kernel")
+    fake = types.ModuleType("nbval")
+    fake.kernel = fake_kernel
+    monkeypatch.setitem(sys.modules, "nbval", fake)
+    monkeypatch.setitem(sys.modules, "nbval.kernel", fake_kernel)
+    monkeypatch.setitem(nbval_kernels._state, "original", None)
+    nbval_kernels.pytest_configure(None)
+    assert nbval_kernels._state["original"] is None
+    assert not hasattr(fake_kernel, "start_new_kernel")

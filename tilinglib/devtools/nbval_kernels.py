@@ -166,6 +166,9 @@ def pytest_configure(config) -> None:
         import nbval.kernel
     except ImportError:
         return
+    if not (callable(getattr(nbval.kernel, "start_new_kernel", None))
+            and callable(getattr(getattr(nbval.kernel, "RunningKernel", None), "stop", None))):
+        return                  # another nbval: its kernels start as it starts them
     if _state["original"] is None:
         _state["original"] = nbval.kernel.start_new_kernel
         nbval.kernel.start_new_kernel = start_new_kernel
