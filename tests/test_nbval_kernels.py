@@ -28,7 +28,7 @@ def counted(*args, **kwargs):
 nbval.kernel.start_new_kernel = counted
 code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "tilinglib.devtools.nbval_kernels",
                     "--nbval-lax", "--nbval-current-env", *sys.argv[1:]])
-print("MADE", len(made), "PENDING", plugin._state["pending"] is not None)
+print("MADE", len(made), "PENDING", bool(plugin._state["pending"]))
 import os
 children = []
 if os.path.isdir("/proc"):                 # processes this one started that still run
@@ -101,3 +101,57 @@ def test_an_nbval_without_the_expected_functions_is_left_alone(monkeypatch):
     nbval_kernels.pytest_configure(None)
     assert nbval_kernels._state["original"] is None
     assert not hasattr(fake_kernel, "start_new_kernel")
+
+
+# A cell that says whether the kernel was warmed (kernel_warmup imports tilinglib's
+# emulator before the cell runs) and which names the notebook's namespace holds.
+_PROBE = ("# NBVAL_CHECK_OUTPUT\nimport sys  # tilinglib: this notebook imports it\n"
+          "print('tiling' 'lib.emulator' in sys.modules, 'matplotlib.pyplot' in sys.modules)\n"
+          "print(sorted(k for k in globals() if not k.startswith('_')\n"
+          "             and k not in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open')))\n"
+          "import matplotlib.pyplot as plt\nprint(plt.get_fignums())")
+
+
+def _probe_notebook(path, warmed: bool, mentions_tilinglib: bool = True):
+    code = _PROBE if mentions_tilinglib else _PROBE.replace("  # tilinglib: this notebook imports it", "")
+    assert mentions_tilinglib == ("tilinglib" in code)
+    text = f"{warmed} {warmed}\n['sys']\n[]\n"
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": code,
+            "outputs": [{"name": "stdout", "output_type": "stream", "text": text}]}
+    nb = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3",
+                                                       "display_name": "Python 3"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb))
+    return str(path)
+
+
+def test_kernels_started_ahead_are_warmed_only_for_notebooks_that_use_tilinglib(tmp_path):
+    # the first kernel is nbval's own (not warmed); the second and third are started ahead:
+    # the one whose notebook names tilinglib has the lesson stack and pyplot imported, with
+    # no name bound in its namespace and no figure left open; the other is a plain kernel
+    paths = [_probe_notebook(tmp_path / "a.ipynb", False),
+             _probe_notebook(tmp_path / "b.ipynb", True),
+             _probe_notebook(tmp_path / "c.ipynb", False, mentions_tilinglib=False)]
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, *paths], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300,
+                          env={**__import__("os").environ,
+                               "MPLBACKEND": "module://matplotlib_inline.backend_inline"})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "3 passed" in proc.stdout
+    assert "MADE 1 PENDING False" in proc.stdout
+
+
+def test_warm_up_leaves_matplotlib_as_a_first_plot_would(tmp_path):
+    # in a fresh process under the inline backend: nothing fails, no figure stays open, and
+    # the figure cache takes the settings as a fresh kernel's (so its pictures are used)
+    code = ("from tilinglib.devtools import kernel_warmup\n"
+            "failed = kernel_warmup.warm_up()\n"
+            "import matplotlib, matplotlib.pyplot as plt\n"
+            "from tilinglib import figure_cache\n"
+            "print(failed, plt.get_fignums(), figure_cache._fresh_settings(),\n"
+            "      'inline' in matplotlib.get_backend())")
+    env = {**__import__("os").environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["[]", "[]", "True", "True"]

@@ -1,6 +1,6 @@
-"""A pytest plugin that starts the next notebook's kernel while nbval runs this one's cells,
-and lets a finished notebook's kernel exit in the background (pyproject.toml loads it:
-``-p tilinglib.devtools.nbval_kernels`` in addopts).
+"""A pytest plugin that starts (and warms) the next notebooks' kernels while nbval runs this
+one's cells, and lets a finished notebook's kernel exit in the background (pyproject.toml
+loads it: ``-p tilinglib.devtools.nbval_kernels`` in addopts).
 
 Why: nbval runs the notebooks one after the other, each in a fresh kernel that it starts
 when the notebook's first cell is set up and waits for: about 0.7 s on a small machine
@@ -8,19 +8,25 @@ when the notebook's first cell is set up and waits for: about 0.7 s on a small m
 wait for IOPub), eight times for the lessons. While a lesson's cells run, its kernel keeps
 one CPU busy and the pytest process waits, so the next kernel's start can go on beside them.
 
-What: once a notebook's first cell is set up (its kernel is ready), the kernel of the
-notebook that pytest runs next is started with the arguments nbval would give it (the
-kernel's name, the notebook's folder as working directory, stderr to os.devnull), and a
-thread connects a client to it and waits until it is ready, as nbval's own start does
-(``nbval.kernel.start_new_kernel``). That start, for that notebook, then takes the kernel
-and its client; one that did not get ready is shut down and nbval starts a kernel itself.
+What: once a notebook's first cell is set up (its kernel is ready), the kernels of the
+`AHEAD` (2) notebooks that pytest runs next are started with the arguments nbval would give
+them (the kernel's name, the notebook's folder as working directory, stderr to os.devnull),
+and for each a thread connects a client to it and waits until it is ready, as nbval's own
+start does (``nbval.kernel.start_new_kernel``). Two, because a short notebook (lesson 02
+takes half a second) ends before the next kernel is ready. For a notebook that imports
+tilinglib, the thread then has the kernel run kernel_warmup.py's `warm_up` as one silent
+request without history (the lesson stack imported, matplotlib's first figure costs paid;
+about 1.5 s of CPU the running notebook leaves idle) and waits for it to end. nbval's start,
+for that notebook, then takes the kernel and its client; one that did not get ready is shut
+down and nbval starts a kernel itself.
 
 Each notebook still gets a kernel of its own, never used before, started in the same
 environment: ``os.environ`` as it will be at that notebook's first setup (pytest's
 ``PYTEST_CURRENT_TEST`` included). The kernel is used only if the kernel name, the working
 directory and ``os.environ`` are then those it was started with, and only for the notebook
-run right after the current one (no other test between them); otherwise it is shut down
-and nbval starts one as before. A kernel started and never used is shut down at the
+it was started for (no other test runs between them: none is started past one); otherwise
+it is shut down and nbval starts one as before. A warmed kernel holds imported modules and
+nothing else: no name in the notebook's namespace, no history, no figure. A kernel started and never used is shut down at the
 session's end.
 
 A notebook's kernel is stopped as nbval stops it (the client's channels, then
@@ -36,7 +42,8 @@ import threading
 
 import pytest
 
-_state: dict = {"order": [], "pending": None, "original": None, "stopping": []}
+AHEAD = 2                   # notebooks whose kernels are started ahead of the one running
+_state: dict = {"order": [], "pending": [], "original": None, "stopping": []}
 
 
 def _kernel_name(collector) -> str | None:
@@ -57,10 +64,13 @@ def _kernel_name(collector) -> str | None:
 class _Pending:
     """A kernel process started for one notebook and not yet taken."""
 
-    def __init__(self, kernel_name: str, cwd: str, environ: dict, startup_timeout: float):
+    def __init__(self, kernel_name: str, cwd: str, environ: dict, startup_timeout: float,
+                 warm: bool = False):
         from nbval.kernel import KernelManager, NbvalKernelspecManager
 
         self.key = (kernel_name, cwd)
+        self.warm = warm
+        self.first = None               # the node id of its notebook's first cell
         self.environ = environ
         self.km = KernelManager(kernel_name=kernel_name,
                                 kernel_spec_manager=NbvalKernelspecManager())
@@ -82,6 +92,12 @@ class _Pending:
             kc.wait_for_ready(timeout=startup_timeout)
         except BaseException:
             self.failed = True
+            return
+        if self.warm:
+            try:
+                _warm(kc, startup_timeout)
+            except BaseException:       # the kernel is still as nbval would start it
+                pass
 
     def client(self):
         """The connected client of a ready kernel, or None (its channels stopped) if it did
@@ -108,6 +124,37 @@ class _Pending:
             pass
 
 
+WARM_UP = "__import__('tilinglib.devtools.kernel_warmup').devtools.kernel_warmup.warm_up()"
+
+
+def _warm(kc, timeout: float) -> None:
+    """Run `WARM_UP` (tilinglib/devtools/kernel_warmup.py) in the kernel as a silent request,
+    with no history, and wait for its reply and for the kernel to be idle again, reading
+    only that request's messages."""
+    import time
+
+    msg_id = kc.execute(WARM_UP, silent=True, store_history=False, allow_stdin=False)
+    deadline = time.monotonic() + timeout
+    for channel, done in ((kc.get_shell_msg, lambda m: m["msg_type"] == "execute_reply"),
+                          (kc.get_iopub_msg, lambda m: m["msg_type"] == "status"
+                           and m["content"].get("execution_state") == "idle")):
+        while True:
+            msg = channel(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") == msg_id and done(msg):
+                break
+
+
+def uses_tilinglib(collector) -> bool:
+    """Whether `collector`'s notebook imports tilinglib in a code cell (then its kernel is
+    warmed: kernel_warmup.py)."""
+    try:
+        cells = collector.nb.cells
+    except AttributeError:
+        return False
+    return any(cell.get("cell_type") == "code" and "tilinglib" in cell.get("source", "")
+               for cell in cells)
+
+
 def setup_environ(first_item) -> dict:
     """``os.environ`` as it will be while pytest sets up `first_item` (where nbval starts
     its notebook's kernel): as now, with pytest's ``PYTEST_CURRENT_TEST`` naming that
@@ -118,17 +165,26 @@ def setup_environ(first_item) -> dict:
 
 
 def _drop_pending() -> None:
-    pending, _state["pending"] = _state["pending"], None
-    if pending is not None:
-        pending.shutdown()
+    pending, _state["pending"] = _state["pending"], []
+    for kernel in pending:
+        kernel.shutdown()
 
 
 def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):
     """nbval.kernel.start_new_kernel: (KernelManager, its started client), the kernel
     started ahead for this notebook when there is one that fits (see the module's
     docstring), else a new one as nbval starts it."""
-    pending, _state["pending"] = _state["pending"], None
-    if pending is None or not pending.matches(kernel_name, kwargs) or not pending.km.is_alive():
+    waiting = _state["pending"]
+    at = next((i for i, kernel in enumerate(waiting) if kernel.matches(kernel_name, kwargs)),
+              None)
+    # the kernels started for this notebook's predecessors were not taken: stopped
+    stale, pending = waiting[:at or 0], None
+    if at is not None:
+        pending = waiting[at]
+        _state["pending"] = waiting[at + 1:]
+    for kernel in stale:
+        kernel.shutdown()
+    if pending is None or not pending.km.is_alive():
         if pending is not None:
             pending.shutdown()
         return _state["original"](startup_timeout=startup_timeout, kernel_name=kernel_name,
@@ -196,21 +252,26 @@ def pytest_runtest_setup(item):
     yield
     order = _state["order"]
     parent = item.parent
-    if _state["pending"] is not None or getattr(parent, "kernel", None) is None:
+    if getattr(parent, "kernel", None) is None:
         return
     at = next((i for i, (owner, _) in enumerate(order) if owner is parent), None)
-    if at is None or order[at][1] is not item or at + 1 == len(order):
-        return                           # not a notebook's first cell, or the last notebook
-    following, first = order[at + 1]
-    name = None if following is None else _kernel_name(following)
-    if name is None:
-        return
-    try:
-        timeout = getattr(item.config.option, "nbval_kernel_startup_timeout", 60)
-        _state["pending"] = _Pending(name, str(following.fspath.dirname), setup_environ(first),
-                                     timeout)
-    except Exception:               # nbval will start it itself, and report what fails
-        _state["pending"] = None
+    if at is None or order[at][1] is not item:
+        return                           # not a notebook's first cell
+    started = {kernel.first for kernel in _state["pending"]}
+    for following, first in order[at + 1:at + 1 + AHEAD]:
+        name = None if following is None else _kernel_name(following)
+        if name is None:
+            return                       # another test runs first: nothing started past it
+        if first.nodeid in started:
+            continue
+        try:
+            timeout = getattr(item.config.option, "nbval_kernel_startup_timeout", 60)
+            kernel = _Pending(name, str(following.fspath.dirname), setup_environ(first),
+                              timeout, warm=uses_tilinglib(following))
+        except Exception:           # nbval will start it itself, and report what fails
+            return
+        kernel.first = first.nodeid
+        _state["pending"].append(kernel)
 
 
 def pytest_sessionfinish(session) -> None:
