@@ -22,6 +22,9 @@ and the run with the least CPU time is kept per tree.
 each run, a first run's figures), ``warm`` (a folder that one untimed run of the lessons filled
 first: a second run's, or the lessons after the tests in one pytest run) or ``off``. A tree
 without the cache (an older commit) is measured once, in the first mode only.
+With the notebooks run ahead (tilinglib/devtools/nbval_kernels.py, two CPUs or more) a
+cell's "call" time is how long nbval waited for it, not what it cost; for the cost per cell
+run with ``TILINGLIB_NBVAL_AHEAD=0`` in the environment (it is passed on).
 ``--bytecode`` says whether the tree's modules have their bytecode: ``as-is`` (default:
 whatever __pycache__ there is; PYTHONDONTWRITEBYTECODE=1 means none is written),
 ``compiled`` (``python -m compileall -q tilinglib`` first, as an installed package has it)
